@@ -1,0 +1,22 @@
+/**
+ * `@heddle/ledger` — a CRDT entitlement ledger (ledger.md). Supply is minted at the root,
+ * delegated down a tree of attachment edges, spent at leaves and released when unused;
+ * replicas merge by join and never overspend without coordination.
+ */
+export { LedgerOverflowError, DivisionByZeroError, LedgerDecodeError } from "./errors.ts";
+export { MAX, MIN, addUnits } from "./int64.ts";
+export type { ServiceUnits } from "./int64.ts";
+export { GroupId, AttachmentId, MintId, ReplicaId, PathKey } from "./ids.ts";
+export { Weight } from "./weight.ts";
+export { Rational } from "./rational.ts";
+export { LIFECYCLE_RANK } from "./types.ts";
+export type {
+  Lifecycle,
+  AttachmentRecord,
+  MintRecord,
+  Gauge,
+  EdgeSummary,
+  RefusalKind,
+  Refusal,
+  LedgerConflict,
+} from "./types.ts";
