@@ -1,0 +1,10 @@
+export type { Watch, EventStream } from "./watch.ts";
+export { WatchCell, EventChannel } from "./watch.ts";
+export type { Timers } from "./timers.ts";
+export { VirtualTimers, realTimers, seededRandom } from "./timers.ts";
+export type { PeerId, SendResult, Seam } from "./seam.ts";
+export { SeamSubscriberError } from "./seam.ts";
+export type { SeamMux, SeamMuxCounters } from "./seam-mux.ts";
+export { muxSeam, ChannelTag, ChannelClaimError } from "./seam-mux.ts";
+export type { LinkFaults, CutMode, MemoryNetworkOptions, MemoryNetworkStats } from "./memory-network.ts";
+export { MemoryNetwork, MEMORY_MAX_FRAME_BYTES } from "./memory-network.ts";
