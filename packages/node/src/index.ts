@@ -8,3 +8,8 @@ export type { SeamMux, SeamMuxCounters } from "./seam-mux.ts";
 export { muxSeam, ChannelTag, ChannelClaimError } from "./seam-mux.ts";
 export type { LinkFaults, CutMode, MemoryNetworkOptions, MemoryNetworkStats } from "./memory-network.ts";
 export { MemoryNetwork, MEMORY_MAX_FRAME_BYTES } from "./memory-network.ts";
+export type { Libp2pSeam, Libp2pSeamOptions, Libp2pSeamCounters, RosterEntry } from "./libp2p-seam.ts";
+export { libp2pSeam, FRAMES_PROTOCOL, LIBP2P_SEAM_DEFAULTS } from "./libp2p-seam.ts";
+export { loadOrCreatePeerKey, peerIdOf, generatePeerKey } from "./peer-key.ts";
+export { lengthPrefixed, LengthPrefixedReader } from "./length-prefixed.ts";
+export type { FrameReadFault } from "./length-prefixed.ts";

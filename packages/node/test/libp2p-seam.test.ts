@@ -1,0 +1,148 @@
+import { mkdtempSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { LengthPrefixedReader, generatePeerKey, lengthPrefixed, libp2pSeam, loadOrCreatePeerKey, peerIdOf, realTimers, seededRandom } from "../src/index.ts";
+import { sleep, startLibp2pSeams } from "./libp2p-harness.ts";
+import fc from "fast-check";
+
+async function until(cond: () => boolean, what: string, ms = 10_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error(`timed out: ${what}`);
+    await sleep(20);
+  }
+}
+
+describe("length-prefixed framing", () => {
+  it("round-trips any split of any frame sequence (property)", () => {
+    fc.assert(
+      fc.property(fc.array(fc.uint8Array({ maxLength: 300 }), { maxLength: 20 }), fc.array(fc.integer({ min: 1, max: 50 })), (frames, cuts) => {
+        const wire = Buffer.concat(frames.map(lengthPrefixed));
+        const got: Uint8Array[] = [];
+        const r = new LengthPrefixedReader(300, (f) => got.push(f));
+        let i = 0;
+        let k = 0;
+        while (i < wire.length) {
+          const n = cuts.length ? cuts[k++ % cuts.length]! : wire.length;
+          expect(r.push(wire.subarray(i, i + n))).toBeNull();
+          i += n;
+        }
+        expect(got.map((g) => Buffer.from(g).toString("hex"))).toEqual(frames.map((f) => Buffer.from(f).toString("hex")));
+      }),
+    );
+  });
+
+  it("rejects a length prefix above the limit before buffering the body, and an over-long prefix", () => {
+    const got: Uint8Array[] = [];
+    const r = new LengthPrefixedReader(100, (f) => got.push(f));
+    expect(r.push(lengthPrefixed(new Uint8Array(101)).subarray(0, 2))).toBe("oversize");
+    expect(r.push(lengthPrefixed(new Uint8Array(5)))).toBe("oversize");
+    expect(got).toEqual([]);
+    const r2 = new LengthPrefixedReader(100, (f) => got.push(f));
+    expect(r2.push(new Uint8Array(9).fill(0xff))).toBe("decode");
+  });
+});
+
+describe("libp2p seam", () => {
+  it("persists the peer key (mode 0600): the identity survives a restart", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "heddle-key-"));
+    const path = join(dir, "peer.key");
+    const k1 = await loadOrCreatePeerKey(path);
+    const k2 = await loadOrCreatePeerKey(path);
+    expect(peerIdOf(k1)).toBe(peerIdOf(k2));
+    expect(statSync(path).mode & 0o777).toBe(0o600);
+    const other = await loadOrCreatePeerKey(join(dir, "other.key"));
+    expect(peerIdOf(other)).not.toBe(peerIdOf(k1));
+  });
+
+  it("a peer that is not on the roster cannot connect or inject frames", async () => {
+    const { seams } = await startLibp2pSeams(2);
+    const [a, b] = seams as [typeof seams[0], typeof seams[0]];
+    const got: string[] = [];
+    a.onFrame((from) => got.push(from));
+    const intruderKey = await generatePeerKey();
+    const intruder = await libp2pSeam({
+      privateKey: intruderKey,
+      listen: ["/ip4/127.0.0.1/tcp/0"],
+      roster: [{ id: a.self, addrs: a.addrs() }, { id: b.self, addrs: b.addrs() }],
+      allowOnlyRoster: false,
+      timers: realTimers,
+      random: seededRandom(9),
+      redialMinMs: 50,
+      redialMaxMs: 100,
+    });
+    try {
+      await until(() => a.counters().refused > 0 && b.counters().refused > 0, "gater refusals");
+      await sleep(300);
+      expect(intruder.peers.get().size).toBe(0);
+      expect(a.peers.get().has(intruder.self)).toBe(false);
+      expect(intruder.send(a.self, new Uint8Array([1, 2, 3]))).toBe("not-connected");
+      intruder.broadcast(new Uint8Array([1]));
+      await sleep(200);
+      expect(got).toEqual([]);
+      // roster peers still talk to each other
+      b.send(a.self, new Uint8Array([4]));
+      await until(() => got.length === 1, "roster frame");
+      expect(got).toEqual([b.self]);
+    } finally {
+      await intruder.close();
+      for (const s of seams) await s.close();
+    }
+  });
+
+  it("setBlocked partitions over real sockets and heals; a full queue returns backpressure and signals it", async () => {
+    const { seams } = await startLibp2pSeams(2, { maxQueuedFrames: 4 });
+    const [a, b] = seams as [typeof seams[0], typeof seams[0]];
+    try {
+      await until(() => a.peers.get().has(b.self) && b.peers.get().has(a.self), "connected");
+      a.setBlocked([b.self]);
+      b.setBlocked([a.self]);
+      await until(() => !a.peers.get().has(b.self) && !b.peers.get().has(a.self), "blocked");
+      await sleep(300);
+      expect(a.peers.get().has(b.self)).toBe(false);
+      a.setBlocked([]);
+      b.setBlocked([]);
+      await until(() => a.peers.get().has(b.self) && b.peers.get().has(a.self), "healed");
+      const signalled: string[] = [];
+      a.onBackpressure((p) => signalled.push(p));
+      const results = Array.from({ length: 50 }, () => a.send(b.self, new Uint8Array(1000)));
+      expect(results).toContain("backpressure");
+      expect(signalled.length).toBe(results.filter((r) => r === "backpressure").length);
+      expect(signalled.every((p) => p === b.self)).toBe(true);
+    } finally {
+      for (const s of seams) await s.close();
+    }
+  });
+
+  it("a restarted peer with the same key rejoins under the same id", async () => {
+    const { seams, keys } = await startLibp2pSeams(2);
+    const [a, b] = seams as [typeof seams[0], typeof seams[0]];
+    try {
+      await until(() => a.peers.get().has(b.self), "connected");
+      const bId = b.self;
+      await b.close();
+      await until(() => !a.peers.get().has(bId), "b left");
+      const b2 = await libp2pSeam({
+        privateKey: keys[1]!,
+        listen: ["/ip4/127.0.0.1/tcp/0"],
+        roster: [{ id: a.self, addrs: a.addrs() }],
+        allowOnlyRoster: true,
+        timers: realTimers,
+        random: seededRandom(5),
+        redialMinMs: 50,
+        redialMaxMs: 200,
+      });
+      seams[1] = b2;
+      expect(b2.self).toBe(bId);
+      await until(() => a.peers.get().has(bId) && b2.peers.get().has(a.self), "b rejoined");
+      const got: string[] = [];
+      b2.onFrame((from, f) => got.push(`${from === a.self}:${f[0]}`));
+      a.send(bId, new Uint8Array([42]));
+      await until(() => got.length === 1, "frame after restart");
+      expect(got).toEqual(["true:42"]);
+    } finally {
+      for (const s of seams) await s.close();
+    }
+  });
+});
