@@ -1,0 +1,510 @@
+import { claimKey, compareCodeUnits, idProblem } from "./claim-key.ts";
+import type {
+  Availability,
+  Blocked,
+  ClaimMode,
+  ClaimsOptions,
+  ClaimsTable,
+  Grant,
+  Holding,
+  LapsedClaim,
+  TakeOutcome,
+  TakeRequest,
+} from "./claims-types.ts";
+import { MAX_LABEL_LENGTH, MAX_RESOURCES_PER_TAKE, MAX_ROSTER_KEYS } from "./limits.ts";
+
+/** The format tag of the table encoding; a decoder refuses any other. */
+export const CLAIMS_FORMAT = "heddle-claims/1";
+
+/** A claim as stored: a holding plus its lease length and its place in the order taken. */
+export interface ClaimRecord {
+  readonly seq: number;
+  readonly key: string;
+  readonly holder: string;
+  readonly mode: ClaimMode;
+  readonly token: number;
+  readonly since: number;
+  readonly ttlMs: number | undefined;
+  expiresAt: number | undefined;
+  readonly scope: string | undefined;
+  readonly label: string | undefined;
+}
+
+/** Options after validation: the form the table and its encoding work from. */
+export interface TableConfig {
+  readonly roster: readonly string[] | undefined;
+  readonly rosterSet: ReadonlySet<string> | undefined;
+  readonly capacity: ReadonlyMap<string, number | null>;
+  readonly maxPerHolder: number | undefined;
+  readonly scopeEnded: ((scope: string) => boolean) | undefined;
+}
+
+function isTime(n: unknown): n is number {
+  return typeof n === "number" && Number.isSafeInteger(n) && n >= 0;
+}
+
+function checkTime(n: unknown, what: string): number {
+  if (!isTime(n)) throw new RangeError(`${what} must be a safe integer ≥ 0 (milliseconds), got ${String(n)}`);
+  return n;
+}
+
+/** Validates `ClaimsOptions` into a `TableConfig`; a bad option is a bug of the caller and throws `RangeError`. */
+export function tableConfig(options: ClaimsOptions = {}): TableConfig {
+  let roster: string[] | undefined;
+  let rosterSet: Set<string> | undefined;
+  if (options.roster !== undefined) {
+    if (options.roster.length > MAX_ROSTER_KEYS) throw new RangeError(`roster lists more than ${MAX_ROSTER_KEYS} keys`);
+    roster = [];
+    rosterSet = new Set();
+    for (const raw of options.roster) {
+      const key = typeof raw === "string" ? claimKey(raw) : raw;
+      const problem = idProblem(key, "roster key");
+      if (problem !== undefined) throw new RangeError(problem);
+      if (rosterSet.has(key)) throw new RangeError(`roster lists ${JSON.stringify(key)} twice`);
+      rosterSet.add(key);
+      roster.push(key);
+    }
+  }
+  const capacity = new Map<string, number | null>();
+  const entries = Object.entries(options.capacity ?? {});
+  if (entries.length > MAX_ROSTER_KEYS) throw new RangeError(`capacity lists more than ${MAX_ROSTER_KEYS} keys`);
+  for (const [raw, cap] of entries) {
+    const key = claimKey(raw);
+    const problem = idProblem(key, "capacity key");
+    if (problem !== undefined) throw new RangeError(problem);
+    if (capacity.has(key)) throw new RangeError(`capacity lists ${JSON.stringify(key)} twice (after trimming)`);
+    if (rosterSet !== undefined && !rosterSet.has(key)) {
+      throw new RangeError(`capacity names ${JSON.stringify(key)}, which is not on the roster`);
+    }
+    if (cap !== null && !(Number.isSafeInteger(cap) && cap >= 1)) {
+      throw new RangeError(`capacity of ${JSON.stringify(key)} must be a safe integer ≥ 1 or null, got ${String(cap)}`);
+    }
+    capacity.set(key, cap);
+  }
+  const max = options.maxPerHolder;
+  if (max !== undefined && !(Number.isSafeInteger(max) && max >= 1)) {
+    throw new RangeError(`maxPerHolder must be a safe integer ≥ 1, got ${String(max)}`);
+  }
+  return { roster, rosterSet, capacity, maxPerHolder: max, scopeEnded: options.scopeEnded };
+}
+
+function holdingOf(r: ClaimRecord): Holding {
+  const h: { -readonly [K in keyof Holding]: Holding[K] } = {
+    key: r.key,
+    holder: r.holder,
+    mode: r.mode,
+    token: r.token,
+    since: r.since,
+  };
+  if (r.scope !== undefined) h.scope = r.scope;
+  if (r.label !== undefined) h.label = r.label;
+  if (r.expiresAt !== undefined) h.expiresAt = r.expiresAt;
+  return h;
+}
+
+function requestProblem(request: TakeRequest): string | undefined {
+  if (typeof request !== "object" || request === null) return "request must be an object";
+  const holderProblem = idProblem(request.holder, "holder");
+  if (holderProblem !== undefined) return holderProblem;
+  if (!Array.isArray(request.resources) || request.resources.length === 0) return "resources must be a non-empty list";
+  if (request.resources.length > MAX_RESOURCES_PER_TAKE) {
+    return `a take may name at most ${MAX_RESOURCES_PER_TAKE} resources`;
+  }
+  const seen = new Set<string>();
+  for (const r of request.resources) {
+    if (typeof r !== "object" || r === null || typeof r.key !== "string") return "each resource needs a string key";
+    const key = claimKey(r.key);
+    const problem = idProblem(key, "key");
+    if (problem !== undefined) return problem;
+    if (r.mode !== "exclusive" && r.mode !== "shared") return `mode of ${JSON.stringify(key)} must be 'exclusive' or 'shared'`;
+    if (seen.has(key)) return `key ${JSON.stringify(key)} is named twice`;
+    seen.add(key);
+  }
+  if (request.scope !== undefined) {
+    const problem = idProblem(request.scope, "scope");
+    if (problem !== undefined) return problem;
+  }
+  if (request.ttlMs !== undefined && !(Number.isSafeInteger(request.ttlMs) && request.ttlMs >= 1)) {
+    return "ttlMs must be a safe integer ≥ 1";
+  }
+  if (request.label !== undefined && (typeof request.label !== "string" || request.label.length > MAX_LABEL_LENGTH)) {
+    return `label must be a string of at most ${MAX_LABEL_LENGTH} code units`;
+  }
+  return undefined;
+}
+
+/** The in-process claims table; the replicated one is the same class applied from a log. */
+class Table implements ClaimsTable {
+  readonly #config: TableConfig;
+  /** Every recorded claim, by `seq`: a Map iterates in insertion order, which is the order taken. */
+  readonly #order = new Map<number, ClaimRecord>();
+  /** Recorded claims per key, in the order taken. */
+  readonly #byKey = new Map<string, ClaimRecord[]>();
+  /** Recorded claim per holder and key (at most one). */
+  readonly #byHolder = new Map<string, Map<string, ClaimRecord>>();
+  /** Recorded claims per scope. */
+  readonly #byScope = new Map<string, Set<ClaimRecord>>();
+  #seq = 0;
+  #now = 0;
+  #lastToken = 0;
+
+  constructor(config: TableConfig) {
+    this.#config = config;
+  }
+
+  get now(): number {
+    return this.#now;
+  }
+
+  get lastToken(): number {
+    return this.#lastToken;
+  }
+
+  /** Restores a decoded state; only `decodeClaims` calls it, on an empty table. */
+  restore(now: number, lastToken: number, records: readonly Omit<ClaimRecord, "seq">[]): void {
+    this.#now = now;
+    this.#lastToken = lastToken;
+    for (const r of records) this.#insert({ ...r, seq: this.#seq++ });
+  }
+
+  // ── time ──────────────────────────────────────────────────────────────
+
+  /** Mutators move the table's clock forward only: an earlier `now` is judged as the latest. */
+  #advance(now: number | undefined): number {
+    if (now === undefined) return this.#now;
+    checkTime(now, "now");
+    if (now > this.#now) this.#now = now;
+    return this.#now;
+  }
+
+  #readTime(now: number | undefined): number {
+    return now === undefined ? this.#now : checkTime(now, "now");
+  }
+
+  #scopeEnded(scope: string | undefined): boolean {
+    return scope !== undefined && this.#config.scopeEnded !== undefined && this.#config.scopeEnded(scope) === true;
+  }
+
+  #lapseOf(r: ClaimRecord, at: number): LapsedClaim["why"] | undefined {
+    if (r.expiresAt !== undefined && at >= r.expiresAt) return "lease-lapsed";
+    if (this.#scopeEnded(r.scope)) return "scope-ended";
+    return undefined;
+  }
+
+  #holdsAt(r: ClaimRecord, at: number): boolean {
+    return this.#lapseOf(r, at) === undefined;
+  }
+
+  // ── records ───────────────────────────────────────────────────────────
+
+  #insert(r: ClaimRecord): void {
+    this.#order.set(r.seq, r);
+    const onKey = this.#byKey.get(r.key);
+    if (onKey === undefined) this.#byKey.set(r.key, [r]);
+    else onKey.push(r);
+    let mine = this.#byHolder.get(r.holder);
+    if (mine === undefined) this.#byHolder.set(r.holder, (mine = new Map()));
+    if (mine.has(r.key)) throw new Error(`claims invariant broken: ${r.holder} recorded twice on ${r.key}`);
+    mine.set(r.key, r);
+    if (r.scope !== undefined) {
+      let inScope = this.#byScope.get(r.scope);
+      if (inScope === undefined) this.#byScope.set(r.scope, (inScope = new Set()));
+      inScope.add(r);
+    }
+  }
+
+  #remove(r: ClaimRecord): void {
+    this.#order.delete(r.seq);
+    const onKey = this.#byKey.get(r.key);
+    if (onKey !== undefined) {
+      const i = onKey.indexOf(r);
+      if (i >= 0) onKey.splice(i, 1);
+      if (onKey.length === 0) this.#byKey.delete(r.key);
+    }
+    const mine = this.#byHolder.get(r.holder);
+    if (mine !== undefined) {
+      mine.delete(r.key);
+      if (mine.size === 0) this.#byHolder.delete(r.holder);
+    }
+    if (r.scope !== undefined) {
+      const inScope = this.#byScope.get(r.scope);
+      if (inScope !== undefined) {
+        inScope.delete(r);
+        if (inScope.size === 0) this.#byScope.delete(r.scope);
+      }
+    }
+  }
+
+  #capacityOf(key: string): number | null {
+    const cap = this.#config.capacity.get(key);
+    return cap === undefined ? 1 : cap;
+  }
+
+  #liveOn(key: string, at: number): ClaimRecord[] {
+    const onKey = this.#byKey.get(key);
+    if (onKey === undefined) return [];
+    return onKey.filter((r) => this.#holdsAt(r, at));
+  }
+
+  // ── mutators ──────────────────────────────────────────────────────────
+
+  take(request: TakeRequest, now: number, token?: number): TakeOutcome {
+    const at = this.#advance(checkTime(now, "now"));
+    const problem = requestProblem(request);
+    if (problem !== undefined) return { ok: false, blocked: [], invalid: problem };
+    if (token !== undefined && !(Number.isSafeInteger(token) && token > this.#lastToken)) {
+      return { ok: false, blocked: [], invalid: `token must be a safe integer above ${this.#lastToken}, got ${String(token)}` };
+    }
+    if (this.#scopeEnded(request.scope)) {
+      return { ok: false, blocked: [], invalid: `scope ${JSON.stringify(request.scope)} has ended` };
+    }
+    const { holder, scope } = request;
+    const mine = this.#byHolder.get(holder);
+    const blocked: Blocked[] = [];
+    const existing = new Map<string, ClaimRecord>();
+    const fresh: { key: string; mode: ClaimMode }[] = [];
+    const roster = this.#config.rosterSet;
+    for (const r of request.resources) {
+      const key = claimKey(r.key);
+      const capacity = this.#capacityOf(key);
+      if (roster !== undefined && !roster.has(key)) {
+        blocked.push({ key, capacity, reason: "not-on-roster", holders: [], roster: this.#config.roster ?? [] });
+        continue;
+      }
+      const own = mine?.get(key);
+      if (own !== undefined && own.mode === r.mode && own.scope === scope && this.#holdsAt(own, at)) {
+        existing.set(key, own);
+        continue;
+      }
+      const others = this.#liveOn(key, at).filter((o) => o.holder !== holder);
+      if (r.mode === "exclusive" ? others.length > 0 : others.some((o) => o.mode === "exclusive")) {
+        blocked.push({ key, capacity, reason: "held", holders: others.map((o) => o.holder) });
+      } else if (capacity !== null && others.length >= capacity) {
+        blocked.push({ key, capacity, reason: "capacity", holders: others.map((o) => o.holder) });
+      } else {
+        fresh.push({ key, mode: r.mode });
+      }
+    }
+    const max = this.#config.maxPerHolder;
+    if (max !== undefined && fresh.length > 0) {
+      let count = 0;
+      if (mine !== undefined) for (const r of mine.values()) if (this.#holdsAt(r, at)) count++;
+      for (const f of fresh) {
+        const own = mine?.get(f.key);
+        if (own === undefined || !this.#holdsAt(own, at)) count++;
+      }
+      if (count > max) {
+        for (const f of fresh) {
+          const own = mine?.get(f.key);
+          if (own === undefined || !this.#holdsAt(own, at)) {
+            blocked.push({ key: f.key, capacity: this.#capacityOf(f.key), reason: "per-holder-limit", holders: [] });
+          }
+        }
+        const order = new Map(request.resources.map((r, i) => [claimKey(r.key), i]));
+        blocked.sort((a, b) => (order.get(a.key) ?? 0) - (order.get(b.key) ?? 0));
+      }
+    }
+    if (blocked.length > 0) return { ok: false, blocked };
+
+    const superseded: LapsedClaim[] = [];
+    const grantToken = fresh.length === 0 ? 0 : (token ?? this.#lastToken + 1);
+    if (fresh.length > 0) {
+      this.#lastToken = grantToken;
+      for (const f of fresh) {
+        for (const old of [...(this.#byKey.get(f.key) ?? [])]) {
+          const why = this.#lapseOf(old, at);
+          if (why !== undefined) {
+            superseded.push({ ...holdingOf(old), why });
+            this.#remove(old);
+          } else if (old.holder === holder) {
+            this.#remove(old); // a change of mode or scope replaces the holder's claim
+          }
+        }
+        this.#insert({
+          seq: this.#seq++,
+          key: f.key,
+          holder,
+          mode: f.mode,
+          token: grantToken,
+          since: at,
+          ttlMs: request.ttlMs,
+          expiresAt: request.ttlMs === undefined ? undefined : at + request.ttlMs,
+          scope,
+          label: request.label,
+        });
+      }
+    }
+    const grants: Grant[] = request.resources.map((r) => {
+      const key = claimKey(r.key);
+      const had = existing.get(key);
+      return had !== undefined
+        ? { key, mode: had.mode, token: had.token, existing: true }
+        : { key, mode: r.mode, token: grantToken, existing: false };
+    });
+    return { ok: true, grants, superseded };
+  }
+
+  release(holder: string, key: string, now?: number): boolean {
+    const at = this.#advance(now);
+    const r = this.#byHolder.get(holder)?.get(claimKey(key));
+    if (r === undefined) return false;
+    const held = this.#holdsAt(r, at);
+    this.#remove(r);
+    return held;
+  }
+
+  releaseAll(holder: string, now?: number): readonly string[] {
+    const at = this.#advance(now);
+    const mine = this.#byHolder.get(holder);
+    if (mine === undefined) return [];
+    return this.#removeAll([...mine.values()], at);
+  }
+
+  releaseScope(scope: string, now?: number): readonly string[] {
+    const at = this.#advance(now);
+    const inScope = this.#byScope.get(scope);
+    if (inScope === undefined) return [];
+    return this.#removeAll([...inScope], at);
+  }
+
+  #removeAll(records: ClaimRecord[], at: number): string[] {
+    records.sort((a, b) => a.seq - b.seq);
+    const released: string[] = [];
+    for (const r of records) {
+      if (this.#holdsAt(r, at)) released.push(r.key);
+      this.#remove(r);
+    }
+    return released;
+  }
+
+  renew(holder: string, key: string, now: number): boolean {
+    const at = this.#advance(checkTime(now, "now"));
+    const r = this.#byHolder.get(holder)?.get(claimKey(key));
+    if (r === undefined || !this.#holdsAt(r, at)) return false;
+    if (r.ttlMs !== undefined) r.expiresAt = at + r.ttlMs;
+    return true;
+  }
+
+  purge(now?: number): readonly LapsedClaim[] {
+    const at = this.#advance(now);
+    const gone = this.lapsed(at);
+    for (const g of gone) {
+      const r = this.#byHolder.get(g.holder)?.get(g.key);
+      if (r !== undefined) this.#remove(r);
+    }
+    return gone;
+  }
+
+  // ── reads ─────────────────────────────────────────────────────────────
+
+  owner(key: string, now?: number): string | undefined {
+    return this.#liveOn(claimKey(key), this.#readTime(now))[0]?.holder;
+  }
+
+  holders(key: string, now?: number): readonly string[] {
+    return this.#liveOn(claimKey(key), this.#readTime(now)).map((r) => r.holder);
+  }
+
+  #spare(key: string, at: number): number | null {
+    const live = this.#liveOn(key, at);
+    if (live.some((r) => r.mode === "exclusive")) return 0;
+    const cap = this.#capacityOf(key);
+    return cap === null ? null : Math.max(0, cap - live.length);
+  }
+
+  free(now?: number): readonly string[] | undefined {
+    const at = this.#readTime(now);
+    const roster = this.#config.roster;
+    if (roster === undefined) return undefined;
+    return roster.filter((key) => {
+      const spare = this.#spare(key, at);
+      return spare === null || spare > 0;
+    });
+  }
+
+  open(now?: number): readonly Holding[] {
+    const at = this.#readTime(now);
+    const out: Holding[] = [];
+    for (const r of this.#order.values()) if (this.#holdsAt(r, at)) out.push(holdingOf(r));
+    return out;
+  }
+
+  lapsed(now?: number): readonly LapsedClaim[] {
+    const at = this.#readTime(now);
+    const out: LapsedClaim[] = [];
+    for (const r of this.#order.values()) {
+      const why = this.#lapseOf(r, at);
+      if (why !== undefined) out.push({ ...holdingOf(r), why });
+    }
+    return out;
+  }
+
+  availability(keys: readonly string[], now?: number): readonly Availability[] {
+    const at = this.#readTime(now);
+    return keys.map((raw) => {
+      const key = claimKey(raw);
+      const onRoster = this.#config.rosterSet === undefined || this.#config.rosterSet.has(key);
+      return {
+        key,
+        capacity: this.#capacityOf(key),
+        onRoster,
+        holders: this.#liveOn(key, at).map(holdingOf),
+        free: onRoster ? this.#spare(key, at) : 0,
+      };
+    });
+  }
+
+  checkFence(key: string, token: number, now?: number): boolean {
+    const at = this.#readTime(now);
+    return this.#liveOn(claimKey(key), at).some((r) => r.token === token);
+  }
+
+  // ── encoding ──────────────────────────────────────────────────────────
+
+  encode(): string {
+    const c = this.#config;
+    const doc: Record<string, unknown> = { format: CLAIMS_FORMAT };
+    if (c.roster !== undefined) doc["roster"] = c.roster;
+    if (c.capacity.size > 0) {
+      doc["capacity"] = [...c.capacity].sort((a, b) => compareCodeUnits(a[0], b[0]));
+    }
+    if (c.maxPerHolder !== undefined) doc["maxPerHolder"] = c.maxPerHolder;
+    doc["now"] = this.#now;
+    doc["lastToken"] = this.#lastToken;
+    if (this.#order.size > 0) {
+      doc["claims"] = [...this.#order.values()].map((r) => [
+        r.key,
+        r.holder,
+        r.mode,
+        r.token,
+        r.since,
+        r.ttlMs ?? null,
+        r.expiresAt ?? null,
+        r.scope ?? null,
+        r.label ?? null,
+      ]);
+    }
+    return JSON.stringify(doc);
+  }
+}
+
+/**
+ * A fresh, empty claims table (claims.md §2) for one process with many members.
+ * Throws `RangeError` on malformed options (a roster key listed twice, a capacity
+ * for a key off the roster, a capacity or `maxPerHolder` below 1).
+ */
+export function createClaims(options?: ClaimsOptions): ClaimsTable {
+  return new Table(tableConfig(options));
+}
+
+/** Builds a table from validated parts; used by `decodeClaims` only. */
+export function restoreClaims(
+  config: TableConfig,
+  now: number,
+  lastToken: number,
+  records: readonly Omit<ClaimRecord, "seq">[],
+): ClaimsTable {
+  const table = new Table(config);
+  table.restore(now, lastToken, records);
+  return table;
+}

@@ -1,0 +1,190 @@
+import { compareCodeUnits, idProblem } from "./claim-key.ts";
+import { chooseKeeper, closeKeeperClaim, KEEPER_DEFAULTS, renewKeeperClaim } from "./keeper-claim.ts";
+import type { KeeperClaim, KeeperRenewal, KeeperRule, KeeperTimings } from "./keeper-claim.ts";
+import { keeperClaimsOn, putKeeperSlot, writeKeeperClaim } from "./keeper-slots.ts";
+import type { KeeperSlot, KeeperSlots } from "./keeper-slots.ts";
+import { emptySlots } from "./peer-slots.ts";
+
+/** Since when one keeper has kept a part, as this peer has seen it (its own clock). */
+export interface KeptSince {
+  readonly keeper: string | undefined;
+  readonly since: number;
+}
+
+/**
+ * One peer's keeper-mode state (claims.md §3), a pure value: the replicated slots as
+ * it has them, since when it has seen each part kept by whom (for settling), and when
+ * it last heard each other peer (for heard-from). Every change returns a new state.
+ */
+export interface KeeperState {
+  readonly self: string;
+  /** This peer's boot counter: its own slot's versions start at `epoch × 2^32`. */
+  readonly epoch: number;
+  readonly rules: ReadonlyMap<string, KeeperRule>;
+  readonly timings: KeeperTimings;
+  readonly slots: KeeperSlots;
+  readonly kept: ReadonlyMap<string, KeptSince>;
+  /** When a copy of each other peer's slot last arrived from it (this peer's clock). */
+  readonly heard: ReadonlyMap<string, number>;
+}
+
+/** What a peer knows about a part at a moment: who keeps it, whether that is settled, and whether it can be sure. */
+export interface KeeperView {
+  readonly part: string;
+  readonly rule: KeeperRule;
+  /** The peer whose claim keeps the part now, or `undefined` when no claim holds it. */
+  readonly keeper: string | undefined;
+  /** The keeper's claim. */
+  readonly claim: KeeperClaim | undefined;
+  /** Since when this peer has seen the current keeper keep the part continuously. */
+  readonly keeperSince: number | undefined;
+  /** The keeper has kept the part continuously for `settlingMs`. */
+  readonly settled: boolean;
+  /** This peer is the keeper. */
+  readonly keeps: boolean;
+  /** This peer is the keeper and it is settled: it may act on the part. */
+  readonly mayAct: boolean;
+  /** Other peers with an unclosed claim on the part not heard from within `othersHeardMs` (peer order). */
+  readonly unheard: readonly string[];
+  /** `mayAct` and every other claimant heard from: safe for what must never happen twice. Otherwise it cannot be sure. */
+  readonly sure: boolean;
+  /** Closed claims on the part and how far each peer said it wrote its records (peer order). */
+  readonly closed: readonly { readonly peer: string; readonly closedAt: number; readonly wroteUpTo?: number }[];
+}
+
+/** A new keeper state for peer `self` in boot `epoch`, with a rule per part and optional timings. */
+export function keeperState(init: {
+  self: string;
+  epoch: number;
+  rules: Readonly<Record<string, KeeperRule>>;
+  timings?: Partial<KeeperTimings>;
+}): KeeperState {
+  const problem = idProblem(init.self, "self");
+  if (problem !== undefined) throw new RangeError(problem);
+  const timings = { ...KEEPER_DEFAULTS, ...init.timings };
+  for (const [name, v] of Object.entries(timings)) {
+    if (!Number.isSafeInteger(v) || v < 0) throw new RangeError(`${name} must be a safe integer ≥ 0`);
+  }
+  const rules = new Map<string, KeeperRule>();
+  for (const [part, rule] of Object.entries(init.rules)) {
+    if (rule !== "follows-you" && rule !== "stays-put") throw new RangeError(`unknown rule ${String(rule)} for ${part}`);
+    rules.set(part, rule);
+  }
+  return { self: init.self, epoch: init.epoch, rules, timings, slots: emptySlots(), kept: new Map(), heard: new Map() };
+}
+
+function ruleOf(state: KeeperState, part: string): KeeperRule {
+  const rule = state.rules.get(part);
+  if (rule === undefined) throw new RangeError(`no rule for part ${JSON.stringify(part)}`);
+  return rule;
+}
+
+/** Records who keeps `part` at `now` and returns the view; the continuity of `since` is what settling measures. */
+function observe(state: KeeperState, part: string, now: number): { state: KeeperState; view: KeeperView } {
+  const rule = ruleOf(state, part);
+  const t = state.timings;
+  const claims = keeperClaimsOn(state.slots, part);
+  const claim = chooseKeeper(claims, part, rule, now, t);
+  const keeper = claim?.peer;
+  const previous = state.kept.get(part);
+  const since = previous !== undefined && previous.keeper === keeper ? previous.since : now;
+  const kept = new Map(state.kept);
+  kept.set(part, { keeper, since });
+  const next: KeeperState = { ...state, kept };
+  const settled = keeper !== undefined && now - since >= t.settlingMs;
+  const keeps = keeper === state.self;
+  const unheard = claims
+    .filter((c) => c.peer !== state.self && c.closedAt === undefined)
+    .filter((c) => {
+      const at = state.heard.get(c.peer);
+      return at === undefined || now - at > t.othersHeardMs;
+    })
+    .map((c) => c.peer)
+    .sort(compareCodeUnits);
+  const closed = claims
+    .filter((c) => c.closedAt !== undefined)
+    .map((c) => ({ peer: c.peer, closedAt: c.closedAt ?? 0, ...(c.wroteUpTo !== undefined ? { wroteUpTo: c.wroteUpTo } : {}) }));
+  const mayAct = keeps && settled;
+  return {
+    state: next,
+    view: {
+      part,
+      rule,
+      keeper,
+      claim,
+      keeperSince: keeper === undefined ? undefined : since,
+      settled,
+      keeps,
+      mayAct,
+      unheard,
+      sure: mayAct && unheard.length === 0,
+      closed,
+    },
+  };
+}
+
+/** Who keeps `part` at `now`, as this peer sees it, without claiming it (claims.md §3 `look`). */
+export function lookKeeper(state: KeeperState, part: string, now: number): { state: KeeperState; view: KeeperView } {
+  return observe(state, part, now);
+}
+
+function writeOwn(state: KeeperState, claim: KeeperClaim, now: number): { state: KeeperState; view: KeeperView; slot: KeeperSlot } {
+  const slot = writeKeeperClaim(state.slots.get(state.self), claim, state.epoch);
+  const { slots } = putKeeperSlot(state.slots, slot);
+  const { state: next, view } = observe({ ...state, slots }, claim.part, now);
+  return { state: next, view, slot };
+}
+
+/**
+ * This peer's claim on `part` renewed at `now` (made the first time): `active` says
+ * when the person was last here, `take` takes the part on purpose, `wroteUpTo` how far
+ * this peer wrote its records. Returns who keeps it now and the own slot to broadcast.
+ */
+export function renewKeeper(
+  state: KeeperState,
+  part: string,
+  now: number,
+  renewal: KeeperRenewal = {},
+): { state: KeeperState; view: KeeperView; slot: KeeperSlot } {
+  ruleOf(state, part);
+  const previous = state.slots.get(state.self)?.claims.find((c) => c.part === part);
+  return writeOwn(state, renewKeeperClaim(previous, part, state.self, now, renewal), now);
+}
+
+/**
+ * This peer's claim on `part` closed at `now` (it quits or is suspended), saying how
+ * far it wrote its records. It keeps nothing from now on; returns the own slot to broadcast.
+ */
+export function closeKeeper(
+  state: KeeperState,
+  part: string,
+  now: number,
+  wroteUpTo?: number,
+): { state: KeeperState; view: KeeperView; slot: KeeperSlot } {
+  ruleOf(state, part);
+  const previous = state.slots.get(state.self)?.claims.find((c) => c.part === part);
+  const open = previous ?? renewKeeperClaim(undefined, part, state.self, now);
+  return writeOwn(state, closeKeeperClaim(open, now, wroteUpTo), now);
+}
+
+/**
+ * A copy of `slot` received from `from` at `now` (this peer's clock). Only the author
+ * may send its slot, and a peer never takes its own slot from the network; anything
+ * else is rejected (`accepted: false`, with the reason) and leaves the state as it was.
+ * A stale or repeated copy changes no slot but counts as hearing from its author.
+ */
+export function receiveKeeperSlot(
+  state: KeeperState,
+  from: string,
+  slot: KeeperSlot,
+  now: number,
+): { state: KeeperState; accepted: boolean; why?: "not-author" | "own-slot" } {
+  if (slot.peer !== from) return { state, accepted: false, why: "not-author" };
+  if (from === state.self) return { state, accepted: false, why: "own-slot" };
+  const { slots } = putKeeperSlot(state.slots, slot);
+  const heard = new Map(state.heard);
+  heard.set(from, Math.max(now, heard.get(from) ?? now));
+  let next: KeeperState = { ...state, slots, heard };
+  for (const c of slot.claims) if (next.rules.has(c.part)) next = observe(next, c.part, now).state;
+  return { state: next, accepted: true };
+}
