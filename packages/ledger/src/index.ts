@@ -20,3 +20,7 @@ export type {
   Refusal,
   LedgerConflict,
 } from "./types.ts";
+export { EntitlementLedger, LedgerReads } from "./ledger.ts";
+export type { MutationResult } from "./ledger.ts";
+export { LedgerReplica } from "./replica.ts";
+export { LEDGER_FORMAT } from "./encoding.ts";
