@@ -94,5 +94,5 @@ export {
   nextUnclaimed,
   putAdvisorySlot,
 } from "./advisory-claims.ts";
-/** The stable 32-bit string hash `next` spreads by (FNV-1a over UTF-8, then an avalanche step). */
-export { stableHash } from "./stable-hash.ts";
+/** The stable 32-bit string hash `next` spreads by (FNV-1a over UTF-8, then an avalanche step), and plain FNV-1a. */
+export { fnv1a32, stableHash } from "./stable-hash.ts";

@@ -5,6 +5,17 @@
  * their last character still land far apart. Not cryptographic.
  */
 export function stableHash(text: string): number {
+  let h = fnv1a32(text);
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  h ^= h >>> 16;
+  return h >>> 0;
+}
+
+/** 32-bit FNV-1a over the UTF-8 bytes of `text` (an unpaired surrogate counts as U+FFFD). */
+export function fnv1a32(text: string): number {
   let h = 0x811c9dc5;
   const byte = (b: number): void => {
     h = Math.imul(h ^ b, 0x01000193);
@@ -37,10 +48,5 @@ export function stableHash(text: string): number {
       byte(0x80 | (c & 0x3f));
     }
   }
-  h ^= h >>> 16;
-  h = Math.imul(h, 0x85ebca6b);
-  h ^= h >>> 13;
-  h = Math.imul(h, 0xc2b2ae35);
-  h ^= h >>> 16;
   return h >>> 0;
 }
