@@ -54,7 +54,10 @@ class Model {
   lastToken = 0;
   seq = 0;
   readonly ended = new Set<string>();
-  constructor(readonly config: Config) {}
+  readonly config: Config;
+  constructor(config: Config) {
+    this.config = config;
+  }
 
   cap(key: string): number | null {
     return key in this.config.caps ? (this.config.caps[key] ?? null) : 1;
