@@ -1,0 +1,386 @@
+import { MAX, MIN } from "@heddle/ledger";
+import type { AttachmentId, Rational } from "@heddle/ledger";
+import { PolicyInvariantError } from "./errors.ts";
+import { DeadlineTree } from "./deadline-tree.ts";
+import type { DeadlineNode } from "./deadline-tree.ts";
+import { boundedCap } from "./policy-config.ts";
+import type { PolicyConfig } from "./policy-config.ts";
+import type { Grant, PolicyEdge } from "./policy-edge.ts";
+
+/** One candidate edge inside the engine. Virtual times are integers scaled by the round's `D`. */
+interface Entry extends DeadlineNode {
+  readonly attachment: AttachmentId;
+  /** Scaled virtual time of one unit of service: `D · wd / wn`. */
+  readonly step: bigint;
+  /** The weight scaled to an integer: `wn · (Lw / wd)`. */
+  readonly scaledWeight: bigint;
+  readonly target: bigint;
+  readonly maxGrant: bigint;
+  outstanding: bigint;
+  /** The quantum before the holdings trim (`min(quantum, need, maxGrant, capRoom)`). */
+  untrimmed: bigint;
+  /** `tree`: deadline `key + untrimmed·step`; `bound`: holdings bind, deadline `key + h·step`. */
+  place: "tree" | "bound" | "gone";
+  version: number;
+}
+
+function gcd(a: bigint, b: bigint): bigint {
+  if (a < 0n) a = -a;
+  if (b < 0n) b = -b;
+  while (b !== 0n) {
+    const t = a % b;
+    a = b;
+    b = t;
+  }
+  return a;
+}
+
+function lcm(a: bigint, b: bigint): bigint {
+  if (b === 1n || a % b === 0n) return a;
+  return (a / gcd(a, b)) * b;
+}
+
+function ceilDiv(a: bigint, b: bigint): bigint {
+  return (a + b - 1n) / b;
+}
+
+function abs(a: bigint): bigint {
+  return a < 0n ? -a : a;
+}
+
+function ceilAbs(r: Rational): bigint {
+  return ceilDiv(abs(r.num), r.den);
+}
+
+function floorDiv(a: bigint, b: bigint): bigint {
+  const q = a / b;
+  return a < 0n && q * b !== a ? q - 1n : q;
+}
+
+function inRange(x: bigint): boolean {
+  return x >= MIN && x <= MAX;
+}
+
+function min(a: bigint, b: bigint): bigint {
+  return a < b ? a : b;
+}
+
+/** A max-heap of tree entries by untrimmed quantum, with lazy deletion by version. */
+class QuantumHeap {
+  private readonly items: { q: bigint; entry: Entry; version: number }[] = [];
+
+  push(entry: Entry): void {
+    const a = this.items;
+    a.push({ q: entry.untrimmed, entry, version: entry.version });
+    let i = a.length - 1;
+    while (i > 0) {
+      const p = (i - 1) >> 1;
+      const ai = a[i]!;
+      const ap = a[p]!;
+      if (ap.q >= ai.q) break;
+      a[i] = ap;
+      a[p] = ai;
+      i = p;
+    }
+  }
+
+  /** The live tree entry with the largest untrimmed quantum, dropping stale records on the way. */
+  peek(): Entry | null {
+    while (this.items.length > 0) {
+      const top = this.items[0]!;
+      if (top.entry.place === "tree" && top.entry.version === top.version) return top.entry;
+      this.pop();
+    }
+    return null;
+  }
+
+  pop(): void {
+    const a = this.items;
+    const last = a.pop()!;
+    if (a.length === 0) return;
+    a[0] = last;
+    let i = 0;
+    for (;;) {
+      const l = 2 * i + 1;
+      const r = l + 1;
+      let m = i;
+      if (l < a.length && a[l]!.q > a[m]!.q) m = l;
+      if (r < a.length && a[r]!.q > a[m]!.q) m = r;
+      if (m === i) return;
+      const t = a[i]!;
+      a[i] = a[m]!;
+      a[m] = t;
+      i = m;
+    }
+  }
+}
+
+/**
+ * Decides whether the reference round (repeated `pick`, policy.md §7) provably never leaves the signed
+ * 64-bit range for these inputs, by bounding every product and sum it can form (magnitudes grow by at
+ * most `h/w` per edge; denominators stay divisors of the round's lcms). When this holds, exact unbounded
+ * arithmetic decides exactly as checked arithmetic does, so the engine may use it.
+ */
+function roundIsOverflowFree(
+  candidates: readonly { e: PolicyEdge; d: bigint }[],
+  h: bigint,
+  Lall: bigint,
+  Lw: bigint,
+): boolean {
+  let Amax = 0n;
+  let dmax = 1n;
+  let wmax = 1n;
+  let emax = 1n;
+  let wdmax = 1n;
+  let S = 0n;
+  let SW = 0n;
+  for (const { e, d } of candidates) {
+    const w = e.record.weight;
+    const g = e.gauge;
+    const folded = g === null ? 0n : g.folded;
+    const units = abs(e.baseIssued) + h + folded;
+    if (units > MAX) return false;
+    const A =
+      (g === null ? 0n : ceilAbs(g.floor)) +
+      ceilDiv(units * w.den, w.num) +
+      ceilDiv(abs(e.summary.returned) * w.den, w.num) +
+      ceilAbs(e.virtualOffset) +
+      ceilDiv(h * w.den, w.num) +
+      1n;
+    if (A > Amax) Amax = A;
+    if (d > dmax) dmax = d;
+    if (w.num > wmax) wmax = w.num;
+    if (w.den > wmax) wmax = w.den;
+    if (w.den > wdmax) wdmax = w.den;
+    if (w.den * d > emax) emax = w.den * d;
+    S += ceilDiv(w.num * A, w.den);
+    SW += ceilDiv(w.num, w.den);
+  }
+  const big = S > SW ? S : SW;
+  return (
+    2n * Amax * dmax * dmax <= MAX &&
+    wmax * Amax * dmax <= MAX &&
+    2n * S * Lall * emax <= MAX &&
+    2n * SW * Lw * wdmax <= MAX &&
+    Lall * Lw * big <= MAX &&
+    Amax * dmax * Lall * SW * Lw <= MAX
+  );
+}
+
+/**
+ * The incremental allocation engine: the decisions of repeated `pick` (policy.md §7) — same winner,
+ * same amount, same order — at O(log k) per grant instead of O(k). Candidates sit in an AVL tree keyed by
+ * effective virtual service and augmented with the earliest virtual deadline per subtree, as in Linux
+ * EEVDF's run-queue; the parent virtual time `V` is kept as an exact running weighted sum, so eligibility
+ * is a prefix of the tree. Virtual times are integers scaled by the lcm of every denominator in the
+ * round, so the arithmetic is exact.
+ *
+ * Candidates whose quantum is trimmed by the holdings (only possible once holdings fall below the
+ * quantum) have deadlines that move with the holdings; they are kept in a side list scanned per pick.
+ * Such a candidate ends the round when it wins, as it takes all the holdings.
+ *
+ * {@link AllocationEngine.prepare} returns `null` when it cannot prove that the reference round stays in
+ * the 64-bit range (where `pick` might throw); callers then run the reference loop, which throws exactly
+ * where the specification says.
+ */
+export class AllocationEngine {
+  private readonly tree = new DeadlineTree();
+  private readonly heap = new QuantumHeap();
+  private readonly bound: Entry[] = [];
+  private readonly quantum: bigint;
+  private readonly cap: bigint | null;
+  private holdings: bigint;
+  /** `Σ scaledWeight · key` over live candidates. */
+  private weightedSum = 0n;
+  /** `Σ scaledWeight` over live candidates. */
+  private weightSum = 0n;
+
+  private constructor(quantum: bigint, cap: bigint | null, holdings: bigint) {
+    this.quantum = quantum;
+    this.cap = cap;
+    this.holdings = holdings;
+  }
+
+  /**
+   * Builds the engine for one round over already-validated inputs with `localHoldings > 0`, or returns
+   * `null` if exactness against checked 64-bit `pick` cannot be guaranteed (duplicate ids, or values
+   * large enough that some intermediate of the reference round might overflow).
+   */
+  static prepare(edges: readonly PolicyEdge[], config: PolicyConfig, localHoldings: bigint): AllocationEngine | null {
+    const h = localHoldings;
+    const cap = boundedCap(config);
+    const seen = new Set<string>();
+    const chosen: { e: PolicyEdge; d: bigint; outstanding: bigint; untrimmed: bigint }[] = [];
+    let D = 1n;
+    let Lw = 1n;
+    let Lall = 1n;
+    for (const e of edges) {
+      if (seen.has(e.record.id)) return null;
+      seen.add(e.record.id);
+      const { issued, returned, spent } = e.summary;
+      const committed = issued - returned;
+      const outstanding = committed - spent;
+      const need = e.demand.targetOutstanding - outstanding;
+      if (!inRange(committed) || !inRange(outstanding) || !inRange(need)) return null;
+      if (need <= 0n) continue;
+      let untrimmed = min(min(config.quantum, need), e.demand.maximumUsefulGrant);
+      if (cap !== null) {
+        const room = cap - outstanding;
+        if (!inRange(room)) return null;
+        untrimmed = min(untrimmed, room);
+      }
+      if (untrimmed <= 0n) continue;
+      // Over the round this edge's issuance rises by at most h: every integer it derives must stay in range.
+      if (
+        issued + h > MAX ||
+        e.baseIssued + h > MAX ||
+        !inRange(committed + h) ||
+        !inRange(outstanding + h) ||
+        !inRange(need - h) ||
+        (cap !== null && !inRange(cap - outstanding - h))
+      ) {
+        return null;
+      }
+      const w = e.record.weight;
+      const floorDen = e.gauge === null ? 1n : e.gauge.floor.den;
+      const d = lcm(lcm(lcm(1n, floorDen), w.num), e.virtualOffset.den);
+      D = lcm(D, d);
+      Lw = lcm(Lw, w.den);
+      Lall = lcm(Lall, w.den * d);
+      chosen.push({ e, d, outstanding, untrimmed });
+    }
+    if (!roundIsOverflowFree(chosen, h, Lall, Lw)) return null;
+
+    const engine = new AllocationEngine(config.quantum, cap, h);
+    for (const { e, outstanding, untrimmed } of chosen) {
+      const w = e.record.weight;
+      const step = w.den * (D / w.num);
+      const g = e.gauge;
+      const folded = g === null ? 0n : g.folded;
+      const floorScaled = g === null ? 0n : g.floor.num * (D / g.floor.den);
+      const key =
+        floorScaled +
+        (e.baseIssued - folded - e.summary.returned) * step +
+        e.virtualOffset.num * (D / e.virtualOffset.den);
+      const entry: Entry = {
+        key,
+        deadline: 0n,
+        id: e.record.id,
+        left: null,
+        right: null,
+        height: 1,
+        best: null as unknown as DeadlineNode,
+        attachment: e.record.id,
+        step,
+        scaledWeight: w.num * (Lw / w.den),
+        target: e.demand.targetOutstanding,
+        maxGrant: e.demand.maximumUsefulGrant,
+        outstanding,
+        untrimmed,
+        place: "gone",
+        version: 0,
+      };
+      entry.best = entry;
+      engine.weightedSum += entry.scaledWeight * key;
+      engine.weightSum += entry.scaledWeight;
+      engine.place(entry);
+    }
+    return engine;
+  }
+
+  /** Files a live candidate in the tree or, when the holdings trim its quantum, in the side list. */
+  private place(entry: Entry): void {
+    entry.version++;
+    if (entry.untrimmed > this.holdings) {
+      entry.place = "bound";
+      this.bound.push(entry);
+      return;
+    }
+    entry.place = "tree";
+    entry.deadline = entry.key + entry.untrimmed * entry.step;
+    this.tree.insert(entry);
+    this.heap.push(entry);
+  }
+
+  /** The holdings still to delegate in this round. */
+  get remainingHoldings(): bigint {
+    return this.holdings;
+  }
+
+  /**
+   * The next grant of the round — exactly what `pick` returns on the edges with every earlier grant
+   * applied — and applies it; `null` when `pick` would return `null`.
+   */
+  next(): Grant | null {
+    const h = this.holdings;
+    if (h === 0n || this.weightSum === 0n) return null;
+    const threshold = floorDiv(this.weightedSum, this.weightSum);
+
+    let winner: Entry | null = this.tree.earliestEligible(threshold) as Entry | null;
+    let winnerDeadline = winner === null ? 0n : winner.deadline;
+    for (const b of this.bound) {
+      if (b.place !== "bound" || b.key > threshold) continue;
+      const deadline = b.key + h * b.step;
+      if (winner === null || deadline < winnerDeadline || (deadline === winnerDeadline && b.id < winner.id)) {
+        winner = b;
+        winnerDeadline = deadline;
+      }
+    }
+    if (winner === null) {
+      throw new PolicyInvariantError(
+        `allocation engine: empty eligible set at scaled V = ${this.weightedSum}/${this.weightSum}`,
+      );
+    }
+
+    const amount = min(winner.untrimmed, h);
+    if (winner.place === "tree") this.tree.remove(winner);
+    winner.place = "gone";
+    this.weightedSum -= winner.scaledWeight * winner.key;
+    winner.key += amount * winner.step;
+    winner.outstanding += amount;
+    this.holdings = h - amount;
+
+    const need = winner.target - winner.outstanding;
+    let untrimmed = min(min(this.quantum, need), winner.maxGrant);
+    if (this.cap !== null) untrimmed = min(untrimmed, this.cap - winner.outstanding);
+    winner.untrimmed = untrimmed;
+    if (need > 0n && untrimmed > 0n) {
+      this.weightedSum += winner.scaledWeight * winner.key;
+      this.place(winner);
+    } else {
+      this.weightSum -= winner.scaledWeight;
+    }
+
+    // Holdings fell: tree entries whose quantum now exceeds them move to the side list.
+    for (let top = this.heap.peek(); top !== null && top.untrimmed > this.holdings; top = this.heap.peek()) {
+      this.heap.pop();
+      this.tree.remove(top);
+      top.place = "bound";
+      top.version++;
+      this.bound.push(top);
+    }
+    return { attachment: winner.attachment, amount };
+  }
+}
+
+/**
+ * Runs a whole round on the engine, or returns `null` when the engine declines (see
+ * {@link AllocationEngine.prepare}). Inputs must already be validated.
+ */
+export function allocateWithEngine(
+  edges: readonly PolicyEdge[],
+  config: PolicyConfig,
+  localHoldings: bigint,
+  maxGrants: number,
+): Grant[] | null {
+  if (localHoldings === 0n || maxGrants === 0) return [];
+  const engine = AllocationEngine.prepare(edges, config, localHoldings);
+  if (engine === null) return null;
+  const grants: Grant[] = [];
+  while (grants.length < maxGrants) {
+    const g = engine.next();
+    if (g === null) break;
+    grants.push(g);
+  }
+  return grants;
+}
