@@ -8,7 +8,7 @@ import * as mut from "./mutators.ts";
 import type { RawResult } from "./mutators.ts";
 import type { Rational } from "./rational.ts";
 import type { State } from "./state.ts";
-import { COUNTER_FAMILIES, emptyState, joinInto, shallowClone, stateSize } from "./state.ts";
+import { COUNTER_FAMILIES, compareMints, compareRecords, emptyState, joinInto, shallowClone, stateSize } from "./state.ts";
 import { isKnownEdge, knownEdges, lc, rec, TopologyIndex, walk } from "./topology.ts";
 import type { AttachmentRecord, EdgeSummary, Gauge, LedgerConflict, Lifecycle, Refusal } from "./types.ts";
 import { leafSpentTotal, mintedTotal, validate } from "./validate.ts";
@@ -218,7 +218,9 @@ export class EntitlementLedger extends LedgerReads {
     if (stateSize(small.s) === 0) return big;
     const s = shallowClone(big.s);
     joinInto(s, small.s, new Set());
-    return new EntitlementLedger(s);
+    // The indexes depend only on records, mints and the replica set; when the smaller side adds
+    // none of those, the larger side's (never mutated) index describes the result exactly.
+    return new EntitlementLedger(s, big.#ix !== undefined && addsNoTopology(big, small.s) ? big.#ix : undefined);
   }
 
   /** True iff both have the same normal form (equivalently, identical encodings). */
@@ -283,6 +285,29 @@ export class EntitlementLedger extends LedgerReads {
   chargeCaptured(replica: ReplicaId, path: readonly AttachmentId[], amount: bigint): MutationResult {
     return wrap(mut.chargeCaptured(this, replica, path, amount));
   }
+}
+
+/** True iff joining `small` into `big` adds no record, mint or replica (so `big`'s index still fits). */
+function addsNoTopology(big: EntitlementLedger, small: State): boolean {
+  for (const [e, recs] of small.records) {
+    const cur = big.s.records.get(e);
+    if (cur === undefined || recs.some((r) => !cur.some((c) => compareRecords(c, r) === 0))) return false;
+  }
+  for (const [id, m] of small.mints) {
+    const cur = big.s.mints.get(id);
+    if (cur === undefined || compareMints(cur, m) !== 0) return false;
+  }
+  const known = { has: (r: ReplicaId) => big.ix.hasReplica(r) };
+  for (const fam of COUNTER_FAMILIES) {
+    for (const slots of small[fam].values()) for (const r of slots.keys()) if (!known.has(r)) return false;
+  }
+  for (const rows of small.transfers.values()) {
+    for (const [d, row] of rows) {
+      if (!known.has(d)) return false;
+      for (const x of row.keys()) if (!known.has(x)) return false;
+    }
+  }
+  return true;
 }
 
 /** @internal Wraps a raw mutator outcome as a public result. */

@@ -128,6 +128,11 @@ export class TopologyIndex {
     return this.mintsOf.get(r) ?? NONE;
   }
 
+  /** True iff `r` is named by some mint, slot or transfer. */
+  hasReplica(r: ReplicaId): boolean {
+    return this.replicaSet.has(r);
+  }
+
   /** Sorted replicas: mint holders, slot owners, transfer donors and recipients. */
   replicas(): readonly ReplicaId[] {
     return (this.replicaList ??= [...this.replicaSet].sort());
