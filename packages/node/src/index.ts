@@ -13,3 +13,18 @@ export { libp2pSeam, FRAMES_PROTOCOL, LIBP2P_SEAM_DEFAULTS } from "./libp2p-seam
 export { loadOrCreatePeerKey, peerIdOf, generatePeerKey } from "./peer-key.ts";
 export { lengthPrefixed, LengthPrefixedReader } from "./length-prefixed.ts";
 export type { FrameReadFault } from "./length-prefixed.ts";
+export { fnv1a64 } from "./fnv1a64.ts";
+export { canonicalJson, canonicalBytes } from "./canonical-json.ts";
+export type { CanonicalValue } from "./canonical-json.ts";
+export type { RejectReason, ChannelName, FrameRejected } from "./rejection.ts";
+export { RejectionCounter, REJECT_REASONS } from "./rejection.ts";
+export { MAX_ID_LENGTH } from "./wire-schema.ts";
+export type { WireRead } from "./wire-schema.ts";
+export type { LedgerMessage, DeltaMessage, AckMessage, ResendMessage, DigestMessage, StateRequestMessage, StateMessage } from "./ledger-messages.ts";
+export { encodeLedgerMessage, readLedgerMessage } from "./ledger-messages.ts";
+export { splitLedgerText } from "./ledger-fragments.ts";
+export type { LedgerSplit } from "./ledger-fragments.ts";
+export type { LedgerLattice } from "./ledger-lattice.ts";
+export { entitlementLedgerLattice } from "./entitlement-ledger-lattice.ts";
+export type { ReplicationConfig, ReplicationMetrics, ValueTooLarge, LedgerReplicationOptions } from "./ledger-replication.ts";
+export { LedgerReplication, REPLICATION_DEFAULTS, MIN_FRAME_BYTES, checkReplicationConfig } from "./ledger-replication.ts";
