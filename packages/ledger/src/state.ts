@@ -159,13 +159,8 @@ export interface JoinObserver {
  * every inner map. Maps are never aliased from `src` into `dst`.
  */
 export function joinInto(dst: State, src: State, owned: Set<object> | "all", obs?: JoinObserver): void {
-  const own = <M extends Map<unknown, unknown>>(outer: Map<unknown, M>, key: unknown, inner: M): M => {
-    if (owned === "all" || owned.has(inner)) return inner;
-    const copy = new Map(inner) as M;
-    owned.add(copy);
-    outer.set(key, copy);
-    return copy;
-  };
+  const own = <M extends Map<unknown, unknown>>(outer: Map<unknown, M>, key: unknown, inner: M): M =>
+    owned === "all" ? inner : ownInner(owned, outer, key, inner);
   const fresh = <M extends object>(m: M): M => {
     if (owned !== "all") owned.add(m);
     return m;
@@ -188,6 +183,7 @@ export function joinInto(dst: State, src: State, owned: Set<object> | "all", obs
     }
   }
   for (const fam of COUNTER_FAMILIES) {
+    if (src[fam].size === 0) continue;
     const d = dst[fam];
     for (const [edge, slots] of src[fam]) {
       let inner = d.get(edge);
@@ -248,6 +244,14 @@ export function joinInto(dst: State, src: State, owned: Set<object> | "all", obs
     const cur = dst.gauges.get(id);
     dst.gauges.set(id, cur === undefined ? g : joinGauges(cur, g));
   }
+}
+
+function ownInner<M extends Map<unknown, unknown>>(owned: Set<object>, outer: Map<unknown, M>, key: unknown, inner: M): M {
+  if (owned.has(inner)) return inner;
+  const copy = new Map(inner) as M;
+  owned.add(copy);
+  outer.set(key, copy);
+  return copy;
 }
 
 /** Reads a counter slot (absent = 0). */
