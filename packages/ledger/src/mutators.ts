@@ -135,16 +135,13 @@ export function retire(v: View, edge: AttachmentId): RawResult {
   const s = v.s;
   const l = lc(s, edge);
   if (l !== "CLOSING") return refuse("WrongLifecycle", `edge ${edge} is ${l}, not CLOSING`);
-  const detail: Record<string, string> = {};
-  let drained = true;
+  const undrained: [string, string][] = [];
   for (const rep of v.ix.replicas()) {
     const x = pos(s, edge, rep);
-    if (x !== 0n) {
-      drained = false;
-      detail[rep] = x.toString();
-    }
+    if (x !== 0n) undrained.push([rep, x.toString()]);
   }
-  if (!drained) return refuse("NotDrained", `edge ${edge} still has non-zero positions`, detail);
+  // fromEntries defines own properties, so a replica named "__proto__" is reported, not swallowed.
+  if (undrained.length > 0) return refuse("NotDrained", `edge ${edge} still has non-zero positions`, Object.fromEntries(undrained));
   const p = new PatchBuilder();
   p.lifecycle(edge, "RETIRED");
   for (const fam of COUNTER_FAMILIES) {
