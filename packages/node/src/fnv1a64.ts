@@ -12,7 +12,7 @@ export function fnv1a64(bytes: Uint8Array | string): string {
   let hi = Number(OFFSET >> 32n);
   let lo = Number(OFFSET & 0xffffffffn);
   for (let i = 0; i < data.length; i++) {
-    lo ^= data[i]!;
+    lo = (lo ^ data[i]!) >>> 0;
     // (hi:lo) × 0x100000001b3 mod 2^64 = (hi:lo) × 0x1b3 + (lo << 40)
     const loMul = lo * 0x1b3;
     const carry = Math.floor(loMul / 0x100000000);

@@ -25,6 +25,8 @@ export interface SeamMux {
   /** Claims `tag` (1…254) and returns its channel; a tag can be claimed once until the channel closes. */
   channel(tag: number): Seam;
   onActivity(fn: (from: PeerId) => void): () => void;
+  /** Reports every frame dropped because its tag is unclaimed (the node counts it as `unknown-channel`). */
+  onUnknownChannel(fn: (from: PeerId, tag: number | null) => void): () => void;
   counters(): SeamMuxCounters;
 }
 
@@ -55,6 +57,7 @@ interface ChannelSlot {
 function createMux(seam: Seam): SeamMux {
   const slots = new Map<number, ChannelSlot>();
   const activity = new Set<(from: PeerId) => void>();
+  const unknown = new Set<(from: PeerId, tag: number | null) => void>();
   const counters: SeamMuxCounters = { unknownChannel: 0 };
 
   seam.onFrame((from, frame) => {
@@ -63,6 +66,7 @@ function createMux(seam: Seam): SeamMux {
     const slot = tag === undefined ? undefined : slots.get(tag);
     if (slot === undefined) {
       counters.unknownChannel++;
+      for (const fn of [...unknown]) fn(from, tag ?? null);
       return;
     }
     // A claimed channel without a subscriber yet simply drops the frame (nothing listens).
@@ -83,6 +87,12 @@ function createMux(seam: Seam): SeamMux {
       activity.add(fn);
       return () => {
         activity.delete(fn);
+      };
+    },
+    onUnknownChannel(fn) {
+      unknown.add(fn);
+      return () => {
+        unknown.delete(fn);
       };
     },
     counters: () => ({ ...counters }),
