@@ -1,0 +1,92 @@
+import { describe, expect, it } from "vitest";
+import { LivenessMonitor, MemoryNetwork, RejectionCounter, VirtualTimers, muxSeam, seededRandom, type PartitionEvent, type Seam } from "../src/index.ts";
+
+function pair() {
+  const timers = new VirtualTimers();
+  const net = new MemoryNetwork({ timers, random: seededRandom(2) });
+  const mk = (seam: Seam) => {
+    const mux = muxSeam(seam);
+    const m = new LivenessMonitor({
+      channel: mux.channel(3), mux, timers, config: { intervalMs: 5_000, timeoutMs: 15_000, reconnectWindowMs: 60_000 },
+      rejections: new RejectionCounter(timers, 60_000, () => {}),
+    });
+    const events: PartitionEvent[] = [];
+    m.events.subscribe((e) => events.push(e));
+    return { m, events, seam };
+  };
+  const a = mk(net.join("a"));
+  const b = mk(net.join("b"));
+  timers.advanceBy(0);
+  return { timers, net, a, b, mk };
+}
+
+describe("liveness (node.md §10, §16 A15)", () => {
+  it("healthy peers ping each other and stay healthy", () => {
+    const { timers, a, b } = pair();
+    timers.advanceBy(120_000);
+    expect(a.events).toEqual([]);
+    expect(b.events).toEqual([]);
+    expect(a.m.counters().pingsOut).toBeGreaterThan(20);
+  });
+
+  it("silent cut: unresponsive(timeout) within 20 s, lost within a further 65 s; healing alone does not revive; remonitor does", () => {
+    const { timers, net, a } = pair();
+    timers.advanceBy(10_000);
+    net.partition([["a"], ["b"]], "silent");
+    const cutAt = timers.now();
+    timers.advanceBy(20_000);
+    const u = a.events.find((e) => e.kind === "unresponsive");
+    expect(u).toMatchObject({ kind: "unresponsive", peer: "b", reason: "timeout" });
+    expect(u!.at - cutAt).toBeLessThanOrEqual(20_000);
+    expect([...a.m.unreachable.get()]).toEqual(["b"]);
+    timers.advanceBy(65_000);
+    const lost = a.events.find((e) => e.kind === "lost");
+    expect(lost).toBeDefined();
+    expect(lost!.at - u!.at).toBeLessThanOrEqual(65_000);
+    net.heal();
+    timers.advanceBy(60_000);
+    expect(a.events.filter((e) => e.kind === "recovered")).toEqual([]);
+    expect(a.m.unreachable.get().has("b")).toBe(true);
+    a.m.remonitor("b");
+    expect(a.m.unreachable.get().has("b")).toBe(false);
+    timers.advanceBy(30_000);
+    expect(a.m.phases()).toEqual({ b: "healthy" });
+    net.partition([["a"], ["b"]], "silent");
+    timers.advanceBy(25_000);
+    expect(a.events.filter((e) => e.kind === "unresponsive").length).toBe(2);
+  });
+
+  it("heal within the reconnect window recovers, on evidence received after the declaration", () => {
+    const { timers, net, a } = pair();
+    net.partition([["a"], ["b"]], "silent");
+    timers.advanceBy(20_000);
+    expect(a.events.map((e) => e.kind)).toEqual(["unresponsive"]);
+    net.heal();
+    timers.advanceBy(10_000);
+    expect(a.events.map((e) => e.kind)).toEqual(["unresponsive", "recovered"]);
+    expect(a.m.unreachable.get().size).toBe(0);
+  });
+
+  it("disconnect: unresponsive(transport-closed) at once; backpressure: unresponsive(backpressure)", () => {
+    const { timers, net, a } = pair();
+    net.partition([["a"], ["b"]], "disconnect");
+    timers.advanceBy(1);
+    expect(a.events[0]).toMatchObject({ kind: "unresponsive", peer: "b", reason: "transport-closed" });
+
+    // Backpressure: a seam that signals it; MemoryNetwork never does, so wrap one.
+    const t2 = new VirtualTimers();
+    const n2 = new MemoryNetwork({ timers: t2, random: seededRandom(3) });
+    const inner = n2.join("x");
+    n2.join("y");
+    const fns: ((p: string) => void)[] = [];
+    const signalling: Seam = { ...inner, self: inner.self, maxFrameBytes: inner.maxFrameBytes, peers: inner.peers, send: (t, f) => inner.send(t, f), broadcast: (f) => inner.broadcast(f), onFrame: (fn) => inner.onFrame(fn), close: () => inner.close(), onBackpressure: (fn) => { fns.push(fn); return () => {}; } };
+    const mux = muxSeam(signalling);
+    const m = new LivenessMonitor({ channel: mux.channel(3), mux, timers: t2, config: { intervalMs: 5_000, timeoutMs: 15_000, reconnectWindowMs: 60_000 }, rejections: new RejectionCounter(t2, 1, () => {}) });
+    const ev: PartitionEvent[] = [];
+    m.events.subscribe((e) => ev.push(e));
+    t2.advanceBy(1);
+    for (const f of fns) f("y");
+    t2.advanceBy(5_000);
+    expect(ev[0]).toMatchObject({ kind: "unresponsive", peer: "y", reason: "backpressure" });
+  });
+});
