@@ -1,0 +1,29 @@
+/**
+ * `@heddle/governed` — the Raft log that serializes heddle's control plane (governed.md §4).
+ *
+ * The protocol lives in a pure core (`RaftCore`: no I/O, timers or randomness of its own); `raftNode` drives
+ * it with injected storage, transport, timers and randomness; `sqliteRaftStorage` and `seamRaftTransport` are
+ * the production storage and transport. `checkLinearizable` is the history checker the simulation uses.
+ */
+export type { NodeId, LogIndex, Role, ProposalKey, ClusterConfig, EntryKind, LogEntry, StoredSnapshot, HardState, Committed, PersistedState } from "./raft/types.ts";
+export { sameConfig, sameEntry } from "./raft/types.ts";
+export type { RaftConfig } from "./raft/config.ts";
+export { DEFAULT_RAFT_CONFIG, RaftConfigError, raftConfig } from "./raft/config.ts";
+export {
+  LeadershipLostError,
+  NotLeaderError,
+  PayloadTooLargeError,
+  MembershipChangeInProgressError,
+  InvalidMembershipError,
+  NodeShutdownError,
+  OverloadedError,
+  ProposalAbortedError,
+  RaftRestoreError,
+} from "./raft/errors.ts";
+export type { Message, Envelope } from "./raft/message.ts";
+export { encodeMessage, decodeMessage, encodeConfig, decodeConfig, entryBytes, CODEC_VERSION } from "./raft/codec.ts";
+export type { RaftTraceEvent, FrameRefusal, StepDownReason } from "./raft/trace.ts";
+export type { RaftRefusal, Outcome, StorageOp, Ready, Progress, RaftCoreOptions } from "./raft/core.ts";
+export { RaftCore, validSingleStep, MAX_TRACE_PER_READY } from "./raft/core.ts";
+export type { Operation, Model, CheckResult, KvInput } from "./raft/linearizability.ts";
+export { checkLinearizable, kvModel, DEFAULT_CHECK_BUDGET } from "./raft/linearizability.ts";

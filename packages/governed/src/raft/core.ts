@@ -1,0 +1,1232 @@
+/**
+ * The pure Raft core (governed.md §4; STYLE.md "functional core"). It does no I/O, owns no timer and draws no
+ * randomness of its own: the driver feeds it `tick(now)`, `step(from, message)` and requests (`propose`,
+ * `readIndex`, `changeMembership`, `compact`), then collects a `Ready` — what to persist, what to send, what to
+ * apply and which requests finished — and acknowledges it with `advance(ready)` once persisted.
+ *
+ * Driver contract: at most one `Ready` is outstanding. For each one, persist `hardState` and run `storage` in
+ * order (each durable before the next), then send `messages`, then hand `committed` to the state machine, then
+ * call `advance`. `earlyMessages` (a leader's AppendEntries/InstallSnapshot when no term/vote change is pending)
+ * may be sent before persisting: the leader counts itself toward commitment only once `advance` reports its own
+ * append durable (R-R4), so overlapping the leader's fsync with the followers' is safe.
+ */
+import { APPEND_OVERHEAD_BYTES, entryBytes, forwardBytes, SNAPSHOT_OVERHEAD_BYTES } from "./codec.ts";
+import type { RaftConfig } from "./config.ts";
+import type { AppendMessage, AppendReplyMessage, Envelope, Message, SnapshotMessage, SnapshotReplyMessage } from "./message.ts";
+import type { FrameRefusal, RaftTraceEvent, StepDownReason } from "./trace.ts";
+import type { ClusterConfig, Committed, HardState, LogEntry, LogIndex, NodeId, PersistedState, ProposalKey, Role, StoredSnapshot } from "./types.ts";
+import { RaftRestoreError } from "./errors.ts";
+
+/** Why a request did not succeed. The driver maps these to the error classes of `errors.ts`. */
+export type RaftRefusal =
+  | "leadership-lost"
+  | "not-leader"
+  | "payload-too-large"
+  | "membership-in-progress"
+  | "invalid-membership"
+  | "overloaded"
+  | "aborted";
+
+/** The end of one request: `index`/`term` for proposals and config changes, `index` (= read index) for reads. */
+export type Outcome =
+  | { readonly id: number; readonly ok: true; readonly index: LogIndex; readonly term: number }
+  | { readonly id: number; readonly ok: false; readonly refusal: RaftRefusal };
+
+/** One storage step, to be made durable in order. */
+export type StorageOp =
+  | { readonly op: "snapshot"; readonly snapshot: StoredSnapshot }
+  | { readonly op: "discardThrough"; readonly index: LogIndex }
+  | { readonly op: "truncateFrom"; readonly index: LogIndex }
+  | { readonly op: "append"; readonly entries: readonly LogEntry[] };
+
+/** Everything the driver must do for one turn of the core. */
+export interface Ready {
+  readonly hardState: HardState | null;
+  readonly storage: readonly StorageOp[];
+  readonly earlyMessages: readonly Envelope[];
+  readonly messages: readonly Envelope[];
+  readonly committed: readonly Committed[];
+  readonly outcomes: readonly Outcome[];
+  readonly trace: readonly RaftTraceEvent[];
+}
+
+/** Most trace events kept between two readies; the excess is counted in `droppedTrace`. */
+export const MAX_TRACE_PER_READY = 4096;
+
+type State = "follower" | "precandidate" | "candidate" | "leader";
+
+/** The leader's view of one follower's replication (read-only outside the core). */
+export interface Progress {
+  match: LogIndex;
+  next: LogIndex;
+  state: "probe" | "replicate" | "snapshot";
+  probeOutstanding: boolean;
+  inflight: LogIndex[];
+  ackedSinceHeartbeat: boolean;
+  active: boolean;
+  ackRound: number;
+  snapIndex: LogIndex;
+  snapOffset: number;
+  snapSentAt: number;
+}
+
+/** Construction options of a core. */
+export interface RaftCoreOptions {
+  readonly id: NodeId;
+  /** The bootstrap configuration, used until the log or a snapshot carries one. Empty voters = a joiner. */
+  readonly bootstrap: ClusterConfig;
+  readonly persisted: PersistedState;
+  readonly config: RaftConfig;
+  /** Uniform in [0, 1); the only source of randomness (election timeouts). */
+  readonly random: () => number;
+  readonly now: number;
+}
+
+const EMPTY = new Uint8Array(0);
+
+/** The Raft protocol state machine of one node. */
+export class RaftCore {
+  readonly id: NodeId;
+  readonly cfg: RaftConfig;
+  readonly #random: () => number;
+  readonly #bootstrap: ClusterConfig;
+
+  #term = 0;
+  #votedFor: NodeId | null = null;
+  #hardStateDirty = false;
+  #state: State = "follower";
+  #leader: NodeId | null = null;
+  #snapshot: StoredSnapshot | null = null;
+  #log: LogEntry[] = [];
+  #commit = 0;
+  #applied = 0;
+  #pendingInstall: StoredSnapshot | null = null;
+  #persistedLast = 0;
+  #truncFloorSinceReady = Infinity;
+  #readyOut = false;
+  #config: ClusterConfig;
+  #configIndex = 0;
+  #now: number;
+  #maxMessageBytes: number;
+
+  #electionDeadline = 0;
+  #heartbeatDue = 0;
+  #checkQuorumDue = 0;
+  #lastLeaderContact = -Infinity;
+  #votes = new Map<NodeId, boolean>();
+  #preVoteRound = 0;
+  #progress = new Map<NodeId, Progress>();
+  #round = 0;
+  #noopIndex = 0;
+
+  #pendingProposals = new Map<LogIndex, { id: number; term: number }>();
+  #pendingForwardsIn = new Map<LogIndex, { from: NodeId; corrId: number; term: number }>();
+  #outForwards = new Map<number, { to: NodeId }>();
+  #waitingForLeader: { id: number; key: ProposalKey | null; command: Uint8Array }[] = [];
+  #readsWaitingNoop: number[] = [];
+  #readsUnsent: { id: number; index: LogIndex }[] = [];
+  #pendingReads: { id: number; index: LogIndex; round: number }[] = [];
+  #pendingConfig: { id: number; index: LogIndex } | null = null;
+  #needsBroadcast = false;
+  #inSnap: { term: number; lastIndex: LogIndex; lastTerm: number; config: ClusterConfig | null; total: number; chunks: Uint8Array[]; received: number } | null = null;
+
+  #ops: StorageOp[] = [];
+  #msgs: Envelope[] = [];
+  #outcomes: Outcome[] = [];
+  #trace: RaftTraceEvent[] = [];
+
+  /** Frames refused, by reason (bad network input is rejected and counted, never thrown). */
+  readonly refusedFrames = new Map<FrameRefusal, number>();
+  /** Trace events dropped because `MAX_TRACE_PER_READY` was reached. */
+  droppedTrace = 0;
+  /** Smallest index modified since the harness last reset it (diagnostic for incremental invariant checks). */
+  changedFrom = Infinity;
+
+  constructor(o: RaftCoreOptions) {
+    this.id = o.id;
+    this.cfg = o.config;
+    this.#random = o.random;
+    this.#bootstrap = o.bootstrap;
+    this.#now = o.now;
+    this.#maxMessageBytes = o.config.maxMessageBytes;
+    this.#restore(o.persisted);
+    this.#config = this.#bootstrap;
+    this.#recomputeConfig();
+    this.#resetElectionTimer();
+  }
+
+  // ---------------------------------------------------------------- restore (R-P3, R-P4)
+
+  #restore(p: PersistedState): void {
+    const ceiling = this.cfg.termCeiling;
+    const bad = (why: string): never => {
+      throw new RaftRestoreError(`node ${this.id}: corrupt store: ${why}`);
+    };
+    if (!Number.isSafeInteger(p.term) || p.term < 0 || p.term > ceiling) bad(`term ${p.term}`);
+    const s = p.snapshot;
+    let floor = 0;
+    let floorTerm = 0;
+    if (s !== null) {
+      if (!Number.isSafeInteger(s.lastIndex) || s.lastIndex < 1 || s.lastIndex > ceiling) bad(`snapshot index ${s.lastIndex}`);
+      if (!Number.isSafeInteger(s.lastTerm) || s.lastTerm < 1 || s.lastTerm > ceiling) bad(`snapshot term ${s.lastTerm}`);
+      if (s.lastTerm > p.term) bad(`snapshot term ${s.lastTerm} above stored term ${p.term}`);
+      floor = s.lastIndex;
+      floorTerm = s.lastTerm;
+    }
+    const entries = p.entries.filter((e) => e.index > floor);
+    let prevIndex = floor;
+    let prevTerm = floorTerm;
+    for (const e of entries) {
+      if (e.index !== prevIndex + 1) bad(`entry ${e.index} follows ${prevIndex}`);
+      if (!Number.isSafeInteger(e.term) || e.term < 1 || e.term > ceiling) bad(`entry ${e.index} term ${e.term}`);
+      if (e.index > ceiling) bad(`entry index ${e.index}`);
+      if (e.term < prevTerm) bad(`entry ${e.index} term ${e.term} below ${prevTerm}`);
+      if (e.term > p.term) bad(`entry ${e.index} term ${e.term} above stored term ${p.term}`);
+      if ((e.kind === "config") !== (e.config !== undefined)) bad(`entry ${e.index} config presence`);
+      prevIndex = e.index;
+      prevTerm = e.term;
+    }
+    this.#term = p.term;
+    this.#votedFor = p.votedFor;
+    this.#snapshot = s;
+    this.#log = entries.slice();
+    this.#commit = floor;
+    this.#applied = floor;
+    this.#pendingInstall = s;
+    this.#persistedLast = this.lastIndex;
+  }
+
+  // ---------------------------------------------------------------- read-only views
+
+  /** Current term. */
+  get term(): number {
+    return this.#term;
+  }
+  /** Vote cast in the current term. */
+  get votedFor(): NodeId | null {
+    return this.#votedFor;
+  }
+  /** Role as the public API reports it (a pre-candidate reports `candidate`). */
+  get role(): Role {
+    if (this.#state === "leader") return "leader";
+    if (this.#state === "candidate" || this.#state === "precandidate") return "candidate";
+    return this.#config.learners.includes(this.id) ? "learner" : "follower";
+  }
+  /** Internal state, distinguishing the pre-vote phase. */
+  get state(): State {
+    return this.#state;
+  }
+  /** The leader this node currently follows (itself when leader), or null. */
+  get leader(): NodeId | null {
+    return this.#leader;
+  }
+  /** Highest index known committed. */
+  get commitIndex(): LogIndex {
+    return this.#commit;
+  }
+  /** Highest index handed to the state machine (including through a snapshot install). */
+  get appliedIndex(): LogIndex {
+    return this.#applied;
+  }
+  /** Last index in the log (the snapshot's when the live log is empty). */
+  get lastIndex(): LogIndex {
+    return this.floor + this.#log.length;
+  }
+  /** Index covered by the snapshot (0 when none). */
+  get floor(): LogIndex {
+    return this.#snapshot?.lastIndex ?? 0;
+  }
+  /** The latest snapshot, if any. */
+  get snapshot(): StoredSnapshot | null {
+    return this.#snapshot;
+  }
+  /** Highest index known durable on this node. */
+  get persistedLast(): LogIndex {
+    return this.#persistedLast;
+  }
+  /** The latest configuration in the log, committed or not (R-M1). */
+  get config(): ClusterConfig {
+    return this.#config;
+  }
+  /** Index of the entry that carries the latest configuration (the floor when it came from a snapshot/bootstrap). */
+  get configIndex(): LogIndex {
+    return this.#configIndex;
+  }
+  /** The leader's replication progress per peer (empty when not leader). */
+  get progress(): ReadonlyMap<NodeId, Readonly<Progress>> {
+    return this.#progress;
+  }
+  /** The live log (entries above the floor). */
+  get entries(): readonly LogEntry[] {
+    return this.#log;
+  }
+  /** The core's current clock reading. */
+  get now(): number {
+    return this.#now;
+  }
+  /** Term of the entry at `i`, or undefined when unknown (compacted below the floor, or past the end). */
+  termAt(i: LogIndex): number | undefined {
+    const floor = this.floor;
+    if (i === floor) return this.#snapshot?.lastTerm ?? 0;
+    if (i < floor || i > this.lastIndex) return undefined;
+    return this.#log[i - floor - 1]!.term;
+  }
+  /** The entry at `i` if it is in the live log. */
+  entryAt(i: LogIndex): LogEntry | undefined {
+    const floor = this.floor;
+    if (i <= floor || i > this.lastIndex) return undefined;
+    return this.#log[i - floor - 1];
+  }
+  /** True when a `ready()` would carry work. */
+  hasReady(): boolean {
+    return (
+      this.#hardStateDirty ||
+      this.#ops.length > 0 ||
+      this.#msgs.length > 0 ||
+      this.#outcomes.length > 0 ||
+      this.#trace.length > 0 ||
+      this.#needsBroadcast ||
+      this.#readsUnsent.length > 0 ||
+      this.#pendingInstall !== null ||
+      this.#applied < this.#commit
+    );
+  }
+  /** Changes the frame budget (a transport's budget can shrink, R-R7). */
+  setMaxMessageBytes(n: number): void {
+    this.#maxMessageBytes = Math.max(256, Math.min(n, this.cfg.maxMessageBytes));
+  }
+
+  // ---------------------------------------------------------------- inputs
+
+  /** Advances the core's clock to `now` and fires whichever timeouts fell due. */
+  tick(now: number): void {
+    this.#now = now;
+    if (this.#state === "leader") {
+      if (now >= this.#heartbeatDue) {
+        this.#heartbeatDue = now + this.cfg.heartbeatMs;
+        this.#broadcastHeartbeat();
+      }
+      if (now >= this.#checkQuorumDue) {
+        this.#checkQuorumDue = now + this.#randomTimeout();
+        this.#checkQuorum();
+      }
+      return;
+    }
+    if (now >= this.#electionDeadline) {
+      this.#resetElectionTimer();
+      if (this.#canCampaign()) {
+        this.#emit({ type: "electionTimeout", term: this.#term });
+        this.#preCampaign();
+      }
+    }
+  }
+
+  /**
+   * Proposes an application command under `key` (unchanged, R-D1). A leader appends it; any other node forwards
+   * it to the leader it knows, or holds it until one is known (R-F1). The outcome arrives in a later `Ready`:
+   * `{ok, index, term}` once committed, or a refusal.
+   */
+  propose(id: number, command: Uint8Array, key: ProposalKey | null): void {
+    const probe: LogEntry = { index: 0, term: 0, kind: "app", key, command, stampedAt: 0 };
+    if (APPEND_OVERHEAD_BYTES + entryBytes(probe) > this.#maxMessageBytes || forwardBytes(command, key) > this.#maxMessageBytes) {
+      return this.#finish(id, "payload-too-large");
+    }
+    if (this.#state === "leader") {
+      if (this.#pendingProposals.size >= this.cfg.maxPendingProposals) return this.#finish(id, "overloaded");
+      const e = this.#appendNew("app", key, command);
+      this.#pendingProposals.set(e.index, { id, term: this.#term });
+      return;
+    }
+    if (this.#leader !== null) return this.#forward(id, this.#leader, key, command);
+    if (this.#waitingForLeader.length >= this.cfg.maxPendingProposals) return this.#finish(id, "overloaded");
+    this.#waitingForLeader.push({ id, key, command });
+  }
+
+  /**
+   * Withdraws a proposal that has not been sent yet (R-F5): true when nothing was or will be sent. A proposal
+   * already forwarded or appended may still commit; its outcome is then simply never reported.
+   */
+  abort(id: number): boolean {
+    const i = this.#waitingForLeader.findIndex((w) => w.id === id);
+    if (i >= 0) {
+      this.#waitingForLeader.splice(i, 1);
+      return true;
+    }
+    this.#outForwards.delete(id);
+    for (const [idx, p] of this.#pendingProposals) if (p.id === id) this.#pendingProposals.delete(idx);
+    return false;
+  }
+
+  /** Starts a ReadIndex read (R-Q1–R-Q3); the outcome's `index` is the read index. */
+  readIndex(id: number): void {
+    if (this.#state !== "leader") return this.#finish(id, "not-leader");
+    const waiting = this.#readsWaitingNoop.length + this.#readsUnsent.length + this.#pendingReads.length;
+    if (waiting >= this.cfg.maxPendingReads) return this.#finish(id, "overloaded");
+    if (this.termAt(this.#commit) !== this.#term) {
+      this.#readsWaitingNoop.push(id);
+      return;
+    }
+    this.#startRead(id);
+  }
+
+  /** Appends a single-server configuration change (R-M2); the outcome arrives once it commits. */
+  changeMembership(id: number, target: ClusterConfig): void {
+    if (this.#state !== "leader") return this.#finish(id, "not-leader");
+    if (this.termAt(this.#commit) !== this.#term || this.#configIndex > this.#commit || this.#pendingConfig !== null) {
+      return this.#finish(id, "membership-in-progress");
+    }
+    if (!validSingleStep(this.#config, target)) return this.#finish(id, "invalid-membership");
+    const e = this.#appendNew("config", null, EMPTY, { voters: [...target.voters], learners: [...target.learners] });
+    this.#pendingConfig = { id, index: e.index };
+  }
+
+  /**
+   * Takes a snapshot the state machine published for `throughIndex` (≤ applied) and discards the log prefix
+   * (R-S1). The snapshot records the configuration in force at `throughIndex`. False when not applicable.
+   */
+  compact(throughIndex: LogIndex, state: Uint8Array): boolean {
+    if (throughIndex <= this.floor || throughIndex > this.#applied || this.#pendingInstall !== null) return false;
+    const lastTerm = this.termAt(throughIndex)!;
+    const snap: StoredSnapshot = { lastIndex: throughIndex, lastTerm, config: this.#configAt(throughIndex), state };
+    this.#log = this.#log.slice(throughIndex - this.floor);
+    this.#snapshot = snap;
+    this.#ops.push({ op: "snapshot", snapshot: snap }, { op: "discardThrough", index: throughIndex });
+    this.#emit({ type: "compacted", throughIndex });
+    return true;
+  }
+
+  /** Handles one message from `from` (the transport's authenticated sender). Never throws on bad input. */
+  step(from: NodeId, m: Message): void {
+    if (from === this.id) return this.#refuse(from, "from-self");
+    if (m.type === "forward") return this.#onForward(from, m.corrId, m.key, m.command);
+    if (m.type === "forwardReply") return this.#onForwardReply(from, m);
+    const refusal = this.#hygiene(m);
+    if (refusal !== null) return this.#refuse(from, refusal);
+
+    if (m.term > this.#term) {
+      if (m.type === "preVote" || (m.type === "preVoteReply" && m.granted)) {
+        // pre-vote traffic never changes a term (R-E2)
+      } else if (m.type === "vote" && this.#inLease()) {
+        this.#emit({ type: "voteDenied", to: from, term: m.term, preVote: false, reason: "leader lease" });
+        return this.#send(from, { type: "voteReply", term: this.#term, granted: false });
+      } else {
+        const leader = m.type === "append" || m.type === "snapshot" ? from : null;
+        this.#becomeFollower(m.term, leader, "higher-term");
+      }
+    } else if (m.term < this.#term) {
+      switch (m.type) {
+        case "append":
+          return this.#send(from, {
+            type: "appendReply", term: this.#term, success: false, matchIndex: 0, rejectedPrev: m.prevLogIndex,
+            conflictTerm: null, conflictIndex: 0, round: 0,
+          });
+        case "snapshot":
+          return this.#send(from, { type: "snapshotReply", term: this.#term, lastIndex: m.lastIndex, nextOffset: 0, done: false });
+        case "preVote":
+          this.#emit({ type: "voteDenied", to: from, term: m.term, preVote: true, reason: "stale term" });
+          return this.#send(from, { type: "preVoteReply", term: this.#term, granted: false, round: m.round });
+        case "vote":
+          this.#emit({ type: "voteDenied", to: from, term: m.term, preVote: false, reason: "stale term" });
+          return this.#send(from, { type: "voteReply", term: this.#term, granted: false });
+        default:
+          return;
+      }
+    }
+
+    switch (m.type) {
+      case "preVote": {
+        const reason = this.#voteRefusal(from, m.lastLogIndex, m.lastLogTerm, true, m.term);
+        if (reason !== null) this.#emit({ type: "voteDenied", to: from, term: m.term, preVote: true, reason });
+        return this.#send(from, { type: "preVoteReply", term: reason === null ? m.term : this.#term, granted: reason === null, round: m.round });
+      }
+      case "vote": {
+        const reason = this.#voteRefusal(from, m.lastLogIndex, m.lastLogTerm, false, m.term);
+        if (reason === null) {
+          this.#votedFor = from;
+          this.#hardStateDirty = true;
+          this.#resetElectionTimer();
+        } else this.#emit({ type: "voteDenied", to: from, term: m.term, preVote: false, reason });
+        return this.#send(from, { type: "voteReply", term: this.#term, granted: reason === null });
+      }
+      case "preVoteReply":
+        return this.#onPreVoteReply(from, m.granted, m.round);
+      case "voteReply":
+        return this.#onVoteReply(from, m.granted);
+      case "append":
+      case "snapshot": {
+        if (this.#config.voters.length > 0 && !this.#config.voters.includes(from)) return this.#refuse(from, "sender-not-voter");
+        if (this.#state === "leader") this.#becomeFollower(this.#term, from, "leader-contact");
+        else if (this.#state !== "follower") this.#becomeFollower(this.#term, from, "lost-election");
+        else this.#setLeader(from);
+        this.#lastLeaderContact = this.#now;
+        this.#resetElectionTimer();
+        return m.type === "append" ? this.#onAppend(from, m) : this.#onSnapshot(from, m);
+      }
+      case "appendReply":
+        return this.#onAppendReply(from, m);
+      case "snapshotReply":
+        return this.#onSnapshotReply(from, m);
+    }
+  }
+
+  /** Collects the work accumulated since the last `ready()`. Call `advance` with it once persisted. */
+  ready(): Ready {
+    if (this.#readyOut) throw new Error("RaftCore.ready: the previous Ready has not been advanced");
+    if (this.#state === "leader") {
+      if (this.#needsBroadcast) for (const peer of this.#progress.keys()) this.#sendAppend(peer, false);
+      if (this.#readsUnsent.length > 0) {
+        this.#round++;
+        for (const r of this.#readsUnsent) this.#pendingReads.push({ ...r, round: this.#round });
+        this.#readsUnsent = [];
+        for (const [peer] of this.#progress) if (this.#config.voters.includes(peer)) this.#heartbeatTo(peer);
+        this.#checkReads();
+      }
+    }
+    this.#needsBroadcast = false;
+    const committed: Committed[] = [];
+    if (this.#pendingInstall !== null) {
+      const s = this.#pendingInstall;
+      committed.push({ kind: "install", snapshot: { throughIndex: s.lastIndex, state: s.state } });
+      this.#applied = s.lastIndex;
+      this.#pendingInstall = null;
+    }
+    const upTo = Math.min(this.#commit, this.#applied + this.cfg.maxApplyBatch);
+    for (let i = this.#applied + 1; i <= upTo; i++) {
+      const e = this.entryAt(i)!;
+      committed.push(e.kind === "app" ? { kind: "entry", entry: e } : { kind: "internal", index: i });
+    }
+    if (upTo > this.#applied) this.#applied = upTo;
+
+    const hardState = this.#hardStateDirty ? { term: this.#term, votedFor: this.#votedFor } : null;
+    this.#hardStateDirty = false;
+    const early: Envelope[] = [];
+    const late: Envelope[] = [];
+    for (const env of this.#msgs) {
+      if (hardState === null && (env.message.type === "append" || env.message.type === "snapshot")) early.push(env);
+      else late.push(env);
+    }
+    const rd: Ready = {
+      hardState,
+      storage: this.#ops,
+      earlyMessages: early,
+      messages: late,
+      committed,
+      outcomes: this.#outcomes,
+      trace: this.#trace,
+    };
+    this.#ops = [];
+    this.#msgs = [];
+    this.#outcomes = [];
+    this.#trace = [];
+    this.#readyOut = true;
+    this.#truncFloorSinceReady = Infinity;
+    return rd;
+  }
+
+  /** Acknowledges that everything in `rd` is durable and sent. */
+  advance(rd: Ready): void {
+    if (!this.#readyOut) throw new Error("RaftCore.advance without an outstanding Ready");
+    this.#readyOut = false;
+    let p = this.#persistedLast;
+    for (const op of rd.storage) {
+      if (op.op === "append" && op.entries.length > 0) p = op.entries[op.entries.length - 1]!.index;
+      else if (op.op === "truncateFrom") p = Math.min(p, op.index - 1);
+      else if (op.op === "snapshot") p = Math.max(p, op.snapshot.lastIndex);
+    }
+    p = Math.min(p, this.#truncFloorSinceReady - 1, this.lastIndex);
+    this.#persistedLast = Math.max(this.#persistedLast, p);
+    if (this.#state === "leader") this.#maybeCommit();
+  }
+
+  // ---------------------------------------------------------------- elections
+
+  #canCampaign(): boolean {
+    return this.#config.voters.includes(this.id);
+  }
+
+  #randomTimeout(): number {
+    const { electionTimeoutMinMs: lo, electionTimeoutMaxMs: hi } = this.cfg;
+    return lo + Math.floor(this.#random() * (hi - lo));
+  }
+
+  #resetElectionTimer(): void {
+    this.#electionDeadline = this.#now + this.#randomTimeout();
+  }
+
+  #inLease(): boolean {
+    if (this.#state === "leader") return true;
+    return this.#leader !== null && this.#now - this.#lastLeaderContact < this.cfg.electionTimeoutMinMs;
+  }
+
+  #quorum(): number {
+    return Math.floor(this.#config.voters.length / 2) + 1;
+  }
+
+  #upToDate(lastIndex: LogIndex, lastTerm: number): boolean {
+    const myTerm = this.termAt(this.lastIndex)!;
+    return lastTerm > myTerm || (lastTerm === myTerm && lastIndex >= this.lastIndex);
+  }
+
+  #voteRefusal(from: NodeId, lastIndex: LogIndex, lastTerm: number, pre: boolean, term: number): string | null {
+    if (!this.#config.voters.includes(this.id)) return "not a voter";
+    if (pre) {
+      if (term <= this.#term) return "stale term";
+      if (this.#inLease()) return "leader lease";
+    } else {
+      if (this.#votedFor !== null && this.#votedFor !== from) return `already voted for ${this.#votedFor}`;
+    }
+    if (!this.#upToDate(lastIndex, lastTerm)) return "candidate log behind";
+    return null;
+  }
+
+  #preCampaign(): void {
+    this.#setLeader(null);
+    this.#state = "precandidate";
+    this.#preVoteRound++;
+    this.#votes = new Map([[this.id, true]]);
+    this.#emit({ type: "preVoteStart", term: this.#term + 1, round: this.#preVoteRound });
+    if (this.#quorum() <= 1) return this.#campaign();
+    const lastIndex = this.lastIndex;
+    const lastLogTerm = this.termAt(lastIndex)!;
+    for (const v of this.#config.voters) {
+      if (v !== this.id) this.#send(v, { type: "preVote", term: this.#term + 1, lastLogIndex: lastIndex, lastLogTerm, round: this.#preVoteRound });
+    }
+  }
+
+  #campaign(): void {
+    this.#term++;
+    this.#votedFor = this.id;
+    this.#hardStateDirty = true;
+    this.#state = "candidate";
+    this.#setLeader(null);
+    this.#failForwards();
+    this.#votes = new Map([[this.id, true]]);
+    this.#resetElectionTimer();
+    this.#emit({ type: "electionStart", term: this.#term });
+    if (this.#quorum() <= 1) return this.#becomeLeader();
+    const lastIndex = this.lastIndex;
+    const lastLogTerm = this.termAt(lastIndex)!;
+    for (const v of this.#config.voters) {
+      if (v !== this.id) this.#send(v, { type: "vote", term: this.#term, lastLogIndex: lastIndex, lastLogTerm });
+    }
+  }
+
+  #tally(): { yes: number; no: number } {
+    let yes = 0;
+    let no = 0;
+    for (const v of this.#config.voters) {
+      const g = this.#votes.get(v);
+      if (g === true) yes++;
+      else if (g === false) no++;
+    }
+    return { yes, no };
+  }
+
+  #onPreVoteReply(from: NodeId, granted: boolean, round: number): void {
+    if (this.#state !== "precandidate" || round !== this.#preVoteRound || !this.#config.voters.includes(from)) return;
+    this.#votes.set(from, granted);
+    const { yes, no } = this.#tally();
+    if (yes >= this.#quorum()) this.#campaign();
+    else if (no >= this.#quorum()) this.#becomeFollower(this.#term, null, "lost-election");
+  }
+
+  #onVoteReply(from: NodeId, granted: boolean): void {
+    if (this.#state !== "candidate" || !this.#config.voters.includes(from)) return;
+    this.#votes.set(from, granted);
+    const { yes, no } = this.#tally();
+    if (yes >= this.#quorum()) this.#becomeLeader();
+    else if (no >= this.#quorum()) this.#becomeFollower(this.#term, null, "lost-election");
+  }
+
+  #becomeLeader(): void {
+    this.#state = "leader";
+    this.#setLeader(this.id);
+    this.#progress = new Map();
+    this.#syncProgress();
+    this.#round = 0;
+    this.#emit({ type: "electionWon", term: this.#term });
+    const noop = this.#appendNew("noop", null, EMPTY);
+    this.#noopIndex = noop.index;
+    this.#heartbeatDue = this.#now + this.cfg.heartbeatMs;
+    this.#checkQuorumDue = this.#now + this.#randomTimeout();
+    const waiting = this.#waitingForLeader;
+    this.#waitingForLeader = [];
+    for (const w of waiting) this.propose(w.id, w.command, w.key);
+    this.#maybeCommit();
+  }
+
+  #becomeFollower(term: number, leader: NodeId | null, reason: StepDownReason): void {
+    if (term > this.#term) {
+      this.#term = term;
+      this.#votedFor = null;
+      this.#hardStateDirty = true;
+      this.#failForwards();
+    }
+    const was = this.#state;
+    this.#state = "follower";
+    if (was === "leader" || was === "candidate") this.#emit({ type: "stepDown", term: this.#term, reason });
+    if (was === "leader") this.#failLeaderPending();
+    this.#setLeader(leader);
+    this.#resetElectionTimer();
+  }
+
+  #failLeaderPending(): void {
+    for (const p of this.#pendingProposals.values()) this.#finish(p.id, "leadership-lost");
+    this.#pendingProposals.clear();
+    for (const f of this.#pendingForwardsIn.values()) {
+      this.#send(f.from, { type: "forwardReply", corrId: f.corrId, outcome: "failed", index: 0, term: 0 });
+    }
+    this.#pendingForwardsIn.clear();
+    for (const id of this.#readsWaitingNoop) this.#finish(id, "leadership-lost");
+    for (const r of this.#readsUnsent) this.#finish(r.id, "leadership-lost");
+    for (const r of this.#pendingReads) this.#finish(r.id, "leadership-lost");
+    this.#readsWaitingNoop = [];
+    this.#readsUnsent = [];
+    this.#pendingReads = [];
+    if (this.#pendingConfig !== null) this.#finish(this.#pendingConfig.id, "leadership-lost");
+    this.#pendingConfig = null;
+    this.#progress = new Map();
+    this.#needsBroadcast = false;
+  }
+
+  #checkQuorum(): void {
+    let active = this.#config.voters.includes(this.id) ? 1 : 0;
+    for (const [peer, pr] of this.#progress) {
+      if (pr.active && this.#config.voters.includes(peer)) active++;
+      pr.active = false;
+    }
+    if (active < this.#quorum()) this.#becomeFollower(this.#term, null, "lost-quorum");
+  }
+
+  #setLeader(l: NodeId | null): void {
+    if (l === this.#leader) return;
+    this.#leader = l;
+    this.#failForwards();
+    if (l !== null && l !== this.id && this.#waitingForLeader.length > 0) {
+      const waiting = this.#waitingForLeader;
+      this.#waitingForLeader = [];
+      for (const w of waiting) this.#forward(w.id, l, w.key, w.command);
+    }
+  }
+
+  /** R-F4 (SHOULD): forwards to a leader we no longer follow fail as retryable. */
+  #failForwards(): void {
+    for (const [id, f] of this.#outForwards) {
+      if (f.to !== this.#leader || this.#state !== "follower") {
+        this.#outForwards.delete(id);
+        this.#finish(id, "leadership-lost");
+      }
+    }
+  }
+
+  // ---------------------------------------------------------------- replication (leader side)
+
+  #syncProgress(): void {
+    const members = new Set([...this.#config.voters, ...this.#config.learners]);
+    members.delete(this.id);
+    for (const peer of [...this.#progress.keys()]) if (!members.has(peer)) this.#progress.delete(peer);
+    for (const peer of members) {
+      if (!this.#progress.has(peer)) {
+        this.#progress.set(peer, {
+          match: 0, next: this.lastIndex + 1, state: "probe", probeOutstanding: false, inflight: [],
+          ackedSinceHeartbeat: true, active: true, ackRound: 0, snapIndex: 0, snapOffset: 0, snapSentAt: -Infinity,
+        });
+      }
+    }
+  }
+
+  #appendNew(kind: LogEntry["kind"], key: ProposalKey | null, command: Uint8Array, config?: ClusterConfig): LogEntry {
+    const index = this.lastIndex + 1;
+    const e: LogEntry = config === undefined
+      ? { index, term: this.#term, kind, key, command, stampedAt: this.#now }
+      : { index, term: this.#term, kind, key, command, config, stampedAt: this.#now };
+    this.#appendEntries([e]);
+    this.#needsBroadcast = true;
+    return e;
+  }
+
+  #appendEntries(es: readonly LogEntry[]): void {
+    if (es.length === 0) return;
+    for (const e of es) this.#log.push(e);
+    this.changedFrom = Math.min(this.changedFrom, es[0]!.index);
+    const last = this.#ops[this.#ops.length - 1];
+    if (last !== undefined && last.op === "append" && last.entries.length > 0 && last.entries[last.entries.length - 1]!.index + 1 === es[0]!.index) {
+      this.#ops[this.#ops.length - 1] = { op: "append", entries: [...last.entries, ...es] };
+    } else this.#ops.push({ op: "append", entries: es.slice() });
+    if (es.some((e) => e.kind === "config")) this.#recomputeConfig();
+  }
+
+  #truncateFrom(index: LogIndex): void {
+    this.#log.length = index - this.floor - 1;
+    this.#ops.push({ op: "truncateFrom", index });
+    this.#persistedLast = Math.min(this.#persistedLast, index - 1);
+    this.#truncFloorSinceReady = Math.min(this.#truncFloorSinceReady, index);
+    this.changedFrom = Math.min(this.changedFrom, index);
+    if (this.#configIndex >= index) this.#recomputeConfig();
+  }
+
+  #configAt(i: LogIndex): ClusterConfig {
+    for (let j = Math.min(i, this.lastIndex); j > this.floor; j--) {
+      const e = this.#log[j - this.floor - 1]!;
+      if (e.kind === "config" && e.config !== undefined) return e.config;
+    }
+    return this.#snapshot?.config ?? this.#bootstrap;
+  }
+
+  #recomputeConfig(): void {
+    let idx = this.floor;
+    let cfg = this.#snapshot?.config ?? this.#bootstrap;
+    for (let j = this.lastIndex; j > this.floor; j--) {
+      const e = this.#log[j - this.floor - 1]!;
+      if (e.kind === "config" && e.config !== undefined) {
+        idx = j;
+        cfg = e.config;
+        break;
+      }
+    }
+    this.#config = cfg;
+    this.#configIndex = idx;
+    if (this.#state === "leader") this.#syncProgress();
+    if ((this.#state === "candidate" || this.#state === "precandidate") && !cfg.voters.includes(this.id)) {
+      this.#becomeFollower(this.#term, null, "removed");
+    }
+  }
+
+  #budgetedEntries(from: LogIndex): LogEntry[] {
+    const out: LogEntry[] = [];
+    let bytes = APPEND_OVERHEAD_BYTES;
+    for (let i = from; i <= this.lastIndex && out.length < this.cfg.maxEntriesPerMessage; i++) {
+      const e = this.entryAt(i)!;
+      const b = entryBytes(e);
+      if (out.length > 0 && bytes + b > this.#maxMessageBytes) break;
+      out.push(e);
+      bytes += b;
+    }
+    return out;
+  }
+
+  #sendAppend(peer: NodeId, force: boolean): void {
+    const pr = this.#progress.get(peer);
+    if (pr === undefined || pr.state === "snapshot") return;
+    if (pr.next <= this.floor) return this.#startSnapshot(peer, pr);
+    if (!force) {
+      if (pr.state === "probe" && pr.probeOutstanding) return;
+      if (pr.state === "replicate" && (pr.inflight.length >= this.cfg.maxInflightMessages || pr.next > this.lastIndex)) return;
+    }
+    const prev = pr.next - 1;
+    const entries = this.#budgetedEntries(pr.next);
+    this.#send(peer, {
+      type: "append", term: this.#term, prevLogIndex: prev, prevLogTerm: this.termAt(prev)!,
+      leaderCommit: this.#commit, round: this.#round, entries,
+    });
+    if (pr.state === "probe") pr.probeOutstanding = true;
+    else if (entries.length > 0) {
+      pr.next = entries[entries.length - 1]!.index + 1;
+      pr.inflight.push(pr.next - 1);
+    }
+  }
+
+  /** An entry-less AppendEntries at a position known to match (or the floor): commit notice and read round. */
+  #heartbeatTo(peer: NodeId): void {
+    const pr = this.#progress.get(peer);
+    if (pr === undefined) return;
+    let prev = pr.state === "replicate" ? pr.match : pr.next - 1;
+    if (prev < this.floor || prev > this.lastIndex) prev = this.floor;
+    this.#send(peer, {
+      type: "append", term: this.#term, prevLogIndex: prev, prevLogTerm: this.termAt(prev)!,
+      leaderCommit: this.#commit, round: this.#round, entries: [],
+    });
+  }
+
+  #broadcastHeartbeat(): void {
+    for (const [peer, pr] of this.#progress) {
+      if (pr.state === "snapshot") {
+        if (this.#now - pr.snapSentAt >= this.cfg.heartbeatMs) this.#sendSnapshotChunk(peer, pr);
+      } else if (pr.state === "probe") {
+        this.#sendAppend(peer, true);
+      } else if (pr.inflight.length > 0 && !pr.ackedSinceHeartbeat) {
+        // frames were lost or delayed: fall back to probing from what the follower acknowledged
+        pr.state = "probe";
+        pr.inflight = [];
+        pr.next = pr.match + 1;
+        this.#sendAppend(peer, true);
+      } else {
+        this.#heartbeatTo(peer);
+      }
+      pr.ackedSinceHeartbeat = false;
+    }
+  }
+
+  #onAppendReply(from: NodeId, m: AppendReplyMessage): void {
+    if (this.#state !== "leader") return;
+    const pr = this.#progress.get(from);
+    if (pr === undefined) return this.#refuse(from, "unknown-peer");
+    if (m.round > this.#round) return this.#refuse(from, "future-round");
+    pr.active = true;
+    pr.ackedSinceHeartbeat = true;
+    if (m.round > pr.ackRound) pr.ackRound = m.round;
+    if (m.success) {
+      const match = Math.min(m.matchIndex, this.lastIndex);
+      if (match > pr.match) pr.match = match;
+      if (pr.state === "probe") {
+        pr.state = "replicate";
+        pr.probeOutstanding = false;
+        pr.inflight = [];
+        pr.next = pr.match + 1;
+      } else if (pr.next <= pr.match) pr.next = pr.match + 1;
+      pr.inflight = pr.inflight.filter((x) => x > pr.match);
+      this.#maybeCommit();
+      this.#sendAppend(from, false);
+    } else if (pr.state !== "snapshot") {
+      const stale = pr.state === "replicate" ? m.rejectedPrev <= pr.match || m.rejectedPrev >= pr.next : m.rejectedPrev !== pr.next - 1;
+      if (!stale) {
+        let hint = m.conflictIndex;
+        if (m.conflictTerm !== null) {
+          for (let i = Math.min(m.rejectedPrev, this.lastIndex); i > this.floor; i--) {
+            const t = this.termAt(i)!;
+            if (t === m.conflictTerm) {
+              hint = i + 1;
+              break;
+            }
+            if (t < m.conflictTerm) break;
+          }
+        }
+        const upper = Math.min(pr.next - 1, m.rejectedPrev);
+        let next = Math.min(Math.max(hint, pr.match + 1), upper);
+        if (next < 1) next = 1;
+        pr.next = next;
+        pr.state = "probe";
+        pr.probeOutstanding = false;
+        pr.inflight = [];
+        this.#sendAppend(from, false);
+      }
+    }
+    this.#checkReads();
+  }
+
+  #maybeCommit(): void {
+    if (this.#state !== "leader") return;
+    const matches: number[] = [];
+    for (const v of this.#config.voters) {
+      if (v === this.id) matches.push(this.#persistedLast);
+      else matches.push(this.#progress.get(v)?.match ?? 0);
+    }
+    matches.sort((a, b) => b - a);
+    const n = matches[this.#quorum() - 1] ?? 0;
+    if (n > this.#commit && this.termAt(n) === this.#term) this.#commitTo(n);
+  }
+
+  #commitTo(n: LogIndex): void {
+    if (n <= this.#commit) return;
+    this.#commit = n;
+    this.#emit({ type: "commitAdvance", commitIndex: n });
+    if (this.#state !== "leader") return;
+    for (const [idx, p] of this.#pendingProposals) {
+      if (idx > n) continue;
+      this.#pendingProposals.delete(idx);
+      if (this.termAt(idx) === p.term) this.#outcomes.push({ id: p.id, ok: true, index: idx, term: p.term });
+      else this.#finish(p.id, "leadership-lost");
+    }
+    for (const [idx, f] of this.#pendingForwardsIn) {
+      if (idx > n) continue;
+      this.#pendingForwardsIn.delete(idx);
+      const ok = this.termAt(idx) === f.term;
+      this.#send(f.from, { type: "forwardReply", corrId: f.corrId, outcome: ok ? "committed" : "failed", index: idx, term: f.term });
+    }
+    if (this.#pendingConfig !== null && this.#pendingConfig.index <= n) {
+      this.#outcomes.push({ id: this.#pendingConfig.id, ok: true, index: this.#pendingConfig.index, term: this.#term });
+      this.#pendingConfig = null;
+    }
+    if (this.#readsWaitingNoop.length > 0 && this.termAt(n) === this.#term) {
+      const ids = this.#readsWaitingNoop;
+      this.#readsWaitingNoop = [];
+      for (const id of ids) this.#startRead(id);
+    }
+    // Tell followers at once, so forwarded proposals and follower reads do not wait for a heartbeat.
+    for (const [peer, pr] of this.#progress) if (pr.state === "replicate" && pr.next > this.lastIndex) this.#heartbeatTo(peer);
+    this.#needsBroadcast = true;
+    if (this.#configIndex <= n && !this.#config.voters.includes(this.id)) this.#becomeFollower(this.#term, null, "removed");
+  }
+
+  #startRead(id: number): void {
+    if (this.#quorum() <= 1 && this.#config.voters.includes(this.id)) {
+      this.#emit({ type: "readConfirmed", index: this.#commit });
+      this.#outcomes.push({ id, ok: true, index: this.#commit, term: this.#term });
+      return;
+    }
+    this.#readsUnsent.push({ id, index: this.#commit });
+  }
+
+  #checkReads(): void {
+    if (this.#pendingReads.length === 0) return;
+    const q = this.#quorum();
+    const selfVotes = this.#config.voters.includes(this.id) ? 1 : 0;
+    const keep: { id: number; index: LogIndex; round: number }[] = [];
+    for (const r of this.#pendingReads) {
+      let acks = selfVotes;
+      for (const [peer, pr] of this.#progress) if (pr.ackRound >= r.round && this.#config.voters.includes(peer)) acks++;
+      if (acks >= q) {
+        this.#emit({ type: "readConfirmed", index: r.index });
+        this.#outcomes.push({ id: r.id, ok: true, index: r.index, term: this.#term });
+      } else keep.push(r);
+    }
+    this.#pendingReads = keep;
+  }
+
+  // ---------------------------------------------------------------- replication (follower side)
+
+  #onAppend(from: NodeId, m: AppendMessage): void {
+    let prev = m.prevLogIndex;
+    let prevTerm = m.prevLogTerm;
+    let entries = m.entries;
+    const floor = this.floor;
+    const reply = (r: Omit<AppendReplyMessage, "type" | "term" | "round" | "rejectedPrev">): void =>
+      this.#send(from, { type: "appendReply", term: this.#term, round: m.round, rejectedPrev: m.prevLogIndex, ...r });
+    if (prev < floor) {
+      const skip = floor - prev;
+      if (entries.length <= skip) return reply({ success: true, matchIndex: prev + entries.length, conflictTerm: null, conflictIndex: 0 });
+      if (entries[skip - 1]!.term !== this.termAt(floor)) return this.#refuse(from, "snapshot-mismatch");
+      entries = entries.slice(skip);
+      prev = floor;
+      prevTerm = this.termAt(floor)!;
+    }
+    if (prev > this.lastIndex) {
+      return reply({ success: false, matchIndex: 0, conflictTerm: null, conflictIndex: this.lastIndex + 1 });
+    }
+    const t = this.termAt(prev)!;
+    if (t !== prevTerm) {
+      let first = prev;
+      while (first - 1 > floor && this.termAt(first - 1) === t) first--;
+      return reply({ success: false, matchIndex: 0, conflictTerm: t, conflictIndex: first });
+    }
+    for (let k = 0; k < entries.length; k++) {
+      const e = entries[k]!;
+      if (e.index <= this.lastIndex) {
+        if (this.termAt(e.index) === e.term) continue;
+        if (e.index <= this.#commit) return this.#refuse(from, "truncate-committed");
+        this.#truncateFrom(e.index);
+      }
+      this.#appendEntries(entries.slice(k));
+      break;
+    }
+    const verified = m.prevLogIndex + m.entries.length;
+    const c = Math.min(m.leaderCommit, verified);
+    if (c > this.#commit) this.#commitTo(c);
+    reply({ success: true, matchIndex: verified, conflictTerm: null, conflictIndex: 0 });
+  }
+
+  // ---------------------------------------------------------------- snapshots
+
+  #chunkBytes(config: ClusterConfig | null): number {
+    let cfgBytes = 4;
+    if (config !== null) for (const id of [...config.voters, ...config.learners]) cfgBytes += 2 + 3 * id.length;
+    return Math.max(1, Math.min(this.cfg.snapshotChunkBytes, this.#maxMessageBytes - SNAPSHOT_OVERHEAD_BYTES - cfgBytes));
+  }
+
+  #startSnapshot(peer: NodeId, pr: Progress): void {
+    const s = this.#snapshot;
+    if (s === null) return;
+    pr.state = "snapshot";
+    pr.snapIndex = s.lastIndex;
+    pr.snapOffset = 0;
+    pr.inflight = [];
+    pr.probeOutstanding = false;
+    this.#sendSnapshotChunk(peer, pr);
+  }
+
+  #sendSnapshotChunk(peer: NodeId, pr: Progress): void {
+    const s = this.#snapshot;
+    if (s === null) return;
+    if (s.lastIndex !== pr.snapIndex) {
+      pr.snapIndex = s.lastIndex;
+      pr.snapOffset = 0;
+    }
+    const size = this.#chunkBytes(s.config);
+    const data = s.state.subarray(pr.snapOffset, Math.min(s.state.length, pr.snapOffset + size));
+    pr.snapSentAt = this.#now;
+    this.#send(peer, {
+      type: "snapshot", term: this.#term, lastIndex: s.lastIndex, lastTerm: s.lastTerm, config: s.config,
+      total: s.state.length, offset: pr.snapOffset, data,
+    });
+  }
+
+  #onSnapshotReply(from: NodeId, m: SnapshotReplyMessage): void {
+    if (this.#state !== "leader") return;
+    const pr = this.#progress.get(from);
+    if (pr === undefined) return this.#refuse(from, "unknown-peer");
+    pr.active = true;
+    pr.ackedSinceHeartbeat = true;
+    if (m.done) {
+      const match = Math.min(m.lastIndex, this.lastIndex);
+      if (match > pr.match) pr.match = match;
+      if (pr.state === "snapshot") {
+        pr.state = "probe";
+        pr.probeOutstanding = false;
+        pr.next = pr.match + 1;
+      }
+      this.#maybeCommit();
+      this.#sendAppend(from, false);
+      return;
+    }
+    if (pr.state !== "snapshot" || m.lastIndex !== pr.snapIndex) return;
+    const total = this.#snapshot?.state.length ?? 0;
+    pr.snapOffset = Math.max(0, Math.min(m.nextOffset, total));
+    this.#sendSnapshotChunk(from, pr);
+  }
+
+  #onSnapshot(from: NodeId, m: SnapshotMessage): void {
+    const reply = (nextOffset: number, done: boolean): void =>
+      this.#send(from, { type: "snapshotReply", term: this.#term, lastIndex: m.lastIndex, nextOffset, done });
+    if (m.lastIndex <= this.#commit) return reply(0, true);
+    const commitTerm = this.termAt(this.#commit);
+    if (commitTerm !== undefined && m.lastTerm < commitTerm) return this.#refuse(from, "snapshot-stale");
+    if (m.total > this.cfg.snapshotMaxBytes) {
+      this.#inSnap = null;
+      this.#refuse(from, "snapshot-too-large");
+      return reply(0, false);
+    }
+    let rs = this.#inSnap;
+    if (rs === null || rs.term !== this.#term || rs.lastIndex !== m.lastIndex || rs.lastTerm !== m.lastTerm || rs.total !== m.total) {
+      if (m.offset !== 0) return reply(0, false);
+      rs = { term: this.#term, lastIndex: m.lastIndex, lastTerm: m.lastTerm, config: m.config, total: m.total, chunks: [], received: 0 };
+      this.#inSnap = rs;
+    }
+    if (m.offset !== rs.received) return reply(rs.received, false);
+    if (rs.received + m.data.length > rs.total) {
+      this.#inSnap = null;
+      return reply(0, false);
+    }
+    rs.chunks.push(m.data);
+    rs.received += m.data.length;
+    if (rs.received < rs.total) return reply(rs.received, false);
+    const state = new Uint8Array(rs.total);
+    let off = 0;
+    for (const c of rs.chunks) {
+      state.set(c, off);
+      off += c.length;
+    }
+    this.#inSnap = null;
+    this.#install({ lastIndex: rs.lastIndex, lastTerm: rs.lastTerm, config: rs.config, state });
+    reply(rs.total, true);
+  }
+
+  #install(s: StoredSnapshot): void {
+    const keep = s.lastIndex <= this.lastIndex && this.termAt(s.lastIndex) === s.lastTerm;
+    const oldFloor = this.floor;
+    this.#ops.push({ op: "snapshot", snapshot: s });
+    if (keep) {
+      this.#log = this.#log.slice(s.lastIndex - oldFloor);
+    } else {
+      if (this.lastIndex > oldFloor) {
+        this.#ops.push({ op: "truncateFrom", index: oldFloor + 1 });
+        this.#truncFloorSinceReady = Math.min(this.#truncFloorSinceReady, oldFloor + 1);
+      }
+      this.#log = [];
+    }
+    this.#ops.push({ op: "discardThrough", index: s.lastIndex });
+    this.#snapshot = s;
+    this.changedFrom = Math.min(this.changedFrom, oldFloor + 1);
+    if (this.#commit < s.lastIndex) this.#commit = s.lastIndex;
+    this.#applied = s.lastIndex;
+    this.#pendingInstall = s;
+    if (!keep) this.#persistedLast = Math.min(this.#persistedLast, s.lastIndex);
+    this.#recomputeConfig();
+    this.#emit({ type: "snapshotInstalled", lastIndex: s.lastIndex, lastTerm: s.lastTerm });
+  }
+
+  // ---------------------------------------------------------------- forwarding
+
+  #forward(id: number, to: NodeId, key: ProposalKey | null, command: Uint8Array): void {
+    this.#outForwards.set(id, { to });
+    this.#send(to, { type: "forward", corrId: id, key, command });
+    this.#emit({ type: "forwardSent", to, corrId: id });
+  }
+
+  #onForward(from: NodeId, corrId: number, key: ProposalKey | null, command: Uint8Array): void {
+    if (this.#state !== "leader") {
+      return this.#send(from, { type: "forwardReply", corrId, outcome: "notLeader", index: 0, term: 0 });
+    }
+    const probe: LogEntry = { index: 0, term: 0, kind: "app", key, command, stampedAt: 0 };
+    if (APPEND_OVERHEAD_BYTES + entryBytes(probe) > this.#maxMessageBytes || this.#pendingForwardsIn.size >= this.cfg.maxPendingProposals) {
+      return this.#send(from, { type: "forwardReply", corrId, outcome: "failed", index: 0, term: 0 });
+    }
+    const e = this.#appendNew("app", key, command);
+    this.#pendingForwardsIn.set(e.index, { from, corrId, term: this.#term });
+  }
+
+  #onForwardReply(from: NodeId, m: { corrId: number; outcome: string; index: LogIndex; term: number }): void {
+    const f = this.#outForwards.get(m.corrId);
+    if (f === undefined) return;
+    if (f.to !== from) return this.#refuse(from, "forward-reply-wrong-peer");
+    this.#outForwards.delete(m.corrId);
+    this.#emit({ type: "forwardAnswered", from, corrId: m.corrId, outcome: m.outcome });
+    if (m.outcome === "committed") this.#outcomes.push({ id: m.corrId, ok: true, index: m.index, term: m.term });
+    else this.#finish(m.corrId, "leadership-lost");
+  }
+
+  // ---------------------------------------------------------------- hygiene and output
+
+  #hygiene(m: Exclude<Message, { type: "forward" | "forwardReply" }>): FrameRefusal | null {
+    const ceil = this.cfg.termCeiling;
+    if (m.term > this.#term + this.cfg.maxTermJump) return "term-jump";
+    if (m.term > ceil) return "above-ceiling";
+    switch (m.type) {
+      case "preVote":
+      case "vote":
+        return m.lastLogIndex > ceil || m.lastLogTerm > ceil || m.lastLogTerm > m.term ? "above-ceiling" : null;
+      case "append": {
+        if (m.prevLogIndex > ceil || m.prevLogTerm > m.term || m.leaderCommit > ceil) return "above-ceiling";
+        let prevTerm = m.prevLogTerm;
+        for (let k = 0; k < m.entries.length; k++) {
+          const e = m.entries[k]!;
+          if (e.index !== m.prevLogIndex + 1 + k) return "non-contiguous-entries";
+          if (e.term > m.term) return "entry-term-above-frame";
+          if (e.term < prevTerm || e.term < 1) return "malformed-entry";
+          prevTerm = e.term;
+        }
+        return null;
+      }
+      case "appendReply":
+        return m.matchIndex > ceil || m.conflictIndex > ceil || (m.conflictTerm ?? 0) > ceil ? "above-ceiling" : null;
+      case "snapshot":
+        if (m.lastIndex > ceil || m.lastTerm > m.term || m.lastIndex < 1 || m.lastTerm < 1) return "above-ceiling";
+        return m.offset + m.data.length > m.total ? "malformed-entry" : null;
+      default:
+        return null;
+    }
+  }
+
+  #refuse(from: NodeId, reason: FrameRefusal): void {
+    this.refusedFrames.set(reason, (this.refusedFrames.get(reason) ?? 0) + 1);
+    this.#emit({ type: "frameRefused", from, reason });
+  }
+
+  #finish(id: number, refusal: RaftRefusal): void {
+    this.#outcomes.push({ id, ok: false, refusal });
+  }
+
+  #send(to: NodeId, message: Message): void {
+    this.#msgs.push({ to, message });
+  }
+
+  #emit(e: RaftTraceEvent): void {
+    if (this.#trace.length >= MAX_TRACE_PER_READY) {
+      this.droppedTrace++;
+      return;
+    }
+    this.#trace.push(e);
+  }
+}
+
+/** R-M2: voters differ by at most one member, the sets are disjoint and free of duplicates, voters non-empty. */
+export function validSingleStep(from: ClusterConfig, to: ClusterConfig): boolean {
+  const voters = new Set(to.voters);
+  const learners = new Set(to.learners);
+  if (voters.size !== to.voters.length || learners.size !== to.learners.length || voters.size === 0) return false;
+  for (const l of learners) if (voters.has(l)) return false;
+  const old = new Set(from.voters);
+  let diff = 0;
+  for (const v of voters) if (!old.has(v)) diff++;
+  for (const v of old) if (!voters.has(v)) diff++;
+  return diff <= 1;
+}

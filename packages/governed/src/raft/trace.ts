@@ -1,0 +1,39 @@
+/** Trace events of the Raft core (governed.md §4.13). The simulation asserts on them and prints them on failure. */
+import type { LogIndex, NodeId } from "./types.ts";
+
+/** Why a leader or candidate stopped being one. */
+export type StepDownReason = "higher-term" | "lost-quorum" | "leader-contact" | "removed" | "lost-election";
+
+/** Why a frame was refused (counted per reason in `RaftCore.refusedFrames`). */
+export type FrameRefusal =
+  | "undecodable"
+  | "from-self"
+  | "term-jump"
+  | "above-ceiling"
+  | "entry-term-above-frame"
+  | "non-contiguous-entries"
+  | "malformed-entry"
+  | "sender-not-voter"
+  | "truncate-committed"
+  | "snapshot-mismatch"
+  | "snapshot-too-large"
+  | "snapshot-stale"
+  | "future-round"
+  | "unknown-peer"
+  | "forward-reply-wrong-peer";
+
+/** One observable event of the core. */
+export type RaftTraceEvent =
+  | { readonly type: "electionTimeout"; readonly term: number }
+  | { readonly type: "preVoteStart"; readonly term: number; readonly round: number }
+  | { readonly type: "electionStart"; readonly term: number }
+  | { readonly type: "electionWon"; readonly term: number }
+  | { readonly type: "stepDown"; readonly term: number; readonly reason: StepDownReason }
+  | { readonly type: "voteDenied"; readonly to: NodeId; readonly term: number; readonly preVote: boolean; readonly reason: string }
+  | { readonly type: "commitAdvance"; readonly commitIndex: LogIndex }
+  | { readonly type: "frameRefused"; readonly from: NodeId; readonly reason: FrameRefusal }
+  | { readonly type: "forwardSent"; readonly to: NodeId; readonly corrId: number }
+  | { readonly type: "forwardAnswered"; readonly from: NodeId; readonly corrId: number; readonly outcome: string }
+  | { readonly type: "readConfirmed"; readonly index: LogIndex }
+  | { readonly type: "snapshotInstalled"; readonly lastIndex: LogIndex; readonly lastTerm: number }
+  | { readonly type: "compacted"; readonly throughIndex: LogIndex };

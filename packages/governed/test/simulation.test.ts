@@ -1,0 +1,38 @@
+import { describe, expect, it } from "vitest";
+import { FAMILIES, runSimulation } from "./support/simulation.ts";
+
+const SEEDS = Number(process.env.HEDDLE_RAFT_SEEDS ?? 300);
+const FIRST = Number(process.env.HEDDLE_RAFT_FIRST_SEED ?? 1);
+
+describe("raft deterministic simulation (governed.md §5.1–5.2)", () => {
+  it(`holds every invariant and linearizability over ${SEEDS} seeds`, () => {
+    const perFamily = new Map<string, { runs: number; committed: number; ops: number; installs: number; changes: number }>();
+    for (let seed = FIRST; seed < FIRST + SEEDS; seed++) {
+      const r = runSimulation(seed);
+      const f = perFamily.get(r.family) ?? { runs: 0, committed: 0, ops: 0, installs: 0, changes: 0 };
+      f.runs++;
+      f.committed += r.committed;
+      f.ops += r.completedOps;
+      f.installs += r.snapshotsInstalled;
+      f.changes += r.membershipChanges;
+      perFamily.set(r.family, f);
+    }
+    // The runs must have done real work, or the invariants checked nothing.
+    for (const fam of FAMILIES) {
+      const f = perFamily.get(fam);
+      if (SEEDS >= FAMILIES.length) {
+        expect(f, fam).toBeDefined();
+        expect(f!.committed / f!.runs, `${fam} commits per run`).toBeGreaterThan(20);
+        expect(f!.ops, `${fam} completed client ops`).toBeGreaterThan(0);
+      }
+    }
+    if (SEEDS >= FAMILIES.length) {
+      expect(perFamily.get("snapshots-under-partitions")!.installs).toBeGreaterThan(0);
+      expect(perFamily.get("membership")!.changes).toBeGreaterThan(0);
+    }
+  });
+
+  it("is deterministic: the same seed gives the same run", () => {
+    for (const seed of [3, 14, 15]) expect(runSimulation(seed)).toEqual(runSimulation(seed));
+  });
+});

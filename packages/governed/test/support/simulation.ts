@@ -1,0 +1,800 @@
+/**
+ * The deterministic simulation harness of governed.md §5.1: one process, one event queue, virtual time, every
+ * random choice drawn from generators seeded by the run's seed. It drives N unmodified `RaftCore`s through the
+ * driver contract (persist, then send, then apply, then advance) over a simulated network (drop, duplicate,
+ * delay/reorder, frame budget, partitions and one-way cuts) and simulated disks that keep only writes that
+ * completed before a crash (a crash mid-write keeps a random prefix of that write's steps). Per-node clocks
+ * run at skewed rates. After every event the invariants of §5.2 are checked; at the end every client history
+ * is checked linearizable and, when clocks were near-true, liveness and convergence are asserted.
+ */
+import { seededRandom } from "@heddle/node";
+import {
+  checkLinearizable,
+  decodeMessage,
+  encodeMessage,
+  kvModel,
+  raftConfig,
+  RaftCore,
+  sameEntry,
+} from "../../src/index.ts";
+import type { ClusterConfig, KvInput, LogEntry, Operation, Outcome, RaftConfig, Ready, StoredSnapshot } from "../../src/index.ts";
+import { KvMachine, kvCommand } from "./kv-machine.ts";
+
+/** A fault profile: which kinds of trouble a run injects. */
+export interface SimProfile {
+  readonly voters: number;
+  readonly joiner: boolean;
+  readonly dropRate: number;
+  readonly dupRate: number;
+  readonly delayMs: readonly [number, number];
+  readonly partitions: boolean;
+  readonly crashes: boolean;
+  readonly skew: boolean;
+  readonly compactEvery: number;
+  readonly maxMessageBytes: number;
+  readonly snapshotChunkBytes: number;
+  readonly clients: number;
+}
+
+/** Scenario families of §5.1; a seed picks one by `seed % families.length`. */
+export const FAMILIES = [
+  "steady",
+  "partitions",
+  "leader-crash-loop",
+  "rolling-restarts",
+  "lossy",
+  "skewed-clocks",
+  "membership",
+  "snapshots-under-partitions",
+] as const;
+export type Family = (typeof FAMILIES)[number];
+
+/** Thrown when a run breaks an invariant; the message carries the seed and a trace dump. */
+export class SimulationFailure extends Error {
+  override readonly name = "SimulationFailure";
+}
+
+interface Disk {
+  term: number;
+  votedFor: string | null;
+  snapshot: StoredSnapshot | null;
+  entries: LogEntry[];
+}
+
+interface PendingWrite {
+  readonly ready: Ready;
+  readonly seq: number;
+}
+
+interface SimNode {
+  readonly id: string;
+  alive: boolean;
+  incarnation: number;
+  core: RaftCore;
+  kv: KvMachine;
+  disk: Disk;
+  rate: number;
+  offset: number;
+  writing: PendingWrite | null;
+  processScheduled: boolean;
+  lastCommit: number;
+  lastState: string;
+  lastTerm: number;
+  waiters: { index: number; fn: () => void }[];
+  random: () => number;
+}
+
+interface ClientOp {
+  readonly client: number;
+  readonly input: KvInput;
+  output: string | undefined;
+  readonly call: number;
+  ret: number;
+}
+
+interface Event {
+  readonly time: number;
+  readonly seq: number;
+  readonly fn: () => string | null;
+}
+
+/** Summary of one run, for tests to assert on. */
+export interface SimResult {
+  readonly seed: number;
+  readonly family: Family;
+  readonly events: number;
+  readonly committed: number;
+  readonly completedOps: number;
+  readonly unknownOps: number;
+  readonly elections: number;
+  readonly snapshotsInstalled: number;
+  readonly membershipChanges: number;
+}
+
+const TICK_MS = 10;
+const DURATION_MS = 20_000;
+const SETTLE_MS = 8_000;
+const OP_TIMEOUT_MS = 3_000;
+const STATE_SAMPLE = 16;
+const THINK_MS = 120;
+
+function profileFor(family: Family, r: () => number): SimProfile {
+  const base: SimProfile = {
+    voters: r() < 0.5 ? 3 : 5,
+    joiner: false,
+    dropRate: 0,
+    dupRate: 0,
+    delayMs: [1, 5],
+    partitions: false,
+    crashes: false,
+    skew: false,
+    compactEvery: 0,
+    maxMessageBytes: 64 * 1024,
+    snapshotChunkBytes: 16 * 1024,
+    clients: 3,
+  };
+  switch (family) {
+    case "steady":
+      return { ...base, maxMessageBytes: r() < 0.5 ? 400 : base.maxMessageBytes };
+    case "partitions":
+      return { ...base, partitions: true, dropRate: 0.02 };
+    case "leader-crash-loop":
+    case "rolling-restarts":
+      return { ...base, crashes: true, compactEvery: r() < 0.5 ? 25 : 0 };
+    case "lossy":
+      return { ...base, dropRate: 0.1 + r() * 0.2, dupRate: 0.1 + r() * 0.2, delayMs: [0, 30] };
+    case "skewed-clocks":
+      return { ...base, skew: true, partitions: r() < 0.5, crashes: r() < 0.5, dropRate: 0.02 };
+    case "membership":
+      return { ...base, voters: 3, joiner: true, partitions: r() < 0.5, crashes: r() < 0.5, compactEvery: 20, snapshotChunkBytes: 64 };
+    case "snapshots-under-partitions":
+      return { ...base, partitions: true, crashes: true, compactEvery: 10 + Math.floor(r() * 20), snapshotChunkBytes: 32 + Math.floor(r() * 200), maxMessageBytes: 600, dropRate: 0.05, dupRate: 0.05, delayMs: [0, 20] };
+  }
+}
+
+/** Runs one seeded simulation; throws `SimulationFailure` (naming the seed) on any violation. */
+export function runSimulation(seed: number, familyOverride?: Family): SimResult {
+  const family: Family = familyOverride ?? FAMILIES[seed % FAMILIES.length]!;
+  const sim = new Simulation(seed, family);
+  return sim.run();
+}
+
+class Simulation {
+  readonly seed: number;
+  readonly family: Family;
+  readonly profile: SimProfile;
+  readonly cfg: RaftConfig;
+  readonly netRandom: () => number;
+  readonly faultRandom: () => number;
+  readonly clientRandom: () => number;
+  readonly nodes: SimNode[] = [];
+  readonly byId = new Map<string, SimNode>();
+  readonly bootstrap: ClusterConfig;
+  readonly queue: Event[] = [];
+  seq = 0;
+  now = 0;
+  events = 0;
+  group = new Map<string, number>();
+  cuts = new Set<string>();
+  readonly traceRing: string[] = [];
+  // global invariant state
+  readonly leaders = new Map<number, string>();
+  readonly byIndexTerm = new Map<string, { prevTerm: number; entry: LogEntry }>();
+  readonly committed = new Map<number, LogEntry>();
+  maxCommitted = 0;
+  readonly stateAt = new Map<number, string>();
+  elections = 0;
+  snapshotsInstalled = 0;
+  membershipChanges = 0;
+  // clients
+  readonly history: ClientOp[] = [];
+  nextRequestId = 1;
+  readonly requestHandlers = new Map<number, (o: Outcome) => void>();
+  completedOps = 0;
+  unknownOps = 0;
+  stopClients = false;
+  membershipBusy = false;
+
+  constructor(seed: number, family: Family) {
+    this.seed = seed;
+    this.family = family;
+    const pr = seededRandom(seed * 1000 + 1);
+    this.profile = profileFor(family, pr);
+    this.netRandom = seededRandom(seed * 1000 + 2);
+    this.faultRandom = seededRandom(seed * 1000 + 3);
+    this.clientRandom = seededRandom(seed * 1000 + 4);
+    this.cfg = raftConfig({
+      maxMessageBytes: this.profile.maxMessageBytes,
+      snapshotChunkBytes: this.profile.snapshotChunkBytes,
+      maxEntriesPerMessage: 64,
+      maxInflightMessages: 8,
+    });
+    const voters: string[] = [];
+    for (let i = 1; i <= this.profile.voters; i++) voters.push(`n${i}`);
+    this.bootstrap = { voters, learners: [] };
+    const ids = [...voters];
+    if (this.profile.joiner) ids.push(`n${this.profile.voters + 1}`);
+    ids.forEach((id, k) => {
+      let rate = 1;
+      let offset = 0;
+      if (this.profile.skew) {
+        rate = 0.5 + pr() * 1.5;
+        offset = Math.floor(pr() * 10_000);
+      } else {
+        rate = 0.9 + pr() * 0.2;
+        offset = Math.floor(pr() * 1000);
+      }
+      const disk: Disk = { term: 0, votedFor: null, snapshot: null, entries: [] };
+      const random = seededRandom(seed * 1000 + 10 + k);
+      const node: SimNode = {
+        id, alive: true, incarnation: 0, disk, rate, offset, writing: null, processScheduled: false,
+        lastCommit: 0, lastState: "follower", lastTerm: 0, waiters: [], random,
+        core: undefined as unknown as RaftCore, kv: new KvMachine(),
+      };
+      node.core = this.buildCore(node);
+      this.nodes.push(node);
+      this.byId.set(id, node);
+    });
+  }
+
+  fail(why: string): never {
+    const dump = this.traceRing.slice(-80).join("\n");
+    throw new SimulationFailure(`raft simulation seed=${this.seed} family=${this.family} t=${this.now}: ${why}\n--- last trace ---\n${dump}\nreplay: runSimulation(${this.seed})`);
+  }
+
+  trace(line: string): void {
+    this.traceRing.push(`${this.now} ${line}`);
+    if (this.traceRing.length > 400) this.traceRing.splice(0, 200);
+  }
+
+  buildCore(n: SimNode): RaftCore {
+    // A joiner knows no voters until the log or a snapshot tells it (R-M4 exception).
+    const joiner = !this.bootstrap.voters.includes(n.id);
+    return new RaftCore({
+      id: n.id,
+      bootstrap: joiner ? { voters: [], learners: [] } : this.bootstrap,
+      persisted: { term: n.disk.term, votedFor: n.disk.votedFor, snapshot: n.disk.snapshot, entries: n.disk.entries.slice() },
+      config: this.cfg,
+      random: n.random,
+      now: this.localNow(n),
+    });
+  }
+
+  localNow(n: SimNode): number {
+    return Math.floor(n.offset + this.now * n.rate);
+  }
+
+  at(delay: number, fn: () => string | null): void {
+    const e: Event = { time: this.now + Math.max(0, delay), seq: this.seq++, fn };
+    const h = this.queue;
+    h.push(e);
+    let i = h.length - 1;
+    while (i > 0) {
+      const p = (i - 1) >> 1;
+      const a = h[i]!;
+      const b = h[p]!;
+      if (b.time < a.time || (b.time === a.time && b.seq < a.seq)) break;
+      h[i] = b;
+      h[p] = a;
+      i = p;
+    }
+  }
+
+  pop(): Event | undefined {
+    const h = this.queue;
+    const top = h[0];
+    if (top === undefined) return undefined;
+    const last = h.pop()!;
+    if (h.length > 0) {
+      h[0] = last;
+      let i = 0;
+      for (;;) {
+        const l = 2 * i + 1;
+        const r = l + 1;
+        let m = i;
+        const lt = (x: Event, y: Event): boolean => x.time < y.time || (x.time === y.time && x.seq < y.seq);
+        if (l < h.length && lt(h[l]!, h[m]!)) m = l;
+        if (r < h.length && lt(h[r]!, h[m]!)) m = r;
+        if (m === i) break;
+        [h[i], h[m]] = [h[m]!, h[i]!];
+        i = m;
+      }
+    }
+    return top;
+  }
+
+  // ------------------------------------------------------------------ node driver
+
+  /** Schedules a node's ready processing (the driver's "one event-loop turn"). */
+  poke(n: SimNode): void {
+    if (n.processScheduled || n.writing !== null || !n.alive) return;
+    n.processScheduled = true;
+    const inc = n.incarnation;
+    this.at(0, () => {
+      if (!n.alive || n.incarnation !== inc) return null;
+      n.processScheduled = false;
+      this.process(n);
+      return n.id;
+    });
+  }
+
+  process(n: SimNode): void {
+    if (n.writing !== null || !n.core.hasReady()) return;
+    const rd = n.core.ready();
+    for (const ev of rd.trace) this.onTrace(n, ev);
+    for (const env of rd.earlyMessages) this.send(n, env.to, env.message);
+    const hasWrites = rd.hardState !== null || rd.storage.length > 0;
+    if (!hasWrites) return this.finishReady(n, rd);
+    const w: PendingWrite = { ready: rd, seq: this.seq };
+    n.writing = w;
+    const inc = n.incarnation;
+    const diskDelay = Math.floor(this.faultRandom() * 4);
+    this.at(diskDelay, () => {
+      if (!n.alive || n.incarnation !== inc) return null;
+      this.persist(n, rd, Infinity);
+      n.writing = null;
+      this.finishReady(n, rd);
+      return n.id;
+    });
+  }
+
+  /** Applies the first `limit` durable steps of a ready to the disk (hard state, then storage ops in order). */
+  persist(n: SimNode, rd: Ready, limit: number): void {
+    let steps = 0;
+    if (rd.hardState !== null) {
+      if (steps++ >= limit) return;
+      n.disk.term = rd.hardState.term;
+      n.disk.votedFor = rd.hardState.votedFor;
+    }
+    for (const op of rd.storage) {
+      if (steps++ >= limit) return;
+      const d = n.disk;
+      switch (op.op) {
+        case "snapshot":
+          d.snapshot = op.snapshot;
+          break;
+        case "discardThrough":
+          d.entries = d.entries.filter((e) => e.index > op.index);
+          break;
+        case "truncateFrom":
+          d.entries = d.entries.filter((e) => e.index < op.index);
+          break;
+        case "append": {
+          const first = op.entries[0];
+          if (first === undefined) break;
+          d.entries = d.entries.filter((e) => e.index < first.index);
+          const last = d.entries[d.entries.length - 1];
+          const floor = d.snapshot?.lastIndex ?? 0;
+          if ((last?.index ?? floor) + 1 !== first.index && first.index !== floor + 1) {
+            this.fail(`${n.id}: disk append at ${first.index} leaves a gap after ${last?.index ?? floor}`);
+          }
+          d.entries.push(...op.entries);
+          break;
+        }
+      }
+    }
+  }
+
+  finishReady(n: SimNode, rd: Ready): void {
+    for (const env of rd.messages) this.send(n, env.to, env.message);
+    for (const c of rd.committed) {
+      if (c.kind === "install") {
+        this.snapshotsInstalled++;
+        n.kv.apply(c);
+        const known = this.stateAt.get(c.snapshot.throughIndex);
+        if (known !== undefined && known !== n.kv.stateText()) this.fail(`${n.id}: installed state at ${c.snapshot.throughIndex} differs from the state other nodes applied`);
+        continue;
+      }
+      const index = c.kind === "entry" ? c.entry.index : c.index;
+      const ref = this.committed.get(index);
+      if (ref === undefined) this.fail(`${n.id}: applied ${index}, which no node has observed committed`);
+      if (c.kind === "entry" && !sameEntry(ref, c.entry)) this.fail(`${n.id}: applied a different entry at ${index} (State Machine Safety)`);
+      try {
+        n.kv.apply(c);
+      } catch (e) {
+        this.fail(`${n.id}: ${(e as Error).message}`);
+      }
+      // Whole-state comparison at sampled indexes (and so after every install, at the next sample point).
+      if (index % STATE_SAMPLE === 0) {
+        const text = n.kv.stateText();
+        const known = this.stateAt.get(index);
+        if (known !== undefined && known !== text) this.fail(`${n.id}: state after applying ${index} differs from another node's (State Machine Safety)`);
+        if (known === undefined) this.stateAt.set(index, text);
+      }
+    }
+    for (const o of rd.outcomes) {
+      const h = this.requestHandlers.get(o.id);
+      if (h !== undefined) {
+        this.requestHandlers.delete(o.id);
+        h(o);
+      }
+    }
+    n.core.advance(rd);
+    this.checkNode(n);
+    this.runWaiters(n);
+    this.maybeCompact(n);
+    if (n.core.hasReady()) this.poke(n);
+  }
+
+  runWaiters(n: SimNode): void {
+    if (n.waiters.length === 0) return;
+    const ready = n.waiters.filter((w) => n.kv.applied >= w.index);
+    n.waiters = n.waiters.filter((w) => n.kv.applied < w.index);
+    for (const w of ready) w.fn();
+  }
+
+  maybeCompact(n: SimNode): void {
+    const every = this.profile.compactEvery;
+    if (every <= 0) return;
+    if (n.kv.applied - n.core.floor >= every && n.kv.applied === n.core.appliedIndex) {
+      if (n.core.compact(n.kv.applied, n.kv.snapshot())) this.poke(n);
+    }
+  }
+
+  onTrace(n: SimNode, ev: { type: string }): void {
+    this.trace(`${n.id} ${JSON.stringify(ev)}`);
+    if (ev.type === "frameRefused" && (ev as { reason: string }).reason === "truncate-committed") {
+      this.fail(`${n.id}: was asked to truncate a committed entry`);
+    }
+    if (ev.type === "electionWon") this.elections++;
+  }
+
+  tickLoop(n: SimNode): void {
+    const inc = n.incarnation;
+    const interval = Math.max(1, Math.round(TICK_MS / n.rate));
+    this.at(interval, () => {
+      if (!n.alive || n.incarnation !== inc) return null;
+      n.core.tick(this.localNow(n));
+      this.poke(n);
+      this.tickLoop(n);
+      return n.id;
+    });
+  }
+
+  // ------------------------------------------------------------------ network
+
+  blocked(from: string, to: string): boolean {
+    if (this.cuts.has(`${from}>${to}`)) return true;
+    return (this.group.get(from) ?? 0) !== (this.group.get(to) ?? 0);
+  }
+
+  send(from: SimNode, to: string, message: Parameters<typeof encodeMessage>[0]): void {
+    const frame = encodeMessage(message);
+    if (frame.length > this.cfg.maxMessageBytes) this.fail(`${from.id}: emitted a ${frame.length}-byte ${message.type} frame over the ${this.cfg.maxMessageBytes}-byte budget`);
+    const target = this.byId.get(to);
+    if (target === undefined || this.blocked(from.id, to)) return;
+    const r = this.netRandom;
+    if (r() < this.profile.dropRate) return;
+    const copies = r() < this.profile.dupRate ? 2 : 1;
+    const [lo, hi] = this.profile.delayMs;
+    for (let c = 0; c < copies; c++) {
+      const delay = lo + Math.floor(r() * (hi - lo + 1));
+      this.at(delay, () => {
+        if (!target.alive || this.blocked(from.id, to)) return null;
+        const m = decodeMessage(frame);
+        if (m === null) this.fail(`frame from ${from.id} did not decode`);
+        target.core.step(from.id, m);
+        this.poke(target);
+        return target.id;
+      });
+    }
+  }
+
+  // ------------------------------------------------------------------ invariants (§5.2)
+
+  checkNode(n: SimNode): void {
+    const c = n.core;
+    // Election Safety
+    if (c.state === "leader") {
+      const prior = this.leaders.get(c.term);
+      if (prior !== undefined && prior !== n.id) this.fail(`two leaders in term ${c.term}: ${prior} and ${n.id} (Election Safety)`);
+      if (prior === undefined) {
+        this.leaders.set(c.term, n.id);
+        // Leader Completeness: every entry observed committed is in the new leader's log.
+        for (const [i, e] of this.committed) {
+          if (i <= c.floor) continue;
+          const mine = c.entryAt(i);
+          if (mine === undefined || !sameEntry(mine, e)) this.fail(`${n.id} won term ${c.term} without committed entry ${i} (Leader Completeness)`);
+        }
+      }
+    }
+    // Log Matching, incrementally over entries changed since the last check.
+    if (c.changedFrom !== Infinity) {
+      for (let i = Math.max(c.changedFrom, c.floor + 1); i <= c.lastIndex; i++) {
+        const e = c.entryAt(i)!;
+        const prevTerm = c.termAt(i - 1)!;
+        const k = `${i}:${e.term}`;
+        const seen = this.byIndexTerm.get(k);
+        if (seen === undefined) this.byIndexTerm.set(k, { prevTerm, entry: e });
+        else if (seen.prevTerm !== prevTerm || !sameEntry(seen.entry, e)) this.fail(`${n.id}: entry ${k} differs from another log's (Log Matching)`);
+      }
+      c.changedFrom = Infinity;
+    }
+    // Commit monotonicity and the global committed record.
+    if (c.commitIndex < n.lastCommit) this.fail(`${n.id}: commitIndex went back from ${n.lastCommit} to ${c.commitIndex}`);
+    for (let i = Math.max(n.lastCommit + 1, c.floor + 1); i <= c.commitIndex; i++) {
+      const e = c.entryAt(i)!;
+      const ref = this.committed.get(i);
+      if (ref === undefined) this.committed.set(i, e);
+      else if (!sameEntry(ref, e)) this.fail(`${n.id}: committed a different entry at ${i} (a committed entry was lost)`);
+      // Durability: an entry a leader commits sits on a majority of voter disks (R-P2, R-R4).
+      if (c.state === "leader") this.checkDurable(i, e.term, c.config.voters);
+    }
+    if (c.commitIndex > this.maxCommitted) this.maxCommitted = c.commitIndex;
+    n.lastCommit = c.commitIndex;
+  }
+
+  checkDurable(index: number, term: number, voters: readonly string[]): void {
+    let holders = 0;
+    for (const v of voters) {
+      const d = this.byId.get(v)?.disk;
+      if (d === undefined) continue;
+      const first = d.entries[0]?.index ?? Infinity;
+      if ((d.snapshot?.lastIndex ?? 0) >= index || d.entries[index - first]?.term === term) holders++;
+    }
+    if (holders < Math.floor(voters.length / 2) + 1) this.fail(`committed entry ${index} is durable on only ${holders} of ${voters.length} voters`);
+  }
+
+  // ------------------------------------------------------------------ clients
+
+  clientLoop(client: number, seq: number): void {
+    if (this.stopClients) return;
+    const wait = Math.floor(this.clientRandom() * THINK_MS);
+    this.at(wait, () => {
+      if (this.stopClients) return null;
+      const r = this.clientRandom();
+      const key = `k${Math.floor(this.clientRandom() * 3)}`;
+      const input: KvInput = r < 0.35 ? { op: "get", key } : r < 0.8 ? { op: "append", key, value: `${client}.${seq};` } : { op: "put", key, value: `${client}.${seq}` };
+      const op: ClientOp = { client, input, output: undefined, call: this.now, ret: Infinity };
+      this.history.push(op);
+      this.attempt(op, seq, 0, this.now + OP_TIMEOUT_MS, () => this.clientLoop(client, seq + 1));
+      return null;
+    });
+  }
+
+  pickNode(): SimNode | undefined {
+    const live = this.nodes.filter((n) => n.alive);
+    return live[Math.floor(this.clientRandom() * live.length)];
+  }
+
+  attempt(op: ClientOp, seq: number, tries: number, deadline: number, next: () => void): void {
+    const n = this.pickNode();
+    const giveUp = (): void => {
+      if (op.ret === Infinity && op.output === undefined) this.unknownOps++;
+      next();
+    };
+    if (n === undefined || tries >= 5 || this.now >= deadline) return giveUp();
+    const id = this.nextRequestId++;
+    const inc = n.incarnation;
+    let settled = false;
+    const settle = (output: string): void => {
+      if (settled) return;
+      settled = true;
+      op.output = output;
+      op.ret = this.now;
+      this.completedOps++;
+      next();
+    };
+    const retry = (): void => {
+      if (settled) return;
+      settled = true;
+      this.at(5 + Math.floor(this.clientRandom() * 20), () => {
+        this.attempt(op, seq, tries + 1, deadline, next);
+        return null;
+      });
+    };
+    const useReadIndex = op.input.op === "get" && n.core.state === "leader" && this.clientRandom() < 0.5;
+    this.requestHandlers.set(id, (o) => {
+      if (!n.alive || n.incarnation !== inc) return;
+      if (!o.ok) return o.refusal === "leadership-lost" || o.refusal === "not-leader" ? retry() : (settled = true, giveUp());
+      n.waiters.push({
+        index: o.index,
+        fn: () => {
+          if (!n.alive || n.incarnation !== inc) return;
+          if (useReadIndex) return settle(n.kv.data.get(op.input.key) ?? "");
+          const out = n.kv.outcome(`c${op.client}`, seq);
+          if (out === undefined) this.fail(`client ${op.client} seq ${seq}: committed at ${o.index} but no outcome recorded on ${n.id}`);
+          settle(out);
+        },
+      });
+      this.runWaiters(n);
+    });
+    if (useReadIndex) n.core.readIndex(id);
+    else n.core.propose(id, kvCommand(op.input), op.input.op === "get" ? { client: `c${op.client}`, seq } : { client: `c${op.client}`, seq });
+    this.poke(n);
+    this.at(deadline - this.now, () => {
+      if (settled) return null;
+      settled = true;
+      this.requestHandlers.delete(id);
+      if (n.alive && n.incarnation === inc) n.core.abort(id);
+      giveUp();
+      return null;
+    });
+  }
+
+  // ------------------------------------------------------------------ faults
+
+  crash(n: SimNode): void {
+    if (!n.alive) return;
+    this.trace(`${n.id} CRASH`);
+    if (n.writing !== null) {
+      const steps = (n.writing.ready.hardState !== null ? 1 : 0) + n.writing.ready.storage.length;
+      this.persist(n, n.writing.ready, Math.floor(this.faultRandom() * (steps + 1)));
+    }
+    n.alive = false;
+    n.incarnation++;
+    n.writing = null;
+    n.processScheduled = false;
+    n.waiters = [];
+  }
+
+  restart(n: SimNode): void {
+    if (n.alive) return;
+    this.trace(`${n.id} RESTART`);
+    n.alive = true;
+    n.kv = new KvMachine();
+    n.lastCommit = 0;
+    n.core = this.buildCore(n);
+    this.tickLoop(n);
+    this.poke(n);
+  }
+
+  faultLoop(): void {
+    const gap = 300 + Math.floor(this.faultRandom() * 1500);
+    this.at(gap, () => {
+      if (this.now >= DURATION_MS) return null;
+      this.injectFault();
+      this.faultLoop();
+      return null;
+    });
+  }
+
+  injectFault(): void {
+    const r = this.faultRandom;
+    const p = this.profile;
+    const ids = this.nodes.map((n) => n.id);
+    if (p.joiner && r() < 0.5) return this.membershipStep();
+    const choice = r();
+    if (p.partitions && choice < 0.4) {
+      if (r() < 0.25) {
+        const a = ids[Math.floor(r() * ids.length)]!;
+        const b = ids[Math.floor(r() * ids.length)]!;
+        if (a !== b) this.cuts.add(`${a}>${b}`);
+        this.trace(`CUT ${a}>${b}`);
+      } else {
+        this.group = new Map(ids.map((id) => [id, Math.floor(r() * 2)]));
+        this.trace(`PARTITION ${JSON.stringify([...this.group])}`);
+      }
+      return;
+    }
+    if (p.partitions && choice < 0.6) {
+      this.group = new Map();
+      this.cuts.clear();
+      this.trace("HEAL");
+      return;
+    }
+    if (p.crashes && choice < 0.85) {
+      const live = this.nodes.filter((n) => n.alive);
+      const dead = this.nodes.filter((n) => !n.alive);
+      if (dead.length > 0 && (r() < 0.6 || live.length <= Math.ceil(this.nodes.length / 2))) {
+        this.restart(dead[Math.floor(r() * dead.length)]!);
+        return;
+      }
+      const leader = live.find((n) => n.core.state === "leader");
+      const victim = this.family === "leader-crash-loop" && leader !== undefined ? leader : live[Math.floor(r() * live.length)];
+      if (victim !== undefined) {
+        this.crash(victim);
+        if (this.family === "rolling-restarts" || r() < 0.5) {
+          const back = 50 + Math.floor(r() * 800);
+          this.at(back, () => {
+            this.restart(victim);
+            return victim.id;
+          });
+        }
+      }
+      return;
+    }
+    if (p.joiner) this.membershipStep();
+  }
+
+  /** Drives single-server changes: add the joiner as learner, promote it, demote/remove a voter, and so on. */
+  membershipStep(): void {
+    if (this.membershipBusy) return;
+    const leader = this.nodes.find((n) => n.alive && n.core.state === "leader");
+    if (leader === undefined) return;
+    const cur = leader.core.config;
+    const all = this.nodes.map((n) => n.id);
+    const r = this.faultRandom;
+    let target: ClusterConfig | null = null;
+    const outside = all.filter((id) => !cur.voters.includes(id) && !cur.learners.includes(id));
+    if (outside.length > 0 && r() < 0.5) target = { voters: cur.voters, learners: [...cur.learners, outside[0]!] };
+    else if (cur.learners.length > 0 && cur.voters.length < 4) {
+      const l = cur.learners[0]!;
+      const pr = leader.core.progress.get(l);
+      if (pr !== undefined && pr.match >= leader.core.commitIndex - 5) target = { voters: [...cur.voters, l], learners: cur.learners.filter((x) => x !== l) };
+    } else if (cur.voters.length > 3) {
+      const v = cur.voters[Math.floor(r() * cur.voters.length)]!;
+      target = { voters: cur.voters.filter((x) => x !== v), learners: r() < 0.5 ? [...cur.learners, v] : cur.learners };
+    }
+    if (target === null) return;
+    const id = this.nextRequestId++;
+    this.membershipBusy = true;
+    this.trace(`${leader.id} CHANGE ${JSON.stringify(target)}`);
+    this.requestHandlers.set(id, (o) => {
+      this.membershipBusy = false;
+      if (o.ok) this.membershipChanges++;
+    });
+    leader.core.changeMembership(id, target);
+    this.poke(leader);
+    this.at(OP_TIMEOUT_MS, () => {
+      this.membershipBusy = false;
+      return null;
+    });
+  }
+
+  // ------------------------------------------------------------------ run
+
+  run(): SimResult {
+    for (const n of this.nodes) {
+      this.tickLoop(n);
+      this.poke(n);
+    }
+    for (let c = 0; c < this.profile.clients; c++) this.clientLoop(c, 1);
+    this.faultLoop();
+    this.loopUntil(DURATION_MS);
+    // Settle: heal, restart everyone, stop new client work, let the cluster converge.
+    this.group = new Map();
+    this.cuts.clear();
+    this.stopClients = true;
+    for (const n of this.nodes) this.restart(n);
+    this.trace("SETTLE");
+    const nearTrue = this.nodes.every((n) => n.rate >= 0.9 && n.rate <= 1.1);
+    this.loopUntil(DURATION_MS + SETTLE_MS);
+    if (nearTrue) this.checkLiveness();
+    const check = checkLinearizable(kvModel, this.history.map((o): Operation<KvInput, string> => ({ ...o })));
+    if (!check.ok) this.fail(`client history is not linearizable (${check.reason}, partition ${check.partition})`);
+    return {
+      seed: this.seed,
+      family: this.family,
+      events: this.events,
+      committed: this.maxCommitted,
+      completedOps: this.completedOps,
+      unknownOps: this.unknownOps,
+      elections: this.elections,
+      snapshotsInstalled: this.snapshotsInstalled,
+      membershipChanges: this.membershipChanges,
+    };
+  }
+
+  loopUntil(t: number): void {
+    for (;;) {
+      const top = this.queue[0];
+      if (top === undefined || top.time > t) break;
+      const e = this.pop()!;
+      this.now = e.time;
+      this.events++;
+      const touched = e.fn();
+      if (touched !== null) {
+        const n = this.byId.get(touched)!;
+        if (n.alive) this.checkNode(n);
+      }
+    }
+    this.now = t;
+  }
+
+  checkLiveness(): void {
+    const leaders = this.nodes.filter((n) => n.core.state === "leader");
+    if (leaders.length === 0) this.fail("no leader after the settle period with near-true clocks (liveness)");
+    const leader = leaders.reduce((a, b) => (a.core.term >= b.core.term ? a : b));
+    const members = new Set([...leader.core.config.voters, ...leader.core.config.learners]);
+    const commit = leader.core.commitIndex;
+    if (leader.core.termAt(commit) !== leader.core.term) this.fail(`leader ${leader.id} has not committed an entry of its term after settling`);
+    const text = leader.kv.stateText();
+    for (const n of this.nodes) {
+      if (!members.has(n.id)) continue;
+      if (n.kv.applied !== leader.kv.applied || n.kv.stateText() !== text) {
+        this.fail(`${n.id} did not converge: applied ${n.kv.applied} vs leader ${leader.id} ${leader.kv.applied}`);
+      }
+    }
+  }
+}
