@@ -17,7 +17,7 @@ import {
   RaftCore,
   sameEntry,
 } from "../../src/index.ts";
-import type { ClusterConfig, KvInput, LogEntry, Operation, Outcome, RaftConfig, Ready, StoredSnapshot } from "../../src/index.ts";
+import type { ClusterConfig, KvInput, LogEntry, Operation, Outcome, RaftConfig, RaftTraceEvent, Ready, StoredSnapshot } from "../../src/index.ts";
 import { KvMachine, kvCommand } from "./kv-machine.ts";
 
 /** A fault profile: which kinds of trouble a run injects. */
@@ -431,9 +431,9 @@ class Simulation {
     }
   }
 
-  onTrace(n: SimNode, ev: { type: string }): void {
+  onTrace(n: SimNode, ev: RaftTraceEvent): void {
     this.trace(`${n.id} ${JSON.stringify(ev)}`);
-    if (ev.type === "frameRefused" && (ev as { reason: string }).reason === "truncate-committed") {
+    if (ev.type === "frameRefused" && ev.reason === "truncate-committed") {
       this.fail(`${n.id}: was asked to truncate a committed entry`);
     }
     if (ev.type === "electionWon") this.elections++;
