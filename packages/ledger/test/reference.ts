@@ -1,0 +1,238 @@
+/**
+ * A literal, slow reference reading of ledger.md §5, §6 and §9 over decoded {@link Components}:
+ * topology sets, the lineage walk, holdings, positions, summaries and `validate()`. Written from
+ * the spec text only, with unbounded bigint (tests use it on states far from the I64 bounds), so
+ * the implementation's derived reads can be compared with it on random states.
+ */
+import type { LedgerConflict, Lifecycle } from "../src/index.ts";
+import { cmpFrac, COUNTER_FAMILIES } from "./components.ts";
+import type { Components, Rec } from "./components.ts";
+
+const asc = (xs: Iterable<string>): string[] => [...new Set(xs)].sort();
+
+/** Reference reads over one state. */
+export class Reference {
+  readonly c: Components;
+  constructor(c: Components) {
+    this.c = c;
+  }
+
+  R(e: string): Rec[] {
+    return this.c.records.get(e) ?? [];
+  }
+  rec(e: string): Rec | undefined {
+    const rs = this.R(e);
+    return rs.length === 1 ? rs[0] : undefined;
+  }
+  lc(e: string): Lifecycle {
+    return this.c.lifecycle.get(e) ?? "ACTIVE";
+  }
+  live(e: string): boolean {
+    const l = this.lc(e);
+    return l === "ACTIVE" || l === "CLOSING";
+  }
+
+  knownEdges(): string[] {
+    const ks: string[] = [...this.c.records.keys(), ...this.c.lifecycle.keys(), ...this.c.gauges.keys()];
+    for (const fam of COUNTER_FAMILIES) for (const k of this.c.counters[fam].keys()) ks.push(k.split("|")[0]!);
+    return asc(ks);
+  }
+  inbound(g: string): string[] {
+    return asc([...this.c.records].filter(([, rs]) => rs.some((r) => r[1] === g)).map(([e]) => e));
+  }
+  childEdges(g: string): string[] {
+    return asc([...this.c.records].filter(([, rs]) => rs.some((r) => r[0] === g)).map(([e]) => e));
+  }
+  groups(): string[] {
+    const gs: string[] = [];
+    for (const rs of this.c.records.values()) for (const r of rs) gs.push(r[0], r[1]);
+    return asc(gs);
+  }
+  roots(): string[] {
+    return asc([...this.c.mints.values()].map((m) => m[0]));
+  }
+  replicas(): string[] {
+    const rs: string[] = [...this.c.mints.values()].map((m) => m[1]);
+    for (const fam of COUNTER_FAMILIES) for (const k of this.c.counters[fam].keys()) rs.push(k.split("|")[1]!);
+    for (const k of this.c.transfers.keys()) {
+      const [, d, x] = k.split("|");
+      rs.push(d!, x!);
+    }
+    return asc(rs);
+  }
+  isLeaf(g: string): boolean {
+    return this.childEdges(g).length === 0;
+  }
+
+  walk(g: string): { path: string[] | null; onCycle: boolean } {
+    const path: string[] = [];
+    const seen = new Set<string>();
+    let cur = g;
+    for (;;) {
+      if (seen.has(cur)) return { path: null, onCycle: cur === g };
+      seen.add(cur);
+      const ins = this.inbound(cur);
+      if (ins.length === 0) return { path, onCycle: false };
+      const liveIns = ins.filter((e) => this.live(e));
+      if (liveIns.length !== 1) return { path: null, onCycle: false };
+      const e = liveIns[0]!;
+      const r = this.rec(e);
+      if (r === undefined) return { path: null, onCycle: false };
+      path.unshift(e);
+      cur = r[0];
+    }
+  }
+
+  slot(fam: (typeof COUNTER_FAMILIES)[number], e: string, r: string): bigint {
+    return this.c.counters[fam].get(`${e}|${r}`) ?? 0n;
+  }
+  T(k: string, d: string, x: string): bigint {
+    return this.c.transfers.get(`${k}|${d}|${x}`) ?? 0n;
+  }
+  /** Donors and recipients named under key `k`. */
+  parties(k: string): { donors: string[]; recipients: string[] } {
+    const donors: string[] = [];
+    const recipients: string[] = [];
+    for (const key of this.c.transfers.keys()) {
+      const [kk, d, x] = key.split("|");
+      if (kk === k) {
+        donors.push(d!);
+        recipients.push(x!);
+      }
+    }
+    return { donors: asc(donors), recipients: asc(recipients) };
+  }
+  tnet(k: string, r: string): bigint {
+    const { donors, recipients } = this.parties(k);
+    let inflow = 0n;
+    for (const d of donors) inflow += this.T(k, d, r);
+    let out = 0n;
+    for (const x of recipients) out += this.T(k, r, x);
+    return inflow - out;
+  }
+  netInflow(e: string, r: string): bigint {
+    return this.slot("issued", e, r) - this.slot("returned", e, r);
+  }
+  own(e: string, r: string): bigint {
+    return this.slot("issued", e, r) - this.slot("returned", e, r) - this.slot("leafSpent", e, r) - this.slot("rollupSpent", e, r);
+  }
+  pos(e: string, r: string): bigint {
+    return this.own(e, r) + this.tnet(e, r);
+  }
+
+  holdings(g: string, r: string): bigint {
+    const w = this.walk(g);
+    if (w.path === null) return 0n;
+    if (w.path.length === 0) {
+      let h = 0n;
+      if (this.roots().includes(g)) {
+        for (const id of asc(this.c.mints.keys())) {
+          const m = this.c.mints.get(id)!;
+          if (m[0] === g && m[1] === r) h += m[2];
+        }
+        h += this.tnet("", r);
+      }
+      for (const c of this.childEdges(g)) h -= this.netInflow(c, r);
+      return h;
+    }
+    let h = this.pos(w.path[w.path.length - 1]!, r);
+    for (const c of this.childEdges(g)) h -= this.own(c, r);
+    return h;
+  }
+
+  sum(fam: (typeof COUNTER_FAMILIES)[number], e: string): bigint {
+    let s = 0n;
+    for (const [k, v] of this.c.counters[fam]) if (k.split("|")[0] === e) s += v;
+    return s;
+  }
+  edge(e: string): { attachment: string; issued: bigint; returned: bigint; spent: bigint; outstanding: bigint; committedService: bigint } | null {
+    if (!this.knownEdges().includes(e)) return null;
+    const issued = this.sum("issued", e);
+    const returned = this.sum("returned", e);
+    const spent = this.sum("leafSpent", e) + this.sum("rollupSpent", e);
+    return { attachment: e, issued, returned, spent, outstanding: issued - returned - spent, committedService: issued - returned };
+  }
+  mintedTotal(): bigint {
+    let s = 0n;
+    for (const m of this.c.mints.values()) s += m[2];
+    return s;
+  }
+  leafSpentTotal(): bigint {
+    let s = 0n;
+    for (const v of this.c.counters.leafSpent.values()) s += v;
+    return s;
+  }
+  /** `grossVirtualService(e)` as an unreduced fraction `[num, den]`, or null. */
+  gross(e: string): [bigint, bigint] | null {
+    const r = this.rec(e);
+    if (r === undefined) return null;
+    const [, , wn, wd] = r;
+    const iss = this.sum("issued", e);
+    const g = this.c.gauges.get(e);
+    if (g === undefined) return [iss * wd, wn];
+    const [fn, fd, folded] = g;
+    // fn/fd + (iss − folded)·wd/wn
+    return [fn * wn + (iss - folded) * wd * fd, fd * wn];
+  }
+
+  validate(): LedgerConflict[] {
+    const out: LedgerConflict[] = [];
+    const known = this.knownEdges();
+    const groups = this.groups();
+    const reps = this.replicas();
+    const any = out as unknown as Record<string, unknown>[];
+    for (const e of known) {
+      if (this.sum("leafSpent", e) + this.sum("rollupSpent", e) + this.sum("returned", e) > this.sum("issued", e)) {
+        any.push({ kind: "PerEdgeSafety", edge: e });
+      }
+    }
+    for (const g of groups) for (const r of reps) {
+      if (this.holdings(g, r) < 0n) any.push({ kind: "PersistentNegativeHoldings", group: g, replica: r });
+    }
+    for (const e of asc(this.c.records.keys())) if (this.R(e).length > 1) any.push({ kind: "RecordDivergence", edge: e });
+    for (const g of groups) if (this.inbound(g).filter((e) => this.live(e)).length >= 2) any.push({ kind: "DualActiveInbound", group: g });
+    for (const e of known) if (this.lc(e) === "RETIRED" && this.edge(e)!.outstanding !== 0n) any.push({ kind: "ClosureViolation", edge: e });
+    for (const g of groups) if (this.walk(g).onCycle) any.push({ kind: "LineageCycle", group: g });
+    const ls = this.leafSpentTotal();
+    const mt = this.mintedTotal();
+    if (ls > mt) any.push({ kind: "ConservationViolation", leafSpentTotal: ls, mintedTotal: mt });
+    const keys = asc([...this.c.transfers.keys()].map((k) => k.split("|")[0]!)).filter((k) => k !== "");
+    for (const k of keys) {
+      const { donors, recipients } = this.parties(k);
+      const parties = asc([...donors, ...recipients]);
+      if (!known.includes(k)) {
+        if (parties.some((p) => this.tnet(k, p) !== 0n)) any.push({ kind: "OrphanedTransferPath", path: k });
+        continue;
+      }
+      const r = this.rec(k);
+      if (r === undefined) continue;
+      const L = this.walk(r[1]).path;
+      if (L === null) continue;
+      const last = L[L.length - 1]!; // L is non-empty: k itself is an inbound record of the child
+      if (last === k) continue;
+      const kp = last;
+      let covered = true;
+      for (const [key, v] of this.c.transfers) {
+        const [kk, d, x] = key.split("|");
+        if (kk === k && v > this.T(kp, d!, x!)) covered = false;
+      }
+      if (covered) continue;
+      if (parties.some((p) => this.tnet(k, p) !== 0n && this.pos(k, p) !== 0n)) any.push({ kind: "OrphanedTransferPath", path: k });
+    }
+    const roots = this.roots();
+    if (roots.length > 1) any.push({ kind: "MultipleRoots", roots });
+    return out;
+  }
+}
+
+/** `a/b` reduced, as the `"num/den"` string `Rational.toString()` prints. */
+export function fracString([n, d]: [bigint, bigint]): string {
+  if (d < 0n) [n, d] = [-n, -d];
+  let a = n < 0n ? -n : n;
+  let b = d;
+  while (b !== 0n) [a, b] = [b, a % b];
+  const g = a === 0n ? 1n : a;
+  return n === 0n ? "0/1" : `${n / g}/${d / g}`;
+}
+
+export { cmpFrac };
