@@ -19,7 +19,12 @@ function int(v: unknown, what: string, min: number): number {
 function id(v: unknown, what: string): string {
   const problem = idProblem(v, what);
   if (problem !== undefined) fail(problem);
-  const s = v as string;
+  return v as string;
+}
+
+/** A key as the table stores it: an id already trimmed. */
+function key(v: unknown, what: string): string {
+  const s = id(v, what);
   if (claimKey(s) !== s) fail(`${what} ${JSON.stringify(s)} carries surrounding white space`);
   return s;
 }
@@ -55,7 +60,7 @@ export function decodeClaims(text: string, options: { scopeEnded?: (scope: strin
   let roster: string[] | undefined;
   if ("roster" in o) {
     if (!Array.isArray(o["roster"])) fail("roster must be a list");
-    roster = o["roster"].map((k) => id(k, "roster key"));
+    roster = o["roster"].map((k) => key(k, "roster key"));
   }
   const capacity: Record<string, number | null> = Object.create(null) as Record<string, number | null>;
   if ("capacity" in o) {
@@ -63,9 +68,9 @@ export function decodeClaims(text: string, options: { scopeEnded?: (scope: strin
     if (!Array.isArray(pairs) || pairs.length === 0) fail("capacity must be a non-empty list of pairs");
     for (const p of pairs) {
       if (!Array.isArray(p) || p.length !== 2) fail("capacity entries must be [key, capacity] pairs");
-      const key = id(p[0], "capacity key");
-      if (Object.hasOwn(capacity, key)) fail(`capacity lists ${JSON.stringify(key)} twice`);
-      capacity[key] = p[1] === null ? null : int(p[1], "capacity", 1);
+      const k = key(p[0], "capacity key");
+      if (Object.hasOwn(capacity, k)) fail(`capacity lists ${JSON.stringify(k)} twice`);
+      capacity[k] = p[1] === null ? null : int(p[1], "capacity", 1);
     }
   }
   const maxPerHolder = "maxPerHolder" in o ? int(o["maxPerHolder"], "maxPerHolder", 1) : undefined;
@@ -92,7 +97,7 @@ export function decodeClaims(text: string, options: { scopeEnded?: (scope: strin
     let previousToken = 1;
     for (const row of list) {
       if (!Array.isArray(row) || row.length !== 9) fail("each claim must be a list of 9 fields");
-      const key = id(row[0], "key");
+      const k = key(row[0], "key");
       const holder = id(row[1], "holder");
       const mode = row[2];
       if (mode !== "exclusive" && mode !== "shared") fail("mode must be 'exclusive' or 'shared'");
@@ -113,19 +118,19 @@ export function decodeClaims(text: string, options: { scopeEnded?: (scope: strin
         if (typeof v !== "string" || v.length > MAX_LABEL_LENGTH) fail(`label must be a string of at most ${MAX_LABEL_LENGTH} code units`);
         return v;
       });
-      if (config.rosterSet !== undefined && !config.rosterSet.has(key)) fail(`claim on ${JSON.stringify(key)}, which is not on the roster`);
-      const pair = JSON.stringify([holder, key]);
-      if (seen.has(pair)) fail(`${holder} is recorded twice on ${JSON.stringify(key)}`);
+      if (config.rosterSet !== undefined && !config.rosterSet.has(k)) fail(`claim on ${JSON.stringify(k)}, which is not on the roster`);
+      const pair = JSON.stringify([holder, k]);
+      if (seen.has(pair)) fail(`${holder} is recorded twice on ${JSON.stringify(k)}`);
       seen.add(pair);
-      const modes = perKey.get(key) ?? [];
+      const modes = perKey.get(k) ?? [];
       modes.push(mode);
-      perKey.set(key, modes);
-      records.push({ key, holder, mode, token, since, ttlMs, expiresAt, scope, label });
+      perKey.set(k, modes);
+      records.push({ key: k, holder, mode, token, since, ttlMs, expiresAt, scope, label });
     }
-    for (const [key, modes] of perKey) {
-      const cap = config.capacity.get(key) ?? (config.capacity.has(key) ? null : 1);
-      if (modes.includes("exclusive") && modes.length > 1) fail(`an exclusive claim on ${JSON.stringify(key)} sits beside another`);
-      if (cap !== null && modes.length > cap) fail(`${modes.length} claims on ${JSON.stringify(key)} exceed its capacity ${cap}`);
+    for (const [k, modes] of perKey) {
+      const cap = config.capacity.get(k) ?? (config.capacity.has(k) ? null : 1);
+      if (modes.includes("exclusive") && modes.length > 1) fail(`an exclusive claim on ${JSON.stringify(k)} sits beside another`);
+      if (cap !== null && modes.length > cap) fail(`${modes.length} claims on ${JSON.stringify(k)} exceed its capacity ${cap}`);
     }
   }
   return restoreClaims(config, now, lastToken, records);

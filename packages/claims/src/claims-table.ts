@@ -362,6 +362,7 @@ class Table implements ClaimsTable {
 
   release(holder: string, key: string, now?: number): boolean {
     const at = this.#advance(now);
+    if (typeof key !== "string") return false; // a malformed log entry releases nothing
     const r = this.#byHolder.get(holder)?.get(claimKey(key));
     if (r === undefined) return false;
     const held = this.#holdsAt(r, at);
@@ -395,6 +396,7 @@ class Table implements ClaimsTable {
 
   renew(holder: string, key: string, now: number): boolean {
     const at = this.#advance(checkTime(now, "now"));
+    if (typeof key !== "string") return false;
     const r = this.#byHolder.get(holder)?.get(claimKey(key));
     if (r === undefined || !this.#holdsAt(r, at)) return false;
     if (r.ttlMs !== undefined) r.expiresAt = at + r.ttlMs;
