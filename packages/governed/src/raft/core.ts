@@ -454,7 +454,13 @@ export class RaftCore {
         return this.#onVoteReply(from, m.granted);
       case "append":
       case "snapshot": {
-        if (this.#config.voters.length > 0 && !this.#config.voters.includes(from)) return this.#refuse(from, "sender-not-voter");
+        // R-M4: drop leader frames from outside our voter set. Refinement: a sender whose term is above the term of
+        // the entry that gave us our configuration was elected by a configuration we have not seen yet (we lag),
+        // and must be heard or a lagging member could never catch up; at or below it, the sender is one our
+        // configuration removed (e.g. a leader that removed itself) and is dropped.
+        if (this.#config.voters.length > 0 && !this.#config.voters.includes(from) && m.term <= this.#configTerm()) {
+          return this.#refuse(from, "sender-not-voter");
+        }
         if (this.#state === "leader") this.#becomeFollower(this.#term, from, "leader-contact");
         else if (this.#state !== "follower") this.#becomeFollower(this.#term, from, "lost-election");
         else this.#setLeader(from);
@@ -765,6 +771,12 @@ export class RaftCore {
     if (this.#configIndex >= index) this.#recomputeConfig();
   }
 
+  /** Term of the entry that carries the adopted configuration (the snapshot's term, or 0 for the bootstrap). */
+  #configTerm(): number {
+    if (this.#configIndex > this.floor) return this.termAt(this.#configIndex)!;
+    return this.#snapshot?.config != null ? this.#snapshot.lastTerm : 0;
+  }
+
   #configAt(i: LogIndex): ClusterConfig {
     for (let j = Math.min(i, this.lastIndex); j > this.floor; j--) {
       const e = this.#log[j - this.floor - 1]!;
@@ -863,11 +875,14 @@ export class RaftCore {
     if (pr === undefined) return this.#refuse(from, "unknown-peer");
     if (m.round > this.#round) return this.#refuse(from, "future-round");
     pr.active = true;
-    pr.ackedSinceHeartbeat = true;
     if (m.round > pr.ackRound) pr.ackRound = m.round;
     if (m.success) {
       const match = Math.min(m.matchIndex, this.lastIndex);
-      if (match > pr.match) pr.match = match;
+      if (match > pr.match) {
+        pr.match = match;
+        // only progress counts: a heartbeat answer must not keep lost in-flight frames looking alive
+        pr.ackedSinceHeartbeat = true;
+      }
       if (pr.state === "probe") {
         pr.state = "replicate";
         pr.probeOutstanding = false;

@@ -1,0 +1,575 @@
+/** The named Raft regression tests of governed.md §5.3, as deterministic interaction scripts on the pure core. */
+import { describe, expect, it } from "vitest";
+import { seededRandom } from "@heddle/node";
+import { raftConfig, RaftConfigError, RaftCore, RaftRestoreError } from "../src/index.ts";
+import type { ClusterConfig, LogEntry, PersistedState, RaftTraceEvent } from "../src/index.ts";
+import { kvCommand } from "./support/kv-machine.ts";
+import { isolate, persistReady, Script } from "./support/script.ts";
+import type { InFlight } from "./support/script.ts";
+
+const ABC = ["a", "b", "c"];
+const enc = new TextEncoder();
+
+function e(index: number, term: number, extra: Partial<LogEntry> = {}): LogEntry {
+  return { index, term, kind: "app", key: null, command: enc.encode(`e${index}t${term}`), stampedAt: 0, ...extra };
+}
+function persisted(term: number, entries: LogEntry[], extra: Partial<PersistedState> = {}): PersistedState {
+  return { term, votedFor: null, snapshot: null, entries, ...extra };
+}
+function lone(id: string, voters: readonly string[], p: PersistedState = persisted(0, []), cfg = {}): RaftCore {
+  return new RaftCore({ id, bootstrap: { voters, learners: [] }, persisted: p, config: raftConfig(cfg), random: seededRandom(7), now: 0 });
+}
+function append(term: number, prev: number, prevTerm: number, entries: LogEntry[], leaderCommit: number, round = 0) {
+  return { type: "append" as const, term, prevLogIndex: prev, prevLogTerm: prevTerm, leaderCommit, round, entries };
+}
+const noAppends = (m: InFlight): boolean => m.message.type !== "append";
+const traceOf = (s: Script, id: string): RaftTraceEvent[] => s.traces.get(id)!;
+const put = (k: string, v: string): Uint8Array => kvCommand({ op: "put", key: k, value: v });
+
+describe("§5.3 commitment", () => {
+  it("commit restriction: an old-term entry on a majority is not committed by counting, only after a current-term entry", () => {
+    const s = new Script(ABC, { maxEntriesPerMessage: 1 });
+    s.start("a", s.bootstrap, persisted(2, [e(1, 1), e(2, 2)]));
+    s.start("b", s.bootstrap, persisted(2, [e(1, 1)]));
+    s.start("c", s.bootstrap, persisted(2, [e(1, 1)]));
+    s.elect("a", noAppends);
+    const a = s.core("a");
+    expect(a.term).toBe(3);
+    expect(a.lastIndex).toBe(3); // its no-op
+    const toB = (m: InFlight): boolean => (m.from === "a" && m.to === "b") || (m.from === "b" && m.to === "a");
+    // heartbeat re-sends the probe; walk b back to index 2 one entry at a time
+    s.now += 50;
+    a.tick(s.now);
+    for (let i = 0; i < 3 && a.progress.get("b")!.match < 2; i++) {
+      s.flush("a");
+      s.deliver(toB);
+      s.flush("b");
+      s.deliver(toB);
+    }
+    expect(a.progress.get("b")!.match).toBe(2);
+    expect(s.core("b").termAt(2)).toBe(2);
+    s.flush("a");
+    // index 2 (term 2) sits on a and b, a majority, yet it must not commit
+    expect(a.commitIndex).toBe(0);
+    s.deliver(toB);
+    s.flush("b");
+    s.deliver(toB);
+    s.flush("a");
+    expect(a.progress.get("b")!.match).toBe(3);
+    expect(a.commitIndex).toBe(3);
+    expect(s.kvs.get("a")!.applied).toBe(3);
+  });
+
+  it("identical re-delivered AppendEntries never truncates", () => {
+    const f = lone("f", ["a", "f", "c"]);
+    f.step("a", append(1, 0, 0, [e(1, 1), e(2, 1), e(3, 1)], 0));
+    const first = f.ready();
+    f.advance(first);
+    f.step("a", append(1, 0, 0, [e(1, 1), e(2, 1)], 0));
+    f.step("a", append(1, 1, 1, [e(2, 1), e(3, 1)], 0));
+    const rd = f.ready();
+    expect(rd.storage).toEqual([]);
+    expect(f.lastIndex).toBe(3);
+    f.advance(rd);
+  });
+
+  it("follower commit never exceeds the prefix the frame verified, and never regresses", () => {
+    const f = lone("f", ["a", "b", "f"], persisted(1, [e(1, 1), e(2, 1), e(3, 1)]));
+    f.step("a", append(2, 1, 1, [], 5));
+    expect(f.commitIndex).toBe(1); // entries 2..3 are unverified (they may be stale)
+    f.step("a", append(2, 1, 1, [e(2, 2)], 2));
+    expect(f.lastIndex).toBe(2);
+    expect(f.termAt(2)).toBe(2);
+    expect(f.commitIndex).toBe(2);
+    f.step("a", append(2, 0, 0, [], 1));
+    expect(f.commitIndex).toBe(2);
+  });
+
+  it("an oversized batch splits by the frame budget and a catching-up follower converges", () => {
+    const s = new Script(ABC, { maxMessageBytes: 400 });
+    s.elect("a");
+    const cut = isolate(["c"]);
+    for (let i = 0; i < 30; i++) s.propose("a", enc.encode("x".repeat(100)));
+    s.advance(200, cut);
+    expect(s.core("a").commitIndex).toBe(31);
+    expect(s.core("c").lastIndex).toBeLessThan(31);
+    s.advance(1000);
+    expect(s.core("c").lastIndex).toBe(31);
+    expect(s.kvs.get("c")!.applied).toBe(31);
+    expect(Math.max(...s.frameSizes)).toBeLessThanOrEqual(400);
+  });
+
+  it("an oversized propose is refused before anything is appended or sent", () => {
+    const s = new Script(ABC, { maxMessageBytes: 400 });
+    s.elect("a");
+    const before = s.core("a").lastIndex;
+    const id = s.propose("a", enc.encode("y".repeat(500)));
+    const rd = s.flush("a");
+    expect(s.outcomes.get(id)).toEqual({ id, ok: false, refusal: "payload-too-large" });
+    expect(rd.storage).toEqual([]);
+    expect(s.core("a").lastIndex).toBe(before);
+    const id2 = s.propose("b", enc.encode("y".repeat(500)));
+    const rd2 = s.flush("b");
+    expect(s.outcomes.get(id2)).toMatchObject({ ok: false, refusal: "payload-too-large" });
+    expect([...rd2.messages, ...rd2.earlyMessages].filter((m) => m.message.type === "forward")).toEqual([]);
+  });
+
+  it("fast backup strictly decreases nextIndex on every rejection", () => {
+    const s = new Script(ABC, { maxEntriesPerMessage: 2 });
+    const leaderLog = [e(1, 1), e(2, 1), e(3, 1), e(4, 4), e(5, 4), e(6, 5), e(7, 5), e(8, 5), e(9, 5), e(10, 5), e(11, 5)];
+    const stale = [e(1, 1), e(2, 1), e(3, 1), e(4, 2), e(5, 2), e(6, 2), e(7, 3), e(8, 3), e(9, 3), e(10, 3), e(11, 3), e(12, 3), e(13, 3)];
+    s.start("a", s.bootstrap, persisted(5, leaderLog));
+    s.start("b", s.bootstrap, persisted(3, stale));
+    s.start("c", s.bootstrap, persisted(5, leaderLog.slice(0, 3)));
+    s.elect("a", noAppends);
+    const a = s.core("a");
+    const toB = (m: InFlight): boolean => (m.from === "a" && m.to === "b") || (m.from === "b" && m.to === "a");
+    const nexts: number[] = [a.progress.get("b")!.next];
+    s.now += 50;
+    a.tick(s.now);
+    let rejections = 0;
+    for (let i = 0; i < 40 && a.progress.get("b")!.match < a.lastIndex; i++) {
+      s.flush("a");
+      s.inflight = s.inflight.filter(toB);
+      s.deliver((m) => m.to === "b");
+      s.flush("b");
+      const replies = s.inflight.filter((m) => m.to === "a" && m.message.type === "appendReply");
+      for (const r of replies) if (r.message.type === "appendReply" && !r.message.success) rejections++;
+      const pre = a.progress.get("b")!.next;
+      s.deliver((m) => m.to === "a");
+      const post = a.progress.get("b")!;
+      if (replies.some((r) => r.message.type === "appendReply" && !r.message.success)) {
+        expect(post.next).toBeLessThan(pre);
+        nexts.push(post.next);
+      }
+    }
+    expect(rejections).toBeGreaterThan(0);
+    for (let i = 1; i < nexts.length; i++) expect(nexts[i]!).toBeLessThan(nexts[i - 1]!);
+    expect(rejections).toBeLessThanOrEqual(3); // term hints skip whole terms, not one index at a time
+    s.stabilize();
+    expect(s.core("b").entries.map((x) => x.term)).toEqual(a.entries.map((x) => x.term));
+  });
+});
+
+describe("§5.3 reads", () => {
+  it("read echo: a stale-term rejection (round 0) and a forged future round do not confirm a read", () => {
+    const s = new Script(ABC);
+    s.elect("a");
+    const a = s.core("a");
+    const id = s.nextId++;
+    a.readIndex(id);
+    s.flush("a");
+    const heartbeats = s.inflight.filter((m) => m.message.type === "append");
+    expect(heartbeats.length).toBe(2);
+    s.inflight = [];
+    const round = (heartbeats[0]!.message as { round: number }).round;
+    const reply = { type: "appendReply" as const, term: a.term, success: false, matchIndex: 0, rejectedPrev: 0, conflictTerm: null, conflictIndex: 0 };
+    a.step("b", { ...reply, round: 0 });
+    a.step("c", { ...reply, success: true, matchIndex: a.lastIndex, round: round + 5 });
+    a.step("b", { ...reply, success: true, matchIndex: a.lastIndex, round: round - 1 });
+    s.flush("a");
+    expect(s.outcomes.has(id)).toBe(false);
+    expect(a.refusedFrames.get("future-round")).toBe(1);
+    s.inflight = heartbeats;
+    s.stabilize();
+    expect(s.outcomes.get(id)).toMatchObject({ ok: true, index: a.commitIndex });
+  });
+
+  it("a fresh leader's read waits for its no-op to commit", () => {
+    const s = new Script(ABC);
+    s.elect("a", noAppends);
+    const a = s.core("a");
+    const noop = a.lastIndex;
+    expect(a.commitIndex).toBeLessThan(noop);
+    const id = s.nextId++;
+    a.readIndex(id);
+    s.flush("a");
+    s.inflight = [];
+    expect(s.outcomes.has(id)).toBe(false);
+    s.advance(60, undefined, 10, ["a"]); // only the leader's clock moves: its heartbeat re-sends the probe
+    expect(s.outcomes.get(id)).toMatchObject({ ok: true });
+    expect((s.outcomes.get(id) as { index: number }).index).toBeGreaterThanOrEqual(noop);
+  });
+
+  it("pending reads — including those waiting for the no-op — fail on step-down", () => {
+    const s = new Script(ABC);
+    s.elect("a", noAppends);
+    const a = s.core("a");
+    const waiting = s.nextId++;
+    a.readIndex(waiting);
+    s.flush("a");
+    s.inflight = [];
+    a.step("b", append(a.term + 1, 0, 0, [], 0));
+    s.flush("a");
+    expect(a.state).toBe("follower");
+    expect(s.outcomes.get(waiting)).toMatchObject({ ok: false, refusal: "leadership-lost" });
+
+    const s2 = new Script(ABC);
+    s2.elect("a");
+    const a2 = s2.core("a");
+    const pending = s2.nextId++;
+    a2.readIndex(pending);
+    s2.flush("a");
+    s2.inflight = [];
+    a2.step("c", append(a2.term + 1, 0, 0, [], 0));
+    s2.flush("a");
+    expect(s2.outcomes.get(pending)).toMatchObject({ ok: false, refusal: "leadership-lost" });
+  });
+
+  it("the applied prefix (folding internal entries) reaches readIndex right after an election and after a config change", () => {
+    const s = new Script(ABC, {}, ["d"]);
+    s.elect("a");
+    const a = s.core("a");
+    const r1 = s.nextId++;
+    a.readIndex(r1);
+    s.stabilize();
+    const o1 = s.outcomes.get(r1) as { ok: true; index: number };
+    expect(o1.ok).toBe(true);
+    expect(o1.index).toBe(1); // the no-op: an internal entry
+    expect(s.kvs.get("a")!.applied).toBeGreaterThanOrEqual(o1.index);
+    const cfgId = s.nextId++;
+    a.changeMembership(cfgId, { voters: ABC, learners: ["d"] });
+    s.stabilize();
+    const oc = s.outcomes.get(cfgId) as { ok: true; index: number };
+    expect(oc.ok).toBe(true);
+    const r2 = s.nextId++;
+    a.readIndex(r2);
+    s.stabilize();
+    const o2 = s.outcomes.get(r2) as { ok: true; index: number };
+    expect(o2.index).toBeGreaterThanOrEqual(oc.index);
+    expect(s.kvs.get("a")!.applied).toBeGreaterThanOrEqual(o2.index);
+    expect(s.kvs.get("d")!.applied).toBe(o2.index);
+  });
+
+  it("readIndex off the leader is refused; a single voter answers at once", () => {
+    const s = new Script(ABC);
+    s.elect("a");
+    const id = s.nextId++;
+    s.core("b").readIndex(id);
+    s.flush("b");
+    expect(s.outcomes.get(id)).toMatchObject({ ok: false, refusal: "not-leader" });
+    const one = new Script(["z"]);
+    one.elect("z");
+    const rid = one.nextId++;
+    one.core("z").readIndex(rid);
+    one.flush("z");
+    expect(one.outcomes.get(rid)).toMatchObject({ ok: true, index: 1 });
+  });
+});
+
+describe("§5.3 forwarding", () => {
+  it("a forward reply from the wrong peer is ignored", () => {
+    const s = new Script(ABC);
+    s.elect("a");
+    const id = s.propose("b", put("k", "v"), { client: "cb", seq: 1 });
+    s.flush("b");
+    s.core("b").step("c", { type: "forwardReply", corrId: id, outcome: "committed", index: 9, term: 1 });
+    s.flush("b");
+    expect(s.outcomes.has(id)).toBe(false);
+    expect(s.core("b").refusedFrames.get("forward-reply-wrong-peer")).toBe(1);
+    s.stabilize();
+    const o = s.outcomes.get(id) as { ok: true; index: number };
+    expect(o.ok).toBe(true);
+    const entry = s.core("a").entryAt(o.index)!;
+    expect(entry.key).toEqual({ client: "cb", seq: 1 }); // forwarded under the proposer's key, unchanged
+  });
+
+  it("without a leader a proposal waits and is sent once one appears; abort before send sends nothing", () => {
+    const s = new Script(ABC);
+    const waiting = s.propose("b", put("k", "1"), { client: "cb", seq: 1 });
+    const aborted = s.propose("b", put("k", "2"), { client: "cb", seq: 2 });
+    expect(s.core("b").abort(aborted)).toBe(true);
+    const rd = s.flush("b");
+    expect(rd.messages.length + rd.earlyMessages.length).toBe(0);
+    s.elect("a");
+    s.stabilize();
+    expect(s.outcomes.get(waiting)).toMatchObject({ ok: true });
+    const keys = s.core("a").entries.filter((x) => x.kind === "app").map((x) => x.key?.seq);
+    expect(keys).toEqual([1]);
+  });
+});
+
+describe("§5.3 elections and leadership", () => {
+  it("pre-vote: an isolated node rejoining does not depose a healthy leader and never bumps its term", () => {
+    const s = new Script(ABC);
+    s.elect("a");
+    const term = s.core("a").term;
+    s.advance(3000, isolate(["c"]));
+    expect(s.core("c").term).toBe(term);
+    expect(traceOf(s, "c").some((t) => t.type === "preVoteStart")).toBe(true);
+    s.advance(1000);
+    expect(s.core("a").state).toBe("leader");
+    expect(s.core("a").term).toBe(term);
+    expect(s.core("c").leader).toBe("a");
+  });
+
+  it("check-quorum: a minority leader steps down within two election timeouts", () => {
+    const s = new Script(["a", "b", "c", "d", "e"]);
+    s.elect("a");
+    const start = s.now;
+    let downAt = -1;
+    for (let t = 0; t < 1000 && downAt < 0; t += 10) {
+      s.advance(10, isolate(["a", "b"]), 10, ["a", "b"]);
+      if (s.core("a").state !== "leader") downAt = s.now;
+    }
+    expect(downAt).toBeGreaterThan(0);
+    expect(downAt - start).toBeLessThanOrEqual(2 * s.cfg.electionTimeoutMaxMs);
+    expect(traceOf(s, "a").some((t) => t.type === "stepDown" && t.reason === "lost-quorum")).toBe(true);
+  });
+
+  it("same-term leader contact tears a leader down fully (pending proposals and reads fail)", () => {
+    const s = new Script(ABC);
+    s.elect("a");
+    const a = s.core("a");
+    const p = s.propose("a", put("k", "v"), { client: "x", seq: 1 });
+    const r = s.nextId++;
+    a.readIndex(r);
+    s.flush("a");
+    s.inflight = [];
+    a.step("b", append(a.term, 0, 0, [], 0));
+    s.flush("a");
+    expect(a.state).toBe("follower");
+    expect(a.leader).toBe("b");
+    expect(a.progress.size).toBe(0);
+    expect(s.outcomes.get(p)).toMatchObject({ ok: false, refusal: "leadership-lost" });
+    expect(s.outcomes.get(r)).toMatchObject({ ok: false, refusal: "leadership-lost" });
+    expect(traceOf(s, "a").some((t) => t.type === "stepDown" && t.reason === "leader-contact")).toBe(true);
+  });
+
+  it("stickiness: within the leader lease a higher-term RequestVote is denied without adopting its term", () => {
+    const s = new Script(ABC);
+    s.elect("a");
+    const b = s.core("b");
+    const term = b.term;
+    b.step("c", { type: "vote", term: term + 1, lastLogIndex: 100, lastLogTerm: term });
+    expect(b.term).toBe(term);
+    s.flush("b");
+    expect(s.inflight.find((m) => m.from === "b" && m.message.type === "voteReply")?.message).toMatchObject({ granted: false, term });
+  });
+
+  it("learners never campaign or vote", () => {
+    const s = new Script(["a"], {}, ["l"]);
+    s.elect("a");
+    const id = s.nextId++;
+    s.core("a").changeMembership(id, { voters: ["a"], learners: ["l"] });
+    s.stabilize();
+    const l = s.core("l");
+    expect(l.role).toBe("learner");
+    s.advance(3000, (m) => m.from !== "a" && m.to !== "a", 10, ["l"]);
+    expect(l.term).toBe(s.core("a").term);
+    expect(traceOf(s, "l").some((t) => t.type === "preVoteStart")).toBe(false);
+    l.step("a", { type: "vote", term: l.term, lastLogIndex: 99, lastLogTerm: l.term });
+    s.flush("l");
+    expect(s.inflight.find((m) => m.from === "l")?.message).toMatchObject({ type: "voteReply", granted: false });
+  });
+});
+
+describe("§5.3 membership", () => {
+  it("a config is adopted on append and rolled back on truncate", () => {
+    const f = lone("f", ["a", "b", "f"]);
+    const cfg: ClusterConfig = { voters: ["a", "b", "f"], learners: ["d"] };
+    f.step("a", append(1, 0, 0, [e(1, 1, { kind: "noop", command: new Uint8Array() }), e(2, 1, { kind: "config", config: cfg, command: new Uint8Array() })], 1));
+    expect(f.config.learners).toEqual(["d"]);
+    expect(f.commitIndex).toBe(1);
+    f.step("b", append(2, 1, 1, [e(2, 2)], 1));
+    expect(f.config.learners).toEqual([]);
+    expect(f.termAt(2)).toBe(2);
+  });
+
+  it("one uncommitted config at a time; only after the leader's no-op commits; single-server steps only", () => {
+    const s = new Script(ABC, {}, ["d", "x"]);
+    s.elect("a", noAppends);
+    const a = s.core("a");
+    const early = s.nextId++;
+    a.changeMembership(early, { voters: ABC, learners: ["d"] });
+    s.stabilize();
+    expect(s.outcomes.get(early)).toMatchObject({ ok: false, refusal: "membership-in-progress" });
+    s.advance(60, undefined, 10, ["a"]); // the heartbeat re-sends the probe; the no-op commits
+    const first = s.nextId++;
+    a.changeMembership(first, { voters: ABC, learners: ["d"] });
+    s.flush("a");
+    const second = s.nextId++;
+    a.changeMembership(second, { voters: ABC, learners: ["d", "x"] });
+    s.flush("a");
+    expect(s.outcomes.get(second)).toMatchObject({ ok: false, refusal: "membership-in-progress" });
+    s.stabilize();
+    expect(s.outcomes.get(first)).toMatchObject({ ok: true });
+    const twoVoters = s.nextId++;
+    a.changeMembership(twoVoters, { voters: [...ABC, "d", "x"], learners: [] });
+    s.flush("a");
+    expect(s.outcomes.get(twoVoters)).toMatchObject({ ok: false, refusal: "invalid-membership" });
+    const promote = s.nextId++;
+    a.changeMembership(promote, { voters: [...ABC, "d"], learners: [] });
+    s.stabilize();
+    expect(s.outcomes.get(promote)).toMatchObject({ ok: true });
+    expect(s.core("d").role).toBe("follower");
+    expect(s.core("d").config.voters).toContain("d");
+  });
+
+  it("a leader outside the new voter set steps down once that config commits", () => {
+    const s = new Script(ABC);
+    s.elect("a");
+    const id = s.nextId++;
+    s.core("a").changeMembership(id, { voters: ["b", "c"], learners: [] });
+    s.stabilize();
+    expect(s.outcomes.get(id)).toMatchObject({ ok: true });
+    expect(s.core("a").state).toBe("follower");
+    expect(traceOf(s, "a").some((t) => t.type === "stepDown" && t.reason === "removed")).toBe(true);
+    s.advance(2000);
+    expect(["b", "c"]).toContain(s.leader()!.id);
+    expect(s.core("a").state).toBe("follower");
+  });
+});
+
+describe("§5.3 frame hygiene, restore, configuration", () => {
+  it("the term-jump bound drops a far-future frame", () => {
+    const f = lone("f", ["a", "f", "c"], persisted(1, []));
+    f.step("a", append(1 + 10_001, 0, 0, [], 0));
+    expect(f.term).toBe(1);
+    expect(f.refusedFrames.get("term-jump")).toBe(1);
+    f.step("a", append(1 + 10_000, 0, 0, [], 0));
+    expect(f.term).toBe(10_001);
+  });
+
+  it("frames with entry terms above the frame term or gaps are refused", () => {
+    const f = lone("f", ["a", "f", "c"], persisted(1, []));
+    f.step("a", append(1, 0, 0, [e(1, 2)], 0));
+    f.step("a", append(1, 0, 0, [e(1, 1), e(3, 1)], 0));
+    expect(f.lastIndex).toBe(0);
+    expect(f.refusedFrames.get("entry-term-above-frame")).toBe(1);
+    expect(f.refusedFrames.get("non-contiguous-entries")).toBe(1);
+  });
+
+  it("restore refuses a corrupt store", () => {
+    const bad: PersistedState[] = [
+      persisted(3, [e(1, 1), e(3, 1)]), // gap
+      persisted(3, [e(1, 2), e(2, 1)]), // terms decrease
+      persisted(1, [e(1, 1), e(2, 2)]), // entry term above the stored term
+      persisted(2 ** 51, []), // above the ceiling
+      persisted(3, [e(12, 3)], { snapshot: { lastIndex: 10, lastTerm: 3, config: null, state: new Uint8Array() } }), // gap after the floor
+      persisted(2, [], { snapshot: { lastIndex: 10, lastTerm: 3, config: null, state: new Uint8Array() } }), // snapshot term above stored
+    ];
+    for (const p of bad) expect(() => lone("f", ["f"], p)).toThrow(RaftRestoreError);
+    expect(() => lone("f", ["f"], persisted(3, [e(1, 1), e(2, 3)]))).not.toThrow();
+  });
+
+  it("timing configuration is validated at construction", () => {
+    expect(() => raftConfig({ electionTimeoutMinMs: 300, electionTimeoutMaxMs: 300 })).toThrow(RaftConfigError);
+    expect(() => raftConfig({ heartbeatMs: 150 })).toThrow(RaftConfigError);
+    expect(() => raftConfig({ heartbeatMs: 0 })).toThrow(RaftConfigError);
+    expect(() => raftConfig({ maxTermJump: 2 ** 20 + 1 })).toThrow(RaftConfigError);
+    expect(() => raftConfig({ electionTimeoutMinMs: 1.5 })).toThrow(RaftConfigError);
+    expect(raftConfig().electionTimeoutMinMs).toBe(150);
+    expect(raftConfig({ heartbeatMs: 20 }).heartbeatMs).toBe(20);
+  });
+});
+
+describe("§5.3 snapshots and compaction", () => {
+  it("vote restriction with an empty post-compaction log uses the snapshot's position", () => {
+    const snap = { lastIndex: 10, lastTerm: 3, config: { voters: ["a", "b", "f"], learners: [] }, state: new Uint8Array() };
+    const f = lone("f", ["a", "b", "f"], persisted(3, [], { snapshot: snap }));
+    expect(f.lastIndex).toBe(10);
+    f.step("a", { type: "vote", term: 4, lastLogIndex: 5, lastLogTerm: 3 });
+    let rd = f.ready();
+    expect(rd.messages.find((m) => m.to === "a")?.message).toMatchObject({ type: "voteReply", granted: false });
+    f.advance(rd);
+    f.step("b", { type: "vote", term: 4, lastLogIndex: 10, lastLogTerm: 3 });
+    rd = f.ready();
+    expect(rd.messages.find((m) => m.to === "b")?.message).toMatchObject({ type: "voteReply", granted: true });
+    expect(rd.hardState).toEqual({ term: 4, votedFor: "b" });
+  });
+
+  it("a stale install is acknowledged, ignored, and does not regress state", () => {
+    const f = lone("f", ["a", "f", "c"]);
+    const entries = Array.from({ length: 10 }, (_, i) => e(i + 1, 1));
+    f.step("a", append(1, 0, 0, entries, 10));
+    f.advance(f.ready());
+    f.step("a", { type: "snapshot", term: 1, lastIndex: 5, lastTerm: 1, config: null, total: 3, offset: 0, data: new Uint8Array([1, 2, 3]) });
+    const rd = f.ready();
+    expect(rd.committed.some((c) => c.kind === "install")).toBe(false);
+    expect(rd.storage).toEqual([]);
+    expect(rd.messages[0]!.message).toMatchObject({ type: "snapshotReply", done: true, lastIndex: 5 });
+    expect(f.floor).toBe(0);
+    expect(f.commitIndex).toBe(10);
+  });
+
+  it("a restart in the middle of compaction restores the same state at every crash point", () => {
+    for (let limit = 0; limit <= 2; limit++) {
+      const s = new Script(["a"]);
+      s.elect("a");
+      for (let i = 0; i < 14; i++) s.propose("a", put(`k${i % 4}`, `v${i}`), { client: "c", seq: i + 1 });
+      s.stabilize();
+      const kv = s.kvs.get("a")!;
+      expect(kv.applied).toBe(15);
+      const snap15 = kv.snapshot();
+      for (let i = 14; i < 20; i++) s.propose("a", put(`k${i % 4}`, `v${i}`), { client: "c", seq: i + 1 });
+      s.stabilize();
+      const before = kv.stateText();
+      const a = s.core("a");
+      expect(a.compact(15, snap15)).toBe(true);
+      const rd = a.ready();
+      expect(rd.storage.map((o) => o.op)).toEqual(["snapshot", "discardThrough"]);
+      persistReady(s.disks.get("a")!, rd, limit); // crash after `limit` durable steps
+      const restarted = s.start("a");
+      expect(restarted.floor).toBe(limit >= 1 ? 15 : 0);
+      expect(restarted.lastIndex).toBe(21);
+      s.elect("a");
+      s.stabilize();
+      const after = s.kvs.get("a")!;
+      expect(after.applied).toBe(22); // the replayed prefix plus the new leader's no-op
+      expect(JSON.parse(after.stateText())).toEqual(JSON.parse(before));
+    }
+  });
+
+  it("InstallSnapshot in bounded chunks brings a partitioned follower back, with chunks lost on the way", () => {
+    const s = new Script(ABC, { snapshotChunkBytes: 64, maxMessageBytes: 400 });
+    s.elect("a");
+    const cut = isolate(["c"]);
+    for (let i = 0; i < 40; i++) s.propose("a", put(`k${i % 5}`, `value-${i}`), { client: "w", seq: i + 1 });
+    s.advance(300, cut);
+    const a = s.core("a");
+    expect(a.compact(a.appliedIndex, s.kvs.get("a")!.snapshot())).toBe(true);
+    s.flush("a");
+    expect(a.floor).toBe(41);
+    const rnd = seededRandom(99);
+    let chunks = 0;
+    const flaky = (m: InFlight): boolean => {
+      if (m.message.type === "snapshot") chunks++;
+      return m.message.type === "snapshot" || m.message.type === "snapshotReply" ? rnd() > 0.3 : true;
+    };
+    s.advance(3000, flaky);
+    const c = s.core("c");
+    expect(traceOf(s, "c").some((t) => t.type === "snapshotInstalled" && t.lastIndex === 41)).toBe(true);
+    expect(chunks).toBeGreaterThan(Math.ceil(s.kvs.get("a")!.snapshot().length / 64) - 1);
+    expect(c.floor).toBe(41);
+    expect(s.kvs.get("c")!.stateText()).toBe(s.kvs.get("a")!.stateText());
+    expect(Math.max(...s.frameSizes)).toBeLessThanOrEqual(400);
+    // and it keeps replicating past the snapshot
+    s.propose("a", put("after", "snap"), { client: "w", seq: 99 });
+    s.advance(100);
+    expect(s.kvs.get("c")!.data.get("after")).toBe("snap");
+  });
+
+  it("an incoming snapshot over the reassembly cap is discarded and restarts from offset 0", () => {
+    const f = lone("f", ["a", "f", "c"], persisted(0, []), { snapshotMaxBytes: 10 });
+    f.step("a", { type: "snapshot", term: 1, lastIndex: 5, lastTerm: 1, config: null, total: 11, offset: 0, data: new Uint8Array(11) });
+    const rd = f.ready();
+    expect(f.refusedFrames.get("snapshot-too-large")).toBe(1);
+    expect(rd.messages.find((m) => m.message.type === "snapshotReply")?.message).toMatchObject({ nextOffset: 0, done: false });
+    expect(f.floor).toBe(0);
+  });
+
+  it("an out-of-order chunk is answered with the offset the receiver needs", () => {
+    const f = lone("f", ["a", "f", "c"]);
+    const data = new Uint8Array([1, 2, 3, 4, 5, 6]);
+    f.step("a", { type: "snapshot", term: 1, lastIndex: 5, lastTerm: 1, config: null, total: 6, offset: 0, data: data.subarray(0, 2) });
+    f.step("a", { type: "snapshot", term: 1, lastIndex: 5, lastTerm: 1, config: null, total: 6, offset: 4, data: data.subarray(4) });
+    f.step("a", { type: "snapshot", term: 1, lastIndex: 5, lastTerm: 1, config: null, total: 6, offset: 2, data: data.subarray(2, 4) });
+    f.step("a", { type: "snapshot", term: 1, lastIndex: 5, lastTerm: 1, config: null, total: 6, offset: 4, data: data.subarray(4) });
+    const rd = f.ready();
+    const replies = rd.messages.map((m) => m.message).filter((m) => m.type === "snapshotReply");
+    expect(replies.map((r) => (r as { nextOffset: number }).nextOffset)).toEqual([2, 2, 4, 6]);
+    expect(rd.committed).toEqual([{ kind: "install", snapshot: { throughIndex: 5, state: data } }]);
+    expect(f.floor).toBe(5);
+  });
+});
