@@ -1,0 +1,561 @@
+/**
+ * A seeded simulation of replicas running the ledger honestly (ledger.md §12 "honest runs"):
+ * each replica acts only as itself, threads its own patches into its own view, and applies only
+ * `ok` patches. Views are either one shared view (every replica sees every patch at once) or one
+ * view per replica with random partial, duplicated and reordered delivery and full-state
+ * exchanges. After every call the simulation checks what the spec promises for that kind of run
+ * and throws (with the step) when a promise breaks; the caller's property reports the seed.
+ */
+import { expect } from "vitest";
+import { EntitlementLedger, GroupId, AttachmentId, MintId, ReplicaId, Rational, Weight } from "../src/index.ts";
+
+/** A small, fast PRNG (mulberry32); the whole run is a function of its seed. */
+export function prng(seed: number): () => number {
+  let s = seed >>> 0;
+  return () => {
+    s = (s + 0x6d2b79f5) >>> 0;
+    let t = s;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return (t ^ (t >>> 14)) >>> 0;
+  };
+}
+
+/** What a run does and which promises it checks. */
+export interface SimConfig {
+  /** Number of replicas (the first is also the topology and mint authority). */
+  readonly replicas: number;
+  /** One shared view (true) or one view per replica with gossip (false). */
+  readonly shared: boolean;
+  /** Whether replicas transfer to each other. */
+  readonly transfers: boolean;
+  /** Whether groups are reparented (shared: whole recipe at once; per-view: distributed). */
+  readonly reparents: boolean;
+  /** Number of random steps. */
+  readonly steps: number;
+}
+
+/** One published patch with the view it was computed from. */
+export interface Published {
+  readonly by: number;
+  readonly what: string;
+  readonly patch: EntitlementLedger;
+  readonly base: EntitlementLedger;
+  /** Bit set of the published patches already contained in `base` (its causal past). */
+  readonly deps: bigint;
+}
+
+type Result = ReturnType<EntitlementLedger["spend"]>;
+
+const ROOT = GroupId("root");
+
+/** §6.4's four preconditions, read through the public surface. */
+export function conservationApplies(v: EntitlementLedger): boolean {
+  const known = v.knownEdges();
+  if (known.some((e) => v.record(e) === null)) return false;
+  const all = [...new Set([...v.groups(), ...v.roots()])];
+  if (all.some((g) => v.lineageOf(g) === null)) return false;
+  for (const e of known) {
+    const lc = v.lifecycle(e);
+    if ((lc === "PREPARED" || lc === "RETIRED") && v.edge(e)!.outstanding !== 0n) return false;
+  }
+  const roots = v.roots();
+  if (roots.length > 1) return false;
+  if (roots.length === 1 && v.lineageOf(roots[0]!)!.length !== 0) return false;
+  return true;
+}
+
+/** `[mintedTotal, Σ_{G*×R*} holdings + leafSpentTotal]`. */
+export function conservationSides(v: EntitlementLedger): [bigint, bigint] {
+  let sum = v.leafSpentTotal();
+  const all = [...new Set([...v.groups(), ...v.roots()])];
+  for (const g of all) for (const r of v.replicas()) sum += v.holdings(g, r);
+  return [v.mintedTotal(), sum];
+}
+
+/** The topology (records, lifecycle) and mints of `v`, nothing else. */
+export function topologyAndMints(v: EntitlementLedger): EntitlementLedger {
+  const o = JSON.parse(v.encode()) as Record<string, unknown>;
+  const keep: Record<string, unknown> = { format: o.format };
+  for (const k of ["records", "mints", "lifecycle"]) if (o[k] !== undefined) keep[k] = o[k];
+  return EntitlementLedger.decode(JSON.stringify(keep));
+}
+
+/** A pending distributed reshape (per-view mode): `old` into `child` is being replaced by `next`. */
+interface Reshape {
+  readonly old: AttachmentId;
+  readonly next: AttachmentId;
+  readonly child: GroupId;
+  done: boolean;
+}
+
+/** The simulation. */
+export class Simulation {
+  readonly cfg: SimConfig;
+  readonly rand: () => number;
+  readonly reps: ReplicaId[];
+  views: EntitlementLedger[];
+  /** Per view, the bit set of published patches it contains. */
+  has: bigint[];
+  readonly log: Published[] = [];
+  readonly reshapes: Reshape[] = [];
+  /** Counters of what happened, so tests can require that runs are not vacuous. */
+  readonly stats = {
+    ok: 0, refused: 0, reparents: 0, reparentsAbandoned: 0, newChildren: 0, transfers: 0, spends: 0,
+    conservationChecks: 0, deliveries: 0, exchanges: 0, retires: 0, holdingsPreserved: 0, internalReparents: 0,
+  };
+  step = 0;
+  private serial = 0;
+
+  constructor(cfg: SimConfig, seed: number) {
+    this.cfg = cfg;
+    this.rand = prng(seed);
+    this.reps = Array.from({ length: cfg.replicas }, (_, i) => ReplicaId(`r${i + 1}`));
+    let s = EntitlementLedger.bootstrap(
+      ROOT,
+      new Map(this.reps.map((r, i) => [r, BigInt(300 + 100 * i)] as const)),
+      "genesis",
+    );
+    const link = (id: string, p: string, c: string, w: Weight): void => {
+      s = s.join(okPatch(s.prepare({ id: AttachmentId(id), parent: GroupId(p), child: GroupId(c), weight: w })));
+      s = s.join(okPatch(s.activate(AttachmentId(id))));
+      s = s.join(okPatch(s.seat(AttachmentId(id), Rational.ZERO)));
+    };
+    link("ea", "root", "a", Weight.of(2n));
+    link("eb", "root", "b", Weight.ONE);
+    link("ea1", "a", "a1", Weight.of(1n, 3n));
+    this.views = cfg.shared ? [s] : this.reps.map(() => s);
+    this.has = this.views.map(() => 0n);
+  }
+
+  private slot(i: number): number {
+    return this.cfg.shared ? 0 : i;
+  }
+
+  /**
+   * True when view `i` contains the causal past of every patch it contains — i.e. it is a join
+   * of replica states and not a partial delivery. §6.4 promises conservation only for such
+   * views ("on arbitrary partial deliveries it can be transiently off").
+   */
+  causallyClosed(i: number): boolean {
+    const has = this.has[this.slot(i)]!;
+    for (let k = 0; k < this.log.length; k++) {
+      if (((has >> BigInt(k)) & 1n) === 1n && (this.log[k]!.deps & ~has) !== 0n) return false;
+    }
+    return true;
+  }
+
+  /** The base every run starts from. */
+  static base(cfg: SimConfig): EntitlementLedger {
+    return new Simulation(cfg, 0).views[0]!;
+  }
+
+  n(k: number): number {
+    return k <= 0 ? 0 : this.rand() % k;
+  }
+  pick<T>(xs: readonly T[]): T | undefined {
+    return xs.length === 0 ? undefined : xs[this.n(xs.length)];
+  }
+  viewOf(i: number): EntitlementLedger {
+    return this.cfg.shared ? this.views[0]! : this.views[i]!;
+  }
+  private setView(i: number, v: EntitlementLedger): void {
+    if (this.cfg.shared) this.views[0] = v;
+    else this.views[i] = v;
+  }
+
+  /** An amount for a debit against holdings `h`: mostly within, sometimes exactly `h`, sometimes `h + 1`. */
+  amount(h: bigint): bigint {
+    const c = this.n(10);
+    if (c === 0) return h + 1n;
+    if (c === 1 || h <= 1n) return h < 1n ? 1n : h;
+    return 1n + BigInt(this.n(Number(h < 1000n ? h : 1000n)));
+  }
+
+  /**
+   * Runs one mutator on replica `i`'s view: checks I-5 (receiver untouched), joins an `ok` patch
+   * into the view, logs it, and observes the new view.
+   */
+  call(i: number, what: string, f: (v: EntitlementLedger) => Result, on: EntitlementLedger = this.viewOf(i)): Result {
+    const before = on.encode();
+    const r = f(on);
+    expect(on.encode(), `I-5 receiver changed by ${what}`).toBe(before);
+    if (r.ok) this.stats.ok++;
+    else this.stats.refused++;
+    return r;
+  }
+
+  /** Publishes an `ok` patch computed from replica `i`'s current view. */
+  commit(i: number, what: string, r: Result): boolean {
+    if (!r.ok) return false;
+    const base = this.viewOf(i);
+    const deps = this.has[this.slot(i)]!;
+    this.log.push({ by: i, what, patch: r.patch, base, deps });
+    this.has[this.slot(i)] = deps | (1n << BigInt(this.log.length - 1));
+    this.setView(i, base.join(r.patch));
+    this.observe(i, what);
+    return true;
+  }
+
+  /** Helper: call and commit. */
+  act(i: number, what: string, f: (v: EntitlementLedger) => Result): Result {
+    const r = this.call(i, what, f);
+    this.commit(i, what, r);
+    return r;
+  }
+
+  /** Groups of a view that are named by records or are roots. */
+  allGroups(v: EntitlementLedger): GroupId[] {
+    return [...new Set([...v.groups(), ...v.roots()])].sort();
+  }
+  /** Live child edges of `g` (ACTIVE or CLOSING, single record). */
+  children(v: EntitlementLedger, g: GroupId): AttachmentId[] {
+    return v.knownEdges().filter((e) => {
+      const lc = v.lifecycle(e);
+      return v.record(e)?.parent === g && (lc === "ACTIVE" || lc === "CLOSING");
+    });
+  }
+  subtree(v: EntitlementLedger, g: GroupId): GroupId[] {
+    const out: GroupId[] = [];
+    const visit = (x: GroupId): void => {
+      for (const e of this.children(v, x)) {
+        const c = v.record(e)!.child;
+        if (!out.includes(c) && c !== g) {
+          visit(c);
+          out.push(c); // post-order: deepest first
+        }
+      }
+    };
+    visit(g);
+    return out;
+  }
+
+  /**
+   * Checks on view `i` after it changed: the safety statement (§6.5) for honest runs, "no
+   * negative holdings without a report", and conservation (§6.4) when its preconditions hold.
+   */
+  observe(i: number, what: string): void {
+    const v = this.viewOf(i);
+    const selves = this.cfg.shared ? this.reps : [this.reps[i]!];
+    const topologyRaces = this.cfg.reparents && !this.cfg.shared;
+    let negative = false;
+    for (const g of this.allGroups(v)) {
+      for (const r of v.replicas()) {
+        const h = v.holdings(g, r);
+        if (h < 0n) {
+          negative = true;
+          if (selves.includes(r) && !topologyRaces) {
+            throw new Error(`step ${this.step} (${what}): holdings(${g}, ${r}) = ${h} < 0 in its own view (I-6/§6.5)`);
+          }
+        }
+      }
+    }
+    if (negative) expect(v.validate().length, `step ${this.step} (${what}): negative holdings with an empty report`).toBeGreaterThan(0);
+    if (this.causallyClosed(i) && conservationApplies(v)) {
+      this.stats.conservationChecks++;
+      const [minted, rhs] = conservationSides(v);
+      expect(rhs, `step ${this.step} (${what}): conservation (I-7) on view ${i}`).toBe(minted);
+    }
+  }
+
+  // ---- operations ------------------------------------------------------------------------
+
+  opDelegate(i: number): void {
+    const v = this.viewOf(i);
+    const r = this.reps[i]!;
+    const edges = v.knownEdges().filter((e) => v.lifecycle(e) === "ACTIVE" && v.record(e) !== null);
+    const e = this.pick(edges.filter((x) => v.lineageOf(v.record(x)!.child) !== null));
+    if (e === undefined) return;
+    const h = v.holdings(v.record(e)!.parent, r);
+    const a = this.amount(h);
+    const res = this.call(i, `delegate(${r}, ${e}, ${a})`, (x) => x.delegate(r, e, a));
+    this.checkDebit(res, a, h, "delegate");
+    this.commit(i, `delegate(${r}, ${e}, ${a})`, res);
+  }
+
+  opRelease(i: number): void {
+    const v = this.viewOf(i);
+    const r = this.reps[i]!;
+    const g = this.pick(this.allGroups(v).filter((x) => (v.lineageOf(x)?.length ?? 0) > 0));
+    if (g === undefined) return;
+    const e = v.lineageOf(g)!.at(-1)!;
+    const h = v.holdings(g, r);
+    const a = this.amount(h);
+    const res = this.call(i, `release(${r}, ${e}, ${a})`, (x) => x.release(r, e, a));
+    this.checkDebit(res, a, h, "release");
+    this.commit(i, `release(${r}, ${e}, ${a})`, res);
+  }
+
+  opTransfer(i: number): void {
+    const v = this.viewOf(i);
+    const r = this.reps[i]!;
+    const g = this.pick(this.allGroups(v).filter((x) => v.lineageOf(x) !== null));
+    const to = this.pick(this.reps.filter((x) => x !== r));
+    if (g === undefined || to === undefined) return;
+    const h = v.holdings(g, r);
+    const a = this.amount(h);
+    const res = this.call(i, `transfer(${g}, ${r}, ${to}, ${a})`, (x) => x.transfer(g, r, to, a));
+    this.checkDebit(res, a, h, "transfer");
+    if (this.commit(i, `transfer(${g}, ${r}, ${to}, ${a})`, res)) this.stats.transfers++;
+  }
+
+  opSpend(i: number): void {
+    const v = this.viewOf(i);
+    const r = this.reps[i]!;
+    const g = this.pick(this.allGroups(v).filter((x) => v.isLeaf(x) && (v.lineageOf(x)?.length ?? 0) > 0));
+    if (g === undefined) return;
+    const h = v.holdings(g, r);
+    const a = this.n(8) === 0 ? 0n : this.amount(h);
+    const res = this.call(i, `spend(${r}, ${g}, ${a})`, (x) => x.spend(r, g, a));
+    if (a === 0n) {
+      expect(res.ok && res.patch.equals(EntitlementLedger.EMPTY)).toBe(true);
+      return;
+    }
+    this.checkDebit(res, a, h, "spend");
+    if (this.commit(i, `spend(${r}, ${g}, ${a})`, res)) this.stats.spends++;
+  }
+
+  /** A completion charged to the captured lineage, within the holdings it earmarked. */
+  opCharge(i: number): void {
+    const v = this.viewOf(i);
+    const r = this.reps[i]!;
+    const g = this.pick(this.allGroups(v).filter((x) => v.isLeaf(x) && (v.lineageOf(x)?.length ?? 0) > 0));
+    if (g === undefined) return;
+    const h = v.holdings(g, r);
+    if (h <= 0n) return;
+    const path = v.lineageOf(g)!;
+    const a = BigInt(this.n(Number(h < 1000n ? h : 1000n) + 1));
+    const res = this.call(i, `chargeCaptured(${r}, ${path.join("/")}, ${a})`, (x) => x.chargeCaptured(r, path, a));
+    expect(res.ok).toBe(true);
+    if (this.commit(i, `chargeCaptured(${r}, ${g}, ${a})`, res)) this.stats.spends++;
+  }
+
+  /** The authority mints a new act to a random replica. */
+  opMint(): void {
+    const to = this.pick(this.reps)!;
+    const id = MintId(`mint-${++this.serial}`);
+    const a = BigInt(this.n(200));
+    const res = this.act(0, `mint(${id}, ${to}, ${a})`, (x) => x.mint(id, ROOT, to, a));
+    expect(res.ok).toBe(true);
+  }
+
+  /** The authority creates a new child under any healthy group (leaves included), then seats it. */
+  opNewChild(): void {
+    const v = this.viewOf(0);
+    const p = this.pick(this.allGroups(v).filter((g) => v.lineageOf(g) !== null));
+    if (p === undefined) return;
+    const k = ++this.serial;
+    const id = AttachmentId(`n${k}`);
+    const child = GroupId(`N${k}`);
+    const w = this.pick([Weight.ONE, Weight.of(3n), Weight.of(2n, 5n)])!;
+    const steps: [string, (x: EntitlementLedger) => Result][] = [
+      [`prepare(${id}: ${p}→${child})`, (x) => x.prepare({ id, parent: p, child, weight: w })],
+      [`activate(${id})`, (x) => x.activate(id)],
+      [`seat(${id})`, (x) => x.seat(id, Rational.of(BigInt(this.n(20)), BigInt(1 + this.n(3))))],
+    ];
+    for (const [what, f] of steps) expect(this.act(0, what, f).ok, what).toBe(true);
+    this.stats.newChildren++;
+  }
+
+  /**
+   * Shared view only: the whole reparent recipe of §8 (prepare, close, drain per replica,
+   * retire, activate, seat) computed on a scratch copy and committed only if it completes. Pins
+   * I-18: every holding just after `activate(new)` equals its value just before `retire(old)`.
+   */
+  opReparentShared(): void {
+    const v0 = this.viewOf(0);
+    const c = this.pick(this.allGroups(v0).filter((g) => (v0.lineageOf(g)?.length ?? 0) > 0));
+    if (c === undefined) return;
+    const old = v0.lineageOf(c)!.at(-1)!;
+    const below = this.subtree(v0, c);
+    const parents = this.allGroups(v0).filter((g) => g !== c && !below.includes(g) && v0.lineageOf(g) !== null);
+    const p = this.pick(parents);
+    if (p === undefined) return;
+    const next = AttachmentId(`p${++this.serial}`);
+    const w = this.pick([Weight.ONE, Weight.of(2n), Weight.of(1n, 2n)])!;
+    const savedLog = this.log.length;
+    const savedView = this.views[0]!;
+    const savedHas = this.has[0]!;
+    const savedStats = { ...this.stats };
+    const steps = (what: string, i: number, f: (x: EntitlementLedger) => Result): boolean => this.commit(i, what, this.call(i, what, f));
+    const abandon = (): void => {
+      this.log.length = savedLog;
+      this.views[0] = savedView;
+      this.has[0] = savedHas;
+      Object.assign(this.stats, savedStats);
+      this.stats.reparentsAbandoned++;
+    };
+    expect(steps(`prepare(${next}: ${p}→${c})`, 0, (x) => x.prepare({ id: next, parent: p, child: c, weight: w }))).toBe(true);
+    expect(steps(`close(${old})`, 0, (x) => x.close(old))).toBe(true);
+    // drain: every replica releases everything it holds below c up to c, deepest first
+    for (const g of below) {
+      for (let i = 0; i < this.reps.length; i++) {
+        const v = this.viewOf(i);
+        const lin = v.lineageOf(g);
+        if (lin === null || lin.length === 0) continue;
+        const h = v.holdings(g, this.reps[i]!);
+        if (h > 0n) expect(steps(`drain release ${g}`, i, (x) => x.release(this.reps[i]!, lin.at(-1)!, h))).toBe(true);
+      }
+    }
+    // at c: hand positive positions to negative ones, then release what remains positive
+    const pos = (i: number): bigint => this.viewOf(0).edgePosition(old, this.reps[i]!);
+    const held = (i: number): bigint => this.viewOf(0).holdings(c, this.reps[i]!);
+    for (let d = 0; d < this.reps.length; d++) {
+      for (let x = 0; x < this.reps.length; x++) {
+        if (d === x || pos(d) <= 0n || pos(x) >= 0n || held(d) <= 0n) continue;
+        const a = [pos(d), -pos(x), held(d)].reduce((m, y) => (y < m ? y : m));
+        expect(steps(`drain transfer ${c}`, d, (y) => y.transfer(c, this.reps[d]!, this.reps[x]!, a))).toBe(true);
+      }
+    }
+    for (let i = 0; i < this.reps.length; i++) {
+      const a = pos(i) < held(i) ? pos(i) : held(i);
+      if (a > 0n) expect(steps(`drain release ${c}`, i, (x) => x.release(this.reps[i]!, old, a))).toBe(true);
+    }
+    const v = this.viewOf(0);
+    const drained = v.replicas().every((r) => v.edgePosition(old, r) === 0n);
+    if (!drained) {
+      const res = this.call(0, `retire(${old})`, (x) => x.retire(old));
+      expect(res.ok ? "ok" : res.refusal.kind).toBe("NotDrained");
+      abandon();
+      return;
+    }
+    const snapshot = this.holdingsTable(v);
+    expect(steps(`retire(${old})`, 0, (x) => x.retire(old)), `retire(${old})`).toBe(true);
+    expect(this.viewOf(0).lineageOf(c)).toBeNull(); // reshape window
+    expect(steps(`activate(${next})`, 0, (x) => x.activate(next))).toBe(true);
+    expect(this.holdingsTable(this.viewOf(0)), `I-18 reparent of ${c} from ${old} to ${next}`).toEqual(snapshot);
+    this.stats.holdingsPreserved++;
+    expect(steps(`seat(${next})`, 0, (x) => x.seat(next, Rational.of(BigInt(this.n(30)))))).toBe(true);
+    this.stats.reparents++;
+    if (below.length > 0) this.stats.internalReparents++;
+  }
+
+  /** Per-view mode: the authority starts a reshape (prepare next, close old). */
+  opStartReshape(): void {
+    const v = this.viewOf(0);
+    const c = this.pick(this.allGroups(v).filter((g) => (v.lineageOf(g)?.length ?? 0) > 0));
+    if (c === undefined) return;
+    const old = v.lineageOf(c)!.at(-1)!;
+    if (v.lifecycle(old) !== "ACTIVE") return;
+    const below = this.subtree(v, c);
+    const p = this.pick(this.allGroups(v).filter((g) => g !== c && !below.includes(g) && v.lineageOf(g) !== null));
+    if (p === undefined) return;
+    const next = AttachmentId(`p${++this.serial}`);
+    expect(this.act(0, `prepare(${next})`, (x) => x.prepare({ id: next, parent: p, child: c, weight: Weight.ONE })).ok).toBe(true);
+    expect(this.act(0, `close(${old})`, (x) => x.close(old)).ok).toBe(true);
+    this.reshapes.push({ old, next, child: c, done: false });
+  }
+
+  /** Per-view mode: a replica that sees a CLOSING edge drains its own holdings through it. */
+  opDrain(i: number): void {
+    const v = this.viewOf(i);
+    const r = this.reps[i]!;
+    const rs = this.pick(this.reshapes.filter((x) => !x.done && v.lifecycle(x.old) === "CLOSING"));
+    if (rs === undefined) return;
+    for (const g of [...this.subtree(v, rs.child), rs.child]) {
+      const w = this.viewOf(i);
+      const lin = w.lineageOf(g);
+      if (lin === null || lin.length === 0) continue;
+      const h = w.holdings(g, r);
+      if (h > 0n) this.act(i, `drain release(${r}, ${lin.at(-1)}, ${h})`, (x) => x.release(r, lin.at(-1)!, h));
+    }
+  }
+
+  /** Per-view mode: the authority retires and replaces when its view shows the old edge drained. */
+  opFinishReshape(): void {
+    const rs = this.pick(this.reshapes.filter((x) => !x.done));
+    if (rs === undefined) return;
+    const res = this.act(0, `retire(${rs.old})`, (x) => x.retire(rs.old));
+    if (!res.ok) return;
+    this.stats.retires++;
+    rs.done = true;
+    this.act(0, `activate(${rs.next})`, (x) => x.activate(rs.next));
+    this.act(0, `seat(${rs.next})`, (x) => x.seat(rs.next, Rational.ZERO));
+  }
+
+  /** Per-view mode: deliver one published patch (any, again or out of order) to a replica. */
+  opDeliver(): void {
+    if (this.log.length === 0) return;
+    const k = this.n(this.log.length);
+    const p = this.log[k]!;
+    const to = this.n(this.reps.length);
+    this.views[to] = this.views[to]!.join(p.patch);
+    this.has[to] = this.has[to]! | (1n << BigInt(k));
+    this.stats.deliveries++;
+    this.observe(to, `deliver ${p.what} to r${to + 1}`);
+  }
+
+  /** Per-view mode: a full-state exchange (receiver joins sender's whole view). */
+  opExchange(): void {
+    const a = this.n(this.reps.length);
+    const b = this.n(this.reps.length);
+    this.views[a] = this.views[a]!.join(this.views[b]!);
+    this.has[a] = this.has[a]! | this.has[b]!;
+    this.stats.exchanges++;
+    this.observe(a, `exchange r${b + 1} → r${a + 1}`);
+  }
+
+  /** I-8 in random runs: `h + 1` refuses `InsufficientHoldings`; within `h` succeeds (when nothing else is wrong). */
+  checkDebit(res: Result, a: bigint, h: bigint, what: string): void {
+    if (a > h) {
+      expect(res.ok, `${what} of ${a} > holdings ${h} succeeded`).toBe(false);
+      if (!res.ok && this.cfg.shared) expect(res.refusal.kind).toBe("InsufficientHoldings");
+    } else if (this.cfg.shared) {
+      expect(res.ok ? "ok" : res.refusal.kind, `${what} of ${a} ≤ holdings ${h}`).toBe("ok");
+    }
+  }
+
+  holdingsTable(v: EntitlementLedger): Record<string, string> {
+    const t: Record<string, string> = {};
+    for (const g of this.allGroups(v)) for (const r of this.reps) t[`${g}|${r}`] = v.holdings(g, r).toString();
+    return t;
+  }
+
+  /** One random step. */
+  stepOnce(): void {
+    this.step++;
+    const i = this.n(this.reps.length);
+    const c = this.n(100);
+    const { shared, transfers, reparents } = this.cfg;
+    if (!shared && c < 30) {
+      if (c < 24) this.opDeliver();
+      else this.opExchange();
+      return;
+    }
+    const k = this.n(100);
+    if (k < 24) this.opDelegate(i);
+    else if (k < 36) this.opRelease(i);
+    else if (k < 50) (transfers ? this.opTransfer(i) : this.opDelegate(i));
+    else if (k < 68) this.opSpend(i);
+    else if (k < 74) this.opCharge(i);
+    else if (k < 80) this.opMint();
+    else if (k < 87) this.opNewChild();
+    else if (!reparents) this.opDelegate(i);
+    else if (shared) this.opReparentShared();
+    else if (k < 91) this.opStartReshape();
+    else if (k < 96) this.opDrain(i);
+    else this.opFinishReshape();
+  }
+
+  /** Runs the configured number of steps. */
+  run(): this {
+    for (let s = 0; s < this.cfg.steps; s++) this.stepOnce();
+    return this;
+  }
+
+  /** Delivers every published patch to every replica, each in its own random order. */
+  deliverAll(): void {
+    for (let i = 0; i < this.views.length; i++) {
+      const order = this.log.map((p, k) => [this.rand(), k] as const).sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+      let v = this.views[i]!;
+      for (const [, k] of order) v = v.join(this.log[k]!.patch);
+      this.views[i] = v;
+      this.has[i] = (1n << BigInt(this.log.length)) - 1n;
+    }
+  }
+}
+
+function okPatch(r: Result): EntitlementLedger {
+  if (!r.ok) throw new Error(`setup refused: ${r.refusal.kind}`);
+  return r.patch;
+}
