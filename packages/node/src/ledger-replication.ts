@@ -116,6 +116,8 @@ interface Remote {
   /** Parts received so far of split deltas not yet complete, per seq. */
   partial: Map<number, { parts: number; got: Set<number> }>;
   resendTimer: unknown;
+  /** Highest seq already asked for since the last retry: a new out-of-order arrival only asks for what is new. */
+  requestedTo: number;
   transfer: StateTransferProgress | null;
 }
 
@@ -147,6 +149,7 @@ export class LedgerReplication<L> {
     fullStatesSent: 0, fullStatesReceived: 0, digestMatches: 0, digestMismatches: 0, unsolicitedRequests: 0, pendingDeltas: 0, valueTooLarge: 0,
   };
   #tickTimer: unknown = null;
+  #rootOf: { state: L; root: string } | null = null;
   readonly #unsubscribe: (() => void)[] = [];
   #closed = false;
 
@@ -254,8 +257,15 @@ export class LedgerReplication<L> {
     });
   }
 
+  /** FNV-1a-64 of the canonical state, cached per state value. */
+  #root(): string {
+    const state = this.#state.get();
+    if (this.#rootOf === null || this.#rootOf.state !== state) this.#rootOf = { state, root: fnv1a64(this.#o.lattice.encode(state)) };
+    return this.#rootOf.root;
+  }
+
   #sendDigest(to: PeerId): void {
-    const root = fnv1a64(this.#o.lattice.encode(this.#state.get()));
+    const root = this.#root();
     this.#send(to, { kind: "digest", genesis: this.#o.genesis, sender: this.self, inc: this.incarnation, root, upThrough: this.#seq });
   }
 
@@ -401,7 +411,7 @@ export class LedgerReplication<L> {
   #remote(s: PeerId): Remote {
     let r = this.#remotes.get(s);
     if (r === undefined) {
-      r = { inc: -1, contig: 0, above: new Set(), partial: new Map(), resendTimer: null, transfer: null };
+      r = { inc: -1, contig: 0, above: new Set(), partial: new Map(), resendTimer: null, requestedTo: 0, transfer: null };
       this.#remotes.set(s, r);
     }
     return r;
@@ -415,6 +425,7 @@ export class LedgerReplication<L> {
       r.contig = 0;
       r.above.clear();
       r.partial.clear();
+      r.requestedTo = 0;
       r.transfer = null;
       if (r.resendTimer !== null) this.#o.timers.clear(r.resendTimer);
       r.resendTimer = null;
@@ -465,22 +476,27 @@ export class LedgerReplication<L> {
       r.resendTimer = null;
       return;
     }
-    this.#requestResend(sender, r);
-    if (r.resendTimer !== null) t.clear(r.resendTimer);
+    // A gap opened or widened: ask at once for the part not asked for yet; the retry timer asks for
+    // the whole remaining gap every resendRetryMs while it stays open.
+    this.#requestResend(sender, r, Math.max(r.contig + 1, r.requestedTo + 1));
+    if (r.resendTimer !== null) return;
     const retry = () => {
       r.resendTimer = null;
       if (this.#closed || this.#remotes.get(sender) !== r || r.above.size === 0) return;
-      this.#requestResend(sender, r);
+      this.#requestResend(sender, r, r.contig + 1);
       r.resendTimer = t.set(retry, this.#o.config.resendRetryMs);
     };
     r.resendTimer = t.set(retry, this.#o.config.resendRetryMs);
   }
 
-  #requestResend(sender: PeerId, r: Remote): void {
-    const to = Math.max(...r.above) - 1;
-    if (to < r.contig + 1) return;
+  #requestResend(sender: PeerId, r: Remote, from: number): void {
+    let to = 0;
+    for (const s of r.above) if (s > to) to = s;
+    to -= 1;
+    if (to < from) return;
+    r.requestedTo = Math.max(r.requestedTo, to);
     this.#metrics.resendsRequested++;
-    this.#send(sender, { kind: "resend", genesis: this.#o.genesis, requester: this.self, sender, inc: r.inc, from: r.contig + 1, to });
+    this.#send(sender, { kind: "resend", genesis: this.#o.genesis, requester: this.self, sender, inc: r.inc, from, to });
   }
 
   #resync(sender: PeerId, inc: number, upThrough: number): void {
@@ -544,7 +560,7 @@ export class LedgerReplication<L> {
   }
 
   #onDigest(from: PeerId, m: DigestMessage): void {
-    const mine = fnv1a64(this.#o.lattice.encode(this.#state.get()));
+    const mine = this.#root();
     if (mine === m.root) {
       this.#metrics.digestMatches++;
       this.#resync(m.sender, m.inc, m.upThrough);
