@@ -7,7 +7,8 @@ import { AttachmentId, GroupId, ReplicaId } from "@heddle/ledger";
 import fc from "fast-check";
 import { afterAll, describe, expect, it } from "vitest";
 import { memoryStore } from "../src/memory-store.ts";
-import { sqliteStore } from "../src/sqlite-store.ts";
+import { DatabaseSync } from "node:sqlite";
+import { SQLITE_SCHEMA, sqliteStore } from "../src/sqlite-store.ts";
 import { failingStore, InjectedCommitFailure, StoreMismatchError, StoreStateError, type HeddleStore, type PersistedState, type ReservationRow } from "../src/store.ts";
 import { seededRandom } from "../src/timers.ts";
 
@@ -136,11 +137,12 @@ describe.each(kinds)("%s", (_name, make) => {
     ).toThrow();
     expect(() => s.commit({ putReservations: [row("r3", 1n), row("r3", 2n)] })).toThrow();
     expect(() => s.commit({ patches: [{ origin: "own", body: enc.encode("x") }], putReservations: [row("r4", 0n)] })).toThrow(RangeError);
+    s.commit({ patches: [{ origin: "own", body: enc.encode("after") }] }); // the same handle still commits
     s.close();
     s = o.open();
     expect(plain(s.boot(A, "gen").persisted)).toEqual({
       snapshot: null,
-      patches: [],
+      patches: ["after"],
       reservations: [{ id: "r1", leaf: "g1", maximumCost: "5", capturedPath: ["root→g1"], createdAt: 0 }],
     });
     s.close();
@@ -193,6 +195,36 @@ describe("memoryStore", () => {
 });
 
 describe("sqliteStore", () => {
+  it("creates exactly the schema of node.md §9.2 in WAL mode, costs as decimal text", () => {
+    const path = join(tempDir(), "schema.db");
+    const s = sqliteStore(path);
+    s.boot(A, "g");
+    s.commit({ putReservations: [row("r", 123456789012345678n, ["root→g1", "g1→g2"], 5)] });
+    s.close();
+    const db = new DatabaseSync(path);
+    const norm = (x: string) => x.replace(/\s+/g, " ").trim();
+    const tables = (db.prepare("SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name").all() as { name: string; sql: string }[]).map(
+      (t) => [t.name, norm(t.sql)],
+    );
+    const expected = SQLITE_SCHEMA.split(";")
+      .map((x) => norm(x).replace("CREATE TABLE IF NOT EXISTS", "CREATE TABLE"))
+      .filter((x) => x.length > 0)
+      .map((x) => [x.split(" ")[2], x])
+      .sort(([a], [b]) => (a! < b! ? -1 : 1));
+    expect(tables).toEqual(expected);
+    expect(db.prepare("PRAGMA journal_mode").get()).toEqual({ journal_mode: "wal" });
+    expect(db.prepare("SELECT id, leaf, max_cost, typeof(max_cost) AS t, path, created_ms FROM reservations").get()).toEqual({
+      id: "r",
+      leaf: "g1",
+      max_cost: "123456789012345678",
+      t: "text",
+      path: '["root→g1","g1→g2"]',
+      created_ms: 5,
+    });
+    expect(db.prepare("SELECT replica, genesis, boot FROM meta").get()).toEqual({ replica: "peer-a", genesis: "g", boot: 1 });
+    db.close();
+  });
+
   it("is durable and refuses a second replica after a process-level reopen", () => {
     const path = join(tempDir(), "x.db");
     const s = sqliteStore(path);
