@@ -4,6 +4,7 @@ import { joinSlotMaps, putSlot, versionAfter } from "./peer-slots.ts";
 import type { PeerSlot, SlotMap } from "./peer-slots.ts";
 import { decodeSlotDoc, encodeSlotDoc, slotFail, slotTime } from "./slot-codec.ts";
 import { stableHash } from "./stable-hash.ts";
+import { wholeMs } from "./whole-ms.ts";
 
 /**
  * One peer's advisory claim on an item (claims.md §4): intent, not exclusion.
@@ -96,7 +97,7 @@ export function claimAdvisory(
     if (problem !== undefined) throw new RangeError(problem);
   }
   if (slot !== undefined && slot.peer !== peer) throw new RangeError("a peer writes only its own slot");
-  if (!Number.isSafeInteger(now) || now < 0) throw new RangeError("now must be a safe integer ≥ 0");
+  now = wholeMs(now, "now");
   if (!Number.isSafeInteger(ttlMs) || ttlMs < 1) throw new RangeError("ttlMs must be a safe integer ≥ 1");
   const live = (slot?.claims ?? []).filter((c) => c.expiresAt > now);
   const previous = live.find((c) => c.item === item);

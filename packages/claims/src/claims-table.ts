@@ -12,6 +12,7 @@ import type {
   TakeRequest,
 } from "./claims-types.ts";
 import { MAX_LABEL_LENGTH, MAX_RESOURCES_PER_TAKE, MAX_ROSTER_KEYS } from "./limits.ts";
+import { wholeMs } from "./whole-ms.ts";
 
 /** The format tag of the table encoding; a decoder refuses any other. */
 export const CLAIMS_FORMAT = "heddle-claims/1";
@@ -39,14 +40,7 @@ export interface TableConfig {
   readonly scopeEnded: ((scope: string) => boolean) | undefined;
 }
 
-function isTime(n: unknown): n is number {
-  return typeof n === "number" && Number.isSafeInteger(n) && n >= 0;
-}
-
-function checkTime(n: unknown, what: string): number {
-  if (!isTime(n)) throw new RangeError(`${what} must be a safe integer ≥ 0 (milliseconds), got ${String(n)}`);
-  return n;
-}
+const checkTime = wholeMs;
 
 /** Validates `ClaimsOptions` into a `TableConfig`; a bad option is a bug of the caller and throws `RangeError`. */
 export function tableConfig(options: ClaimsOptions = {}): TableConfig {

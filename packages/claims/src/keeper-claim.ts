@@ -1,4 +1,5 @@
-import { compareCodeUnits } from "./claim-key.ts";
+import { compareCodeUnits, idProblem } from "./claim-key.ts";
+import { wholeMs } from "./whole-ms.ts";
 
 /**
  * How the keeper of a part is chosen (claims.md §3): `follows-you` — the live claim
@@ -124,6 +125,19 @@ export function renewKeeperClaim(
   now: number,
   renewal: KeeperRenewal = {},
 ): KeeperClaim {
+  for (const [v, what] of [
+    [part, "part"],
+    [peer, "peer"],
+  ] as const) {
+    const problem = idProblem(v, what);
+    if (problem !== undefined) throw new RangeError(problem);
+  }
+  if (previous !== undefined && (previous.part !== part || previous.peer !== peer)) {
+    throw new RangeError("a renewal continues the same peer's claim on the same part");
+  }
+  now = wholeMs(now, "now");
+  if (renewal.active !== undefined) renewal = { ...renewal, active: wholeMs(renewal.active, "active") };
+  if (renewal.wroteUpTo !== undefined) renewal = { ...renewal, wroteUpTo: wholeMs(renewal.wroteUpTo, "wroteUpTo") };
   const reopened = previous === undefined || previous.closedAt !== undefined;
   const claimedAt = reopened ? now : previous.claimedAt;
   const activeAt = renewal.active ?? (reopened ? now : previous.activeAt);
@@ -145,7 +159,8 @@ export function renewKeeperClaim(
  * wrote its records (`wroteUpTo`), so the others know everything it did before it stopped.
  */
 export function closeKeeperClaim(claim: KeeperClaim, now: number, wroteUpTo?: number): KeeperClaim {
-  const upTo = wroteUpTo ?? claim.wroteUpTo;
+  now = wholeMs(now, "now");
+  const upTo = wroteUpTo === undefined ? claim.wroteUpTo : wholeMs(wroteUpTo, "wroteUpTo");
   const at = Math.max(now, claim.renewedAt);
   return {
     part: claim.part,

@@ -166,6 +166,12 @@ describe("take (§2)", () => {
     const t = createClaims();
     expect(() => t.take({ holder: "a", resources: [{ key: "k", mode: "shared" }] }, Number.NaN)).toThrow(RangeError);
     expect(() => t.take({ holder: "a", resources: [{ key: "k", mode: "shared" }] }, -1)).toThrow(RangeError);
+    expect(() => t.take({ holder: "a", resources: [{ key: "k", mode: "shared" }] }, Infinity)).toThrow(RangeError);
+    // a sub-millisecond clock is cut to whole milliseconds, the same on every replica
+    const g = t.take({ holder: "a", resources: [{ key: "k", mode: "shared" }], ttlMs: 10 }, 5.75);
+    expect(g.ok).toBe(true);
+    expect(t.open()[0]).toMatchObject({ since: 5, expiresAt: 15 });
+    expect(t.now).toBe(5);
   });
 });
 

@@ -122,6 +122,16 @@ describe("keeper state: settling, heard-from, close", () => {
     expect(s1.slots.get("b")?.claims[0]?.activeAt).toBe(10);
   });
 
+  it("keeps times in whole milliseconds and refuses nonsense as a bug", () => {
+    const a = keeperState({ self: "a", epoch: 1, rules: RULES });
+    const r = renewKeeper(a, "reminders", 1234.9, { active: 1000.5 });
+    expect(r.slot.claims[0]).toMatchObject({ claimedAt: 1234, renewedAt: 1234, activeAt: 1000 });
+    expect(decodeKeeperSlot(encodeKeeperSlot(r.slot))).toEqual(r.slot);
+    expect(() => renewKeeper(a, "reminders", -1)).toThrow(RangeError);
+    expect(() => renewKeeper(a, "reminders", Number.NaN)).toThrow(RangeError);
+    expect(() => renewKeeper(a, "unknown-part", 0)).toThrow(RangeError);
+  });
+
   it("versions: epoch × 2^32 + counter, never borrowing the next epoch", () => {
     expect(firstVersion(3)).toBe(3n * 2n ** 32n);
     expect(versionAfter(undefined, 3)).toBe(3n * 2n ** 32n);
