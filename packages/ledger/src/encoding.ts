@@ -184,13 +184,14 @@ export function decodeState(text: string): State {
         if (parent === child) fail(`record ${e}: parent = child`);
         return Object.freeze({ id: e, parent, child, weight: decodeWeight(n, d, `record ${e}`) });
       });
-      if (recs.length === 0) fail(`record set of ${e} is empty`);
+      if (recs.length === 0) return Object.freeze([]); // an empty inner list is dropped below
       recs.sort(compareRecords);
       let set: readonly AttachmentRecord[] = Object.freeze([recs[0]!]);
       for (const r of recs.slice(1)) set = unionRecords(set, [r]);
       return set;
     });
   }
+  for (const [e, recs] of s.records) if (recs.length === 0) s.records.delete(e);
   if ("mints" in o) {
     s.mints = pairs(o.mints, "mints", (k) => id<MintId>(k, "mint id"), (v) => {
       const [r, h, a] = tuple(v, 3, "mint");

@@ -31,6 +31,13 @@ function badIds(...ids: unknown[]): boolean {
   return ids.some((id) => !isValidId(id));
 }
 
+/** A dense array of valid ids (holes in a sparse array count as invalid). */
+function isIdList(path: unknown): path is readonly AttachmentId[] {
+  if (!Array.isArray(path)) return false;
+  for (let i = 0; i < path.length; i++) if (!isValidId(path[i])) return false;
+  return true;
+}
+
 /** A record whose ids are valid, whose ends differ and whose weight is a reduced positive ratio. */
 export function isValidRecord(r: unknown): r is AttachmentRecord {
   if (typeof r !== "object" || r === null) return false;
@@ -248,7 +255,7 @@ export function spend(v: View, replica: ReplicaId, group: GroupId, amount: bigin
 
 /** `chargeCaptured` (ledger.md §7.10): charges a path captured at admission, unchecked against holdings. */
 export function chargeCaptured(v: View, replica: ReplicaId, path: readonly AttachmentId[], amount: bigint): RawResult {
-  if (badIds(replica) || !isAmount(amount, 0n) || !Array.isArray(path) || path.some((e) => !isValidId(e))) {
+  if (badIds(replica) || !isAmount(amount, 0n) || !isIdList(path)) {
     return refuse("InvalidArgument", "chargeCaptured needs a valid replica, a list of edge ids and an amount in 0 … 2^63−1");
   }
   if (amount === 0n) return ok(new PatchBuilder());

@@ -27,9 +27,9 @@ export class Rational {
   static of(n: bigint, d: bigint = 1n): Rational {
     requireBigint(n, "Rational numerator");
     requireBigint(d, "Rational denominator");
+    if (d === 0n) throw new DivisionByZeroError(`Rational ${n}/0 has a zero denominator`);
     chk(n);
     chk(d);
-    if (d === 0n) throw new DivisionByZeroError(`Rational ${n}/0 has a zero denominator`);
     if (d < 0n) {
       n = neg(n);
       d = neg(d);

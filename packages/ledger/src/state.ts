@@ -166,6 +166,15 @@ export function joinInto(dst: State, src: State, owned: Set<object> | "all", obs
     return m;
   };
 
+  // Gauge joins compare rationals, which can throw LedgerOverflowError; compute them before any
+  // write so a throwing join leaves `dst` untouched (ledger.md §2.3).
+  const gaugeUpdates: [AttachmentId, Gauge][] = [];
+  for (const [id, g] of src.gauges) {
+    const cur = dst.gauges.get(id);
+    const next = cur === undefined ? g : joinGauges(cur, g);
+    if (next !== cur) gaugeUpdates.push([id, next]);
+  }
+
   for (const [id, recs] of src.records) {
     const cur = dst.records.get(id);
     const next = cur === undefined ? recs : unionRecords(cur, recs);
@@ -179,7 +188,6 @@ export function joinInto(dst: State, src: State, owned: Set<object> | "all", obs
     if (cur === undefined || compareMints(m, cur) > 0) {
       dst.mints.set(id, m);
       obs?.mintAdded(id, cur);
-      obs?.replicaSeen(m.holder);
     }
   }
   for (const fam of COUNTER_FAMILIES) {
@@ -240,10 +248,7 @@ export function joinInto(dst: State, src: State, owned: Set<object> | "all", obs
     const cur = dst.lifecycle.get(id);
     if (cur === undefined || LIFECYCLE_RANK[lc] > LIFECYCLE_RANK[cur]) dst.lifecycle.set(id, lc);
   }
-  for (const [id, g] of src.gauges) {
-    const cur = dst.gauges.get(id);
-    dst.gauges.set(id, cur === undefined ? g : joinGauges(cur, g));
-  }
+  for (const [id, g] of gaugeUpdates) dst.gauges.set(id, g);
 }
 
 function ownInner<M extends Map<unknown, unknown>>(owned: Set<object>, outer: Map<unknown, M>, key: unknown, inner: M): M {

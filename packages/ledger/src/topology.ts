@@ -29,7 +29,8 @@ export class TopologyIndex {
   private readonly rootCount = new Map<GroupId, number>();
   private rootList: GroupId[] | null = null;
   private readonly mintsOf = new Map<ReplicaId, MintId[]>();
-  private readonly replicaSet = new Set<ReplicaId>();
+  private readonly replicaSet = new Set<ReplicaId>(); // named by a counter slot or transfer
+  private readonly holderCount = new Map<ReplicaId, number>(); // named by this many mints
   private replicaList: ReplicaId[] | null = null;
   private groupList: GroupId[] | null = null;
 
@@ -76,13 +77,19 @@ export class TopologyIndex {
       else this.rootCount.set(before.root, n);
       const list = this.mintsOf.get(before.holder)!;
       list.splice(list.indexOf(id), 1);
+      if (list.length === 0) this.mintsOf.delete(before.holder);
+      const h = this.holderCount.get(before.holder)! - 1;
+      if (h === 0) this.holderCount.delete(before.holder);
+      else this.holderCount.set(before.holder, h);
+      this.replicaList = null;
     }
     this.rootCount.set(now.root, (this.rootCount.get(now.root) ?? 0) + 1);
     this.rootList = null;
     let list = this.mintsOf.get(now.holder);
     if (list === undefined) this.mintsOf.set(now.holder, (list = []));
     insertSorted(list, id);
-    this.replicaSeen(now.holder);
+    this.holderCount.set(now.holder, (this.holderCount.get(now.holder) ?? 0) + 1);
+    this.replicaList = null;
   }
 
   /** Registers a replica named by some slot. */
@@ -130,12 +137,17 @@ export class TopologyIndex {
 
   /** True iff `r` is named by some mint, slot or transfer. */
   hasReplica(r: ReplicaId): boolean {
-    return this.replicaSet.has(r);
+    return this.replicaSet.has(r) || this.holderCount.has(r);
   }
 
   /** Sorted replicas: mint holders, slot owners, transfer donors and recipients. */
   replicas(): readonly ReplicaId[] {
-    return (this.replicaList ??= [...this.replicaSet].sort());
+    if (this.replicaList === null) {
+      const all = new Set(this.replicaSet);
+      for (const r of this.holderCount.keys()) all.add(r);
+      this.replicaList = [...all].sort();
+    }
+    return this.replicaList;
   }
 }
 
