@@ -27,3 +27,10 @@ export type { RaftRefusal, Outcome, StorageOp, Ready, Progress, RaftCoreOptions 
 export { RaftCore, validSingleStep, MAX_TRACE_PER_READY } from "./raft/core.ts";
 export type { Operation, Model, CheckResult, KvInput } from "./raft/linearizability.ts";
 export { checkLinearizable, kvModel, DEFAULT_CHECK_BUDGET } from "./raft/linearizability.ts";
+export type { RaftStorage } from "./raft/storage.ts";
+export { memoryRaftStorage } from "./raft/storage.ts";
+export { sqliteRaftStorage } from "./raft/sqlite-storage.ts";
+export type { RaftTransport, SeamTransportCounters } from "./raft/transport.ts";
+export { seamRaftTransport, raftChannelTransport } from "./raft/transport.ts";
+export type { RaftNode, RaftNodeOptions } from "./raft/node.ts";
+export { raftNode, MAX_TRACE_BUFFER, TICK_MS } from "./raft/node.ts";

@@ -1,0 +1,389 @@
+/**
+ * The driver (imperative shell) of the Raft core: it loads the store, runs the core's ready/advance cycle with
+ * injected storage, transport, timers and randomness, and exposes the `RaftNode` API of governed.md §4.1.
+ *
+ * Group commit (R-R9): requests only mark the node dirty; one processing turn, scheduled with `timers.set(…, 0)`,
+ * takes everything that arrived in the meantime as one `Ready`, so proposals that arrive together are appended
+ * in one storage write. Persistence precedes every message that depends on it (R-P1, R-P2).
+ */
+import { WatchCell } from "@heddle/node";
+import type { Timers, Watch } from "@heddle/node";
+import { decodeMessage, encodeMessage } from "./codec.ts";
+import { raftConfig } from "./config.ts";
+import type { RaftConfig } from "./config.ts";
+import { RaftCore } from "./core.ts";
+import type { Outcome, RaftRefusal, Ready } from "./core.ts";
+import {
+  InvalidMembershipError,
+  LeadershipLostError,
+  MembershipChangeInProgressError,
+  NodeShutdownError,
+  NotLeaderError,
+  OverloadedError,
+  PayloadTooLargeError,
+  ProposalAbortedError,
+} from "./errors.ts";
+import type { RaftStorage } from "./storage.ts";
+import type { RaftTraceEvent } from "./trace.ts";
+import type { RaftTransport } from "./transport.ts";
+import { sameConfig } from "./types.ts";
+import type { ClusterConfig, Committed, LogIndex, NodeId, ProposalKey, Role } from "./types.ts";
+
+/** Most trace events buffered for a slow `trace` reader; older ones are dropped (and counted). */
+export const MAX_TRACE_BUFFER = 4096;
+/** Driver tick period: how often the core's clock is advanced. */
+export const TICK_MS = 10;
+
+/** A running Raft member (governed.md §4.1). */
+export interface RaftNode {
+  readonly id: NodeId;
+  readonly role: Watch<Role>;
+  readonly leader: Watch<NodeId | null>;
+  readonly commitIndex: Watch<LogIndex>;
+  /** Latest configuration in the log, committed or not. */
+  readonly membership: Watch<ClusterConfig>;
+  /** Resolves once the entry commits, with its position; rejects with the errors of `errors.ts`. */
+  propose(command: Uint8Array, key: ProposalKey | null, signal?: AbortSignal): Promise<{ index: LogIndex; term: number }>;
+  /** Replays committed items from `fromIndex`, then tails live commits: every index exactly once, in order. */
+  committedFrom(fromIndex: LogIndex): AsyncIterable<Committed>;
+  /** Leader only: a linearizable read index (wait until your applied index reaches it). */
+  readIndex(): Promise<LogIndex>;
+  /** Single-server membership change; resolves with the new configuration once committed. */
+  changeMembership(target: ClusterConfig): Promise<ClusterConfig>;
+  /** The state machine's snapshot of its applied state through `throughIndex`; the log prefix is discarded. */
+  publishSnapshot(s: { throughIndex: LogIndex; state: Uint8Array }): void;
+  readonly trace: AsyncIterable<RaftTraceEvent>;
+  /** Frames refused so far, by reason (including undecodable ones). */
+  refusedFrames(): ReadonlyMap<string, number>;
+  /** Resolves once the store is loaded and the node runs; rejects if the store is corrupt (R-P3). */
+  readonly started: Promise<void>;
+  /** Stops the node and rejects every pending call with `NodeShutdownError`. */
+  close(): Promise<void>;
+}
+
+/** Options of `raftNode`. `timers` and `random` are required so a simulation can inject them. */
+export interface RaftNodeOptions {
+  readonly cluster: ClusterConfig;
+  readonly transport: RaftTransport;
+  readonly storage: RaftStorage;
+  readonly timers: Timers;
+  readonly random: () => number;
+  readonly config?: Partial<RaftConfig>;
+}
+
+function errorFor(r: RaftRefusal): Error {
+  switch (r) {
+    case "leadership-lost":
+      return new LeadershipLostError("leadership was lost before the request was confirmed; it may still commit");
+    case "not-leader":
+      return new NotLeaderError("this node is not the leader");
+    case "payload-too-large":
+      return new PayloadTooLargeError("the command cannot fit one frame");
+    case "membership-in-progress":
+      return new MembershipChangeInProgressError("a configuration change is uncommitted, or the leader's no-op is not committed yet");
+    case "invalid-membership":
+      return new InvalidMembershipError("the target is not a single-server step from the current configuration");
+    case "overloaded":
+      return new OverloadedError("too many requests are waiting");
+    case "aborted":
+      return new ProposalAbortedError("aborted");
+  }
+}
+
+interface Pending {
+  resolve(o: Outcome & { ok: true }): void;
+  reject(e: Error): void;
+}
+
+/** Starts a Raft member; see `RaftNode`. The store is loaded asynchronously (`started`). */
+export function raftNode(o: RaftNodeOptions): RaftNode {
+  return new Driver(o);
+}
+
+class Driver implements RaftNode {
+  readonly id: NodeId;
+  readonly role: WatchCell<Role>;
+  readonly leader = new WatchCell<NodeId | null>(null);
+  readonly commitIndex = new WatchCell<LogIndex>(0);
+  readonly membership: WatchCell<ClusterConfig>;
+  readonly started: Promise<void>;
+  readonly #o: RaftNodeOptions;
+  readonly #cfg: RaftConfig;
+  #core: RaftCore | null = null;
+  #closed = false;
+  #scheduled = false;
+  #running: Promise<void> | null = null;
+  #tickHandle: unknown = null;
+  #nextId = 1;
+  readonly #pending = new Map<number, Pending>();
+  #delivered = 0;
+  readonly #deliverWaiters = new Set<() => void>();
+  readonly #traceBuffer: RaftTraceEvent[] = [];
+  readonly #traceWaiters = new Set<() => void>();
+  #undecodable = 0;
+  #unsubscribe: (() => void) | null = null;
+  #fatal: Error | null = null;
+
+  constructor(o: RaftNodeOptions) {
+    this.#o = o;
+    this.#cfg = raftConfig(o.config);
+    this.id = o.transport.self;
+    this.role = new WatchCell<Role>(o.cluster.learners.includes(this.id) ? "learner" : "follower");
+    this.membership = new WatchCell<ClusterConfig>(o.cluster, sameConfig);
+    this.started = this.#start();
+    this.started.catch(() => {});
+  }
+
+  async #start(): Promise<void> {
+    const persisted = await this.#o.storage.load();
+    if (this.#closed) throw new NodeShutdownError("closed before start");
+    this.#core = new RaftCore({ id: this.id, bootstrap: this.#o.cluster, persisted, config: this.#cfg, random: this.#o.random, now: this.#o.timers.now() });
+    this.#delivered = this.#core.floor;
+    this.#unsubscribe = this.#o.transport.onFrame((from, frame) => this.#onFrame(from, frame));
+    this.#tick();
+    this.#schedule();
+  }
+
+  #tick(): void {
+    if (this.#closed) return;
+    this.#tickHandle = this.#o.timers.set(() => {
+      if (this.#closed || this.#core === null) return;
+      this.#core.tick(this.#o.timers.now());
+      this.#schedule();
+      this.#tick();
+    }, TICK_MS);
+  }
+
+  #onFrame(from: NodeId, frame: Uint8Array): void {
+    if (this.#closed || this.#core === null) return;
+    const m = decodeMessage(frame);
+    if (m === null) {
+      this.#undecodable++;
+      this.#pushTrace({ type: "frameRefused", from, reason: "undecodable" });
+      return;
+    }
+    this.#core.step(from, m);
+    this.#schedule();
+  }
+
+  #schedule(): void {
+    if (this.#scheduled || this.#closed) return;
+    this.#scheduled = true;
+    this.#o.timers.set(() => {
+      this.#scheduled = false;
+      if (this.#running === null) {
+        this.#running = this.#process().finally(() => {
+          this.#running = null;
+          if (this.#core?.hasReady() && !this.#closed) this.#schedule();
+        });
+      }
+    }, 0);
+  }
+
+  async #process(): Promise<void> {
+    const core = this.#core;
+    if (core === null) return;
+    while (!this.#closed && core.hasReady()) {
+      core.setMaxMessageBytes(this.#o.transport.maxPayloadBytes ?? this.#cfg.maxMessageBytes);
+      const rd = core.ready();
+      try {
+        for (const env of rd.earlyMessages) this.#o.transport.send(env.to, encodeMessage(env.message));
+        await this.#persist(rd);
+      } catch (e) {
+        this.#failStop(e as Error);
+        return;
+      }
+      if (this.#closed) return;
+      for (const env of rd.messages) this.#o.transport.send(env.to, encodeMessage(env.message));
+      for (const t of rd.trace) this.#pushTrace(t);
+      core.advance(rd);
+      this.#afterReady(rd);
+    }
+  }
+
+  async #persist(rd: Ready): Promise<void> {
+    const s = this.#o.storage;
+    if (rd.hardState !== null) await s.saveTermAndVote(rd.hardState.term, rd.hardState.votedFor);
+    for (const op of rd.storage) {
+      switch (op.op) {
+        case "snapshot":
+          await s.saveSnapshot(op.snapshot);
+          break;
+        case "discardThrough":
+          await s.discardThrough(op.index);
+          break;
+        case "truncateFrom":
+          await s.truncateFrom(op.index);
+          break;
+        case "append":
+          await s.append(op.entries);
+          break;
+      }
+    }
+  }
+
+  #afterReady(rd: Ready): void {
+    const core = this.#core!;
+    for (const c of rd.committed) {
+      const idx = c.kind === "install" ? c.snapshot.throughIndex : c.kind === "entry" ? c.entry.index : c.index;
+      if (idx > this.#delivered) this.#delivered = idx;
+    }
+    if (rd.committed.length > 0) {
+      const waiters = [...this.#deliverWaiters];
+      this.#deliverWaiters.clear();
+      for (const w of waiters) w();
+    }
+    for (const out of rd.outcomes) {
+      const p = this.#pending.get(out.id);
+      if (p === undefined) continue;
+      this.#pending.delete(out.id);
+      if (out.ok) p.resolve(out);
+      else p.reject(errorFor(out.refusal));
+    }
+    this.role.set(core.role);
+    this.leader.set(core.leader);
+    this.commitIndex.set(core.commitIndex);
+    this.membership.set(core.config);
+  }
+
+  #failStop(e: Error): void {
+    this.#fatal = e;
+    void this.close();
+  }
+
+  #request(start: (core: RaftCore, id: number) => void): { id: number; promise: Promise<Outcome & { ok: true }> } {
+    const id = this.#nextId++;
+    const promise = new Promise<Outcome & { ok: true }>((resolve, reject) => {
+      if (this.#closed) return reject(new NodeShutdownError(this.#fatal ? `node stopped: ${this.#fatal.message}` : "node closed"));
+      this.#pending.set(id, { resolve, reject });
+      this.started.then(
+        () => {
+          if (this.#closed || !this.#pending.has(id)) return;
+          this.#core!.tick(this.#o.timers.now());
+          start(this.#core!, id);
+          this.#schedule();
+        },
+        (err: unknown) => {
+          this.#pending.delete(id);
+          reject(err as Error);
+        },
+      );
+    });
+    return { id, promise };
+  }
+
+  async propose(command: Uint8Array, key: ProposalKey | null, signal?: AbortSignal): Promise<{ index: LogIndex; term: number }> {
+    if (signal?.aborted) throw new ProposalAbortedError("aborted before send");
+    const { id, promise } = this.#request((core, rid) => core.propose(rid, command, key));
+    const onAbort = (): void => {
+      const p = this.#pending.get(id);
+      if (p === undefined) return;
+      this.#pending.delete(id);
+      const unsent = this.#core?.abort(id) ?? true;
+      // R-F5: before send nothing was sent; after send the command may still commit.
+      p.reject(new ProposalAbortedError(unsent ? "aborted before send" : "aborted after send; the command may still commit"));
+    };
+    signal?.addEventListener("abort", onAbort, { once: true });
+    try {
+      const o = await promise;
+      return { index: o.index, term: o.term };
+    } finally {
+      signal?.removeEventListener("abort", onAbort);
+    }
+  }
+
+  async readIndex(): Promise<LogIndex> {
+    const o = await this.#request((core, id) => core.readIndex(id)).promise;
+    return o.index;
+  }
+
+  async changeMembership(target: ClusterConfig): Promise<ClusterConfig> {
+    await this.#request((core, id) => core.changeMembership(id, target)).promise;
+    return { voters: [...target.voters], learners: [...target.learners] };
+  }
+
+  publishSnapshot(s: { throughIndex: LogIndex; state: Uint8Array }): void {
+    if (this.#closed || this.#core === null) return;
+    if (this.#core.compact(s.throughIndex, s.state)) this.#schedule();
+  }
+
+  refusedFrames(): ReadonlyMap<string, number> {
+    const m = new Map<string, number>(this.#core?.refusedFrames ?? []);
+    if (this.#undecodable > 0) m.set("undecodable", this.#undecodable);
+    return m;
+  }
+
+  committedFrom(fromIndex: LogIndex): AsyncIterable<Committed> {
+    const self = this;
+    return {
+      [Symbol.asyncIterator](): AsyncIterator<Committed> {
+        let next = Math.max(1, fromIndex);
+        return {
+          async next(): Promise<IteratorResult<Committed>> {
+            await self.started;
+            for (;;) {
+              if (self.#closed) return { done: true, value: undefined };
+              const core = self.#core!;
+              if (next <= self.#delivered) {
+                const snap = core.snapshot;
+                if (snap !== null && next <= snap.lastIndex) {
+                  next = snap.lastIndex + 1;
+                  return { done: false, value: { kind: "install", snapshot: { throughIndex: snap.lastIndex, state: snap.state } } };
+                }
+                const e = core.entryAt(next);
+                if (e === undefined) throw new Error(`raft: committed index ${next} is missing from the log`);
+                next++;
+                return { done: false, value: e.kind === "app" ? { kind: "entry", entry: e } : { kind: "internal", index: e.index } };
+              }
+              await new Promise<void>((resolve) => self.#deliverWaiters.add(resolve));
+            }
+          },
+          async return(): Promise<IteratorResult<Committed>> {
+            return { done: true, value: undefined };
+          },
+        };
+      },
+    };
+  }
+
+  #pushTrace(t: RaftTraceEvent): void {
+    if (this.#traceBuffer.length >= MAX_TRACE_BUFFER) this.#traceBuffer.shift();
+    this.#traceBuffer.push(t);
+    const w = [...this.#traceWaiters];
+    this.#traceWaiters.clear();
+    for (const f of w) f();
+  }
+
+  get trace(): AsyncIterable<RaftTraceEvent> {
+    const self = this;
+    return {
+      [Symbol.asyncIterator](): AsyncIterator<RaftTraceEvent> {
+        return {
+          async next(): Promise<IteratorResult<RaftTraceEvent>> {
+            for (;;) {
+              const t = self.#traceBuffer.shift();
+              if (t !== undefined) return { done: false, value: t };
+              if (self.#closed) return { done: true, value: undefined };
+              await new Promise<void>((resolve) => self.#traceWaiters.add(resolve));
+            }
+          },
+        };
+      },
+    };
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    if (this.#tickHandle !== null) this.#o.timers.clear(this.#tickHandle);
+    this.#unsubscribe?.();
+    const err = new NodeShutdownError(this.#fatal ? `node stopped: ${this.#fatal.message}` : "node closed");
+    for (const p of this.#pending.values()) p.reject(err);
+    this.#pending.clear();
+    for (const w of [...this.#deliverWaiters, ...this.#traceWaiters]) w();
+    this.#deliverWaiters.clear();
+    this.#traceWaiters.clear();
+    if (this.#running !== null) await this.#running.catch(() => {});
+    await this.#o.storage.close();
+  }
+}

@@ -1,0 +1,308 @@
+/** The Raft driver (`raftNode`) over the node package's MemoryNetwork and VirtualTimers, and SQLite storage. */
+import { describe, expect, it } from "vitest";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { DatabaseSync } from "node:sqlite";
+import { MemoryNetwork, seededRandom, VirtualTimers } from "@heddle/node";
+import {
+  LeadershipLostError,
+  memoryRaftStorage,
+  NodeShutdownError,
+  NotLeaderError,
+  raftChannelTransport,
+  raftNode,
+  RaftRestoreError,
+  sqliteRaftStorage,
+} from "../src/index.ts";
+import type { ClusterConfig, Committed, LogEntry, RaftNode, RaftStorage } from "../src/index.ts";
+import { KvMachine, kvCommand } from "./support/kv-machine.ts";
+
+const tick = (): Promise<void> => new Promise((r) => setImmediate(r));
+
+class Cluster {
+  readonly timers = new VirtualTimers();
+  readonly net: MemoryNetwork;
+  readonly nodes = new Map<string, RaftNode>();
+  readonly stores = new Map<string, RaftStorage>();
+  readonly kvs = new Map<string, KvMachine>();
+  readonly log: string[] = [];
+
+  readonly seed: number;
+
+  constructor(seed = 1) {
+    this.seed = seed;
+    this.net = new MemoryNetwork({ timers: this.timers, random: seededRandom(seed * 1000), faults: { dropRate: 0, duplicateRate: 0, delayMs: [1, 3] } });
+  }
+
+  add(id: string, cluster: ClusterConfig, storage: RaftStorage = memoryRaftStorage()): RaftNode {
+    const seam = this.net.join(id);
+    const node = raftNode({ cluster, transport: raftChannelTransport(seam), storage, timers: this.timers, random: seededRandom(this.seed * 1000 + id.charCodeAt(1)) });
+    this.nodes.set(id, node);
+    this.stores.set(id, storage);
+    const kv = new KvMachine();
+    this.kvs.set(id, kv);
+    void (async () => {
+      try {
+        for await (const c of node.committedFrom(1)) kv.apply(c);
+      } catch (e) {
+        this.log.push(`${id} apply failed: ${(e as Error).message}`);
+      }
+    })();
+    return node;
+  }
+
+  async run(ms: number): Promise<void> {
+    for (let t = 0; t < ms; t++) {
+      this.timers.advanceBy(1);
+      await tick();
+    }
+  }
+
+  async until(cond: () => boolean, maxMs = 5000): Promise<void> {
+    for (let t = 0; t < maxMs && !cond(); t++) {
+      this.timers.advanceBy(1);
+      await tick();
+    }
+    if (!cond()) throw new Error("condition not reached");
+  }
+
+  leader(): RaftNode | undefined {
+    return [...this.nodes.values()].find((n) => n.role.get() === "leader");
+  }
+
+  async settle<T>(p: Promise<T>, maxMs = 5000): Promise<T> {
+    let done = false;
+    let value: T | undefined;
+    let error: unknown;
+    p.then((v) => ((done = true), (value = v)), (e: unknown) => ((done = true), (error = e)));
+    await this.until(() => done, maxMs);
+    if (error !== undefined) throw error;
+    return value as T;
+  }
+}
+
+const ABC: ClusterConfig = { voters: ["n1", "n2", "n3"], learners: [] };
+
+describe("raftNode driver", () => {
+  it("elects, commits from leader and follower (forwarding), and streams each committed index once, in order", async () => {
+    const c = new Cluster(3);
+    for (const id of ABC.voters) c.add(id, ABC);
+    await c.until(() => c.leader() !== undefined);
+    const leader = c.leader()!;
+    const follower = [...c.nodes.values()].find((n) => n !== leader)!;
+    const a = await c.settle(leader.propose(kvCommand({ op: "append", key: "k", value: "L" }), { client: "t", seq: 1 }));
+    const b = await c.settle(follower.propose(kvCommand({ op: "append", key: "k", value: "F" }), { client: "t", seq: 2 }));
+    expect(b.index).toBeGreaterThan(a.index);
+    await c.until(() => [...c.kvs.values()].every((kv) => kv.applied >= b.index));
+    for (const kv of c.kvs.values()) expect(kv.data.get("k")).toBe("LF");
+    expect(leader.commitIndex.get()).toBeGreaterThanOrEqual(b.index);
+    // a late reader replays from the start with no gap or duplicate
+    const seen: number[] = [];
+    const it = follower.committedFrom(1)[Symbol.asyncIterator]();
+    while (seen.length < b.index) {
+      const r = await it.next();
+      const item = r.value as Committed;
+      seen.push(item.kind === "entry" ? item.entry.index : item.kind === "internal" ? item.index : item.snapshot.throughIndex);
+    }
+    expect(seen).toEqual(Array.from({ length: b.index }, (_, i) => i + 1));
+    const ri = await c.settle(leader.readIndex());
+    expect(ri).toBeGreaterThanOrEqual(b.index);
+    await expect(c.settle(follower.readIndex())).rejects.toBeInstanceOf(NotLeaderError);
+    for (const n of c.nodes.values()) await n.close();
+  });
+
+  it("group commit: proposals arriving in one turn are appended in one storage write", async () => {
+    const c = new Cluster(5);
+    const writes: number[] = [];
+    const base = memoryRaftStorage();
+    const counting: RaftStorage = { ...base, append: async (es: readonly LogEntry[]) => { writes.push(es.length); await base.append(es); } };
+    c.add("n1", { voters: ["n1"], learners: [] }, counting);
+    await c.until(() => c.leader() !== undefined);
+    const n1 = c.nodes.get("n1")!;
+    writes.length = 0;
+    const ps = Array.from({ length: 50 }, (_, i) => n1.propose(kvCommand({ op: "put", key: `k${i}`, value: "v" }), { client: "g", seq: i + 1 }));
+    const res = await c.settle(Promise.all(ps));
+    expect(new Set(res.map((r) => r.index)).size).toBe(50);
+    expect(writes).toEqual([50]);
+    await n1.close();
+  });
+
+  it("term and vote are durable before the vote reply leaves; entries before the append reply (R-P1, R-P2)", async () => {
+    const c = new Cluster(7);
+    const events: string[] = [];
+    for (const id of ABC.voters) {
+      const base = memoryRaftStorage();
+      const slow: RaftStorage = {
+        ...base,
+        // each write takes 2 ms of virtual time, so an early send would be visible
+        saveTermAndVote: (t, v) => new Promise((r) => c.timers.set(() => void base.saveTermAndVote(t, v).then(() => (events.push(`${id} durable-term ${t} ${v}`), r())), 2)),
+        append: (es) => new Promise((r) => c.timers.set(() => void base.append(es).then(() => (events.push(`${id} durable-entries ${es[es.length - 1]!.index}`), r())), 2)),
+      };
+      const seam = c.net.join(id);
+      const send = seam.send.bind(seam);
+      (seam as { send: typeof seam.send }).send = (to, frame) => {
+        // frames on channel 4 are tag ‖ raft frame: byte 2 of the frame is the message type (1 version, 2 type)
+        const type = frame[2];
+        if (type === 4) events.push(`${id} send-voteReply ${to}`);
+        if (type === 6) events.push(`${id} send-appendReply ${to}`);
+        return send(to, frame);
+      };
+      const node = raftNode({ cluster: ABC, transport: raftChannelTransport(seam), storage: slow, timers: c.timers, random: seededRandom(70 + id.charCodeAt(1)) });
+      c.nodes.set(id, node);
+    }
+    await c.until(() => c.leader() !== undefined);
+    const leader = c.leader()!;
+    await c.settle(leader.propose(kvCommand({ op: "put", key: "a", value: "b" }), null));
+    const voteReplies = events.filter((e) => e.includes("send-voteReply"));
+    expect(voteReplies.length).toBeGreaterThan(0);
+    for (const [i, ev] of events.entries()) {
+      if (!ev.includes("send-voteReply")) continue;
+      const id = ev.split(" ")[0]!;
+      expect(events.slice(0, i).some((p) => p.startsWith(`${id} durable-term`)), `${ev} after its term write`).toBe(true);
+    }
+    const appendAcks = events.filter((e) => e.includes("send-appendReply"));
+    expect(appendAcks.length).toBeGreaterThan(0);
+    const firstAck = events.findIndex((e) => e.includes("send-appendReply"));
+    const id = events[firstAck]!.split(" ")[0]!;
+    expect(events.slice(0, firstAck).some((p) => p.startsWith(`${id} durable-entries`))).toBe(true);
+    for (const n of c.nodes.values()) await n.close();
+  });
+
+  it("close() rejects every pending call", async () => {
+    const c = new Cluster(9);
+    for (const id of ABC.voters) c.add(id, ABC);
+    await c.until(() => c.leader() !== undefined);
+    const leader = c.leader()!;
+    const others = ABC.voters.filter((id) => c.nodes.get(id) !== leader);
+    const leaderId = ABC.voters.find((id) => c.nodes.get(id) === leader)!;
+    c.net.partition([[leaderId], others], "silent");
+    const p1 = leader.propose(kvCommand({ op: "put", key: "x", value: "1" }), null);
+    const p2 = leader.readIndex();
+    const results = Promise.allSettled([p1, p2]);
+    await c.run(20);
+    await leader.close();
+    const [r1, r2] = await results;
+    expect(r1.status === "rejected" && r1.reason).toBeInstanceOf(NodeShutdownError);
+    expect(r2.status === "rejected" && r2.reason).toBeInstanceOf(NodeShutdownError);
+    await expect(leader.propose(new Uint8Array(), null)).rejects.toBeInstanceOf(NodeShutdownError);
+    for (const n of c.nodes.values()) await n.close();
+  });
+
+  it("a minority leader's pending proposal fails with LeadershipLostError after check-quorum", async () => {
+    const c = new Cluster(11);
+    for (const id of ABC.voters) c.add(id, ABC);
+    await c.until(() => c.leader() !== undefined);
+    const leader = c.leader()!;
+    const leaderId = ABC.voters.find((id) => c.nodes.get(id) === leader)!;
+    c.net.partition([[leaderId], ABC.voters.filter((x) => x !== leaderId)], "silent");
+    const p = leader.propose(kvCommand({ op: "put", key: "x", value: "1" }), null);
+    await expect(c.settle(p, 2000)).rejects.toBeInstanceOf(LeadershipLostError);
+    for (const n of c.nodes.values()) await n.close();
+  });
+
+  it("undecodable frames are dropped and counted, never fatal", async () => {
+    const c = new Cluster(13);
+    for (const id of ABC.voters) c.add(id, ABC);
+    const rogue = c.net.join("n9");
+    await c.until(() => c.leader() !== undefined);
+    rogue.send("n1", new Uint8Array([4, 1, 99, 0]));
+    rogue.send("n1", new Uint8Array([4, 7]));
+    await c.run(10);
+    expect(c.nodes.get("n1")!.refusedFrames().get("undecodable")).toBe(2);
+    const leader = c.leader()!;
+    await c.settle(leader.propose(kvCommand({ op: "put", key: "still", value: "fine" }), null));
+    for (const n of c.nodes.values()) await n.close();
+  });
+
+  it("a learner joins, a snapshot is published, and the learner catches up by InstallSnapshot", async () => {
+    const c = new Cluster(17);
+    for (const id of ABC.voters) c.add(id, ABC);
+    await c.until(() => c.leader() !== undefined);
+    const leader = c.leader()!;
+    for (let i = 0; i < 30; i++) await c.settle(leader.propose(kvCommand({ op: "append", key: `k${i % 3}`, value: `${i},` }), { client: "w", seq: i + 1 }));
+    for (const [id, n] of c.nodes) {
+      const kv = c.kvs.get(id)!;
+      await c.until(() => kv.applied === leader.commitIndex.get());
+      n.publishSnapshot({ throughIndex: kv.applied, state: kv.snapshot() });
+    }
+    c.add("n4", { voters: [], learners: [] });
+    const cfg = await c.settle(leader.changeMembership({ voters: ABC.voters, learners: ["n4"] }));
+    expect(cfg.learners).toEqual(["n4"]);
+    const l = c.nodes.get("n4")!;
+    await c.until(() => c.kvs.get("n4")!.applied >= leader.commitIndex.get());
+    expect(l.role.get()).toBe("learner");
+    expect(c.kvs.get("n4")!.stateText()).toBe(c.kvs.get([...c.nodes.entries()].find(([, n]) => n === leader)![0])!.stateText());
+    const trace: string[] = [];
+    for (const id of ["n4"]) {
+      const it = c.nodes.get(id)!.trace[Symbol.asyncIterator]();
+      for (let i = 0; i < 200; i++) {
+        const r = await Promise.race([it.next(), tick().then(() => null)]);
+        if (r === null || r.done) break;
+        trace.push(r.value.type);
+      }
+    }
+    expect(trace).toContain("snapshotInstalled");
+    for (const n of c.nodes.values()) await n.close();
+  });
+});
+
+describe("sqliteRaftStorage", () => {
+  it("persists term, vote, entries and snapshots across reopen, in WAL mode", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "raft-sqlite-"));
+    try {
+      const path = join(dir, "raft.db");
+      const s = sqliteRaftStorage(path);
+      const e = (index: number, term: number, extra: Partial<LogEntry> = {}): LogEntry => ({ index, term, kind: "app", key: { client: "c", seq: index }, command: new Uint8Array([index]), stampedAt: 1000 + index, ...extra });
+      await s.saveTermAndVote(3, "n2");
+      await s.append([e(1, 1), e(2, 1), e(3, 2, { kind: "config", command: new Uint8Array(), config: { voters: ["a", "b"], learners: ["c"] }, key: null })]);
+      await s.append([e(3, 3), e(4, 3)]); // replaces from 3 on
+      await s.truncateFrom(4);
+      await s.saveSnapshot({ lastIndex: 1, lastTerm: 1, config: { voters: ["a"], learners: [] }, state: new Uint8Array([9, 9]) });
+      await s.close();
+      const journal = new DatabaseSync(path);
+      expect((journal.prepare("PRAGMA journal_mode").get() as { journal_mode: string }).journal_mode).toBe("wal");
+      journal.close();
+      const r = sqliteRaftStorage(path);
+      const loaded = await r.load();
+      expect(loaded.term).toBe(3);
+      expect(loaded.votedFor).toBe("n2");
+      expect(loaded.snapshot).toEqual({ lastIndex: 1, lastTerm: 1, config: { voters: ["a"], learners: [] }, state: new Uint8Array([9, 9]) });
+      // R-P4: the entry at the floor was never discarded, and load skips it
+      expect(loaded.entries.map((x) => [x.index, x.term])).toEqual([[2, 1], [3, 3]]);
+      expect(loaded.entries[0]).toEqual(e(2, 1));
+      await r.discardThrough(2);
+      expect((await r.load()).entries.map((x) => x.index)).toEqual([3]);
+      await r.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("a node restarts from its SQLite store; a corrupt store refuses to start", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "raft-sqlite-"));
+    try {
+      const path = join(dir, "n1.db");
+      const c = new Cluster(21);
+      const n1 = c.add("n1", { voters: ["n1"], learners: [] }, sqliteRaftStorage(path));
+      await c.until(() => c.leader() !== undefined);
+      for (let i = 0; i < 5; i++) await c.settle(n1.propose(kvCommand({ op: "append", key: "k", value: `${i}` }), { client: "c", seq: i + 1 }));
+      await n1.close();
+      const c2 = new Cluster(22);
+      const again = c2.add("n1", { voters: ["n1"], learners: [] }, sqliteRaftStorage(path));
+      await c2.until(() => c2.leader() !== undefined);
+      await c2.until(() => c2.kvs.get("n1")!.applied >= 7);
+      expect(c2.kvs.get("n1")!.data.get("k")).toBe("01234");
+      await again.close();
+      const db = new DatabaseSync(path);
+      db.exec("DELETE FROM raft_log WHERE idx = 3");
+      db.close();
+      const c3 = new Cluster(23);
+      const broken = c3.add("n1", { voters: ["n1"], learners: [] }, sqliteRaftStorage(path));
+      await expect(broken.started).rejects.toBeInstanceOf(RaftRestoreError);
+      await broken.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
