@@ -44,6 +44,17 @@ describe("examples", () => {
     expect(out).toMatch(/lost problem\/\d to agent-/);
   });
 
+  it("the README shows what each example really prints", async () => {
+    const readme = readFileSync(here("../README.md"), "utf8");
+    for (const name of ["granted", "keeper", "advisory"]) {
+      const file = readFileSync(here(`../examples/${name}.ts`), "utf8").replaceAll('"../src/index.ts"', '"@heddle/claims"');
+      const after = readme.slice(readme.indexOf(file) + file.length);
+      const printed = /```\n\n[\s\S]*?```\n([\s\S]*?)\n```/.exec(after)?.[1];
+      vi.resetModules();
+      expect(printed, `README output of examples/${name}.ts`).toBe(await output(name));
+    }
+  });
+
   it("the README shows exactly these files", () => {
     const readme = readFileSync(here("../README.md"), "utf8");
     const blocks = [...readme.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1] ?? "");
