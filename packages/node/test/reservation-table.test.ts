@@ -69,6 +69,7 @@ const INITIAL: Record<string, bigint> = { g1: 40n, g2: 20n, g3: 30n };
 
 /** A node's reservation path reduced to its parts: store, state, commit-install-publish, fail closed. */
 class Harness {
+  readonly open: () => HeddleStore;
   readonly store: HeddleStore;
   state: EntitlementLedger;
   readonly epoch: number;
@@ -78,7 +79,10 @@ class Harness {
   clock = 1_000;
   readonly table: ReservationTable;
 
-  constructor(store: HeddleStore, base: EntitlementLedger = GENESIS) {
+  /** Boots a store from `open` (a memory store hands back the same object; sqlite opens the file again). */
+  constructor(open: () => HeddleStore, base: EntitlementLedger = GENESIS) {
+    this.open = open;
+    const store = open();
     this.store = store;
     const { epoch, persisted } = store.boot(SELF, "genesis-digest");
     this.epoch = epoch;
@@ -107,9 +111,10 @@ class Harness {
     });
   }
 
-  /** Drops this incarnation ("crash") and boots a new one from the same store. */
+  /** Drops this incarnation ("crash": its handle is closed, nothing else runs) and boots a new one. */
   restart(base: EntitlementLedger = GENESIS): Harness {
-    return new Harness(this.store, base);
+    this.store.close();
+    return new Harness(this.open, base);
   }
 
   spent(edge: string): bigint {
@@ -123,12 +128,23 @@ function reserveOk(h: Harness, leaf: string, max: bigint): string {
   return r.id;
 }
 
+/** A store "on disk": `open()` is what a restarted process does. */
+type StoreSource = () => { open: () => HeddleStore };
+const memorySource: StoreSource = () => {
+  const s = memoryStore();
+  return { open: () => s };
+};
+const sqliteSource: StoreSource = () => {
+  const path = tempDb();
+  return { open: () => sqliteStore(path) };
+};
+
 describe.each([
-  ["memoryStore", () => memoryStore()],
-  ["sqliteStore", () => sqliteStore(tempDb())],
-] as [string, () => HeddleStore][])("reservation table on %s", (_name, makeStore) => {
+  ["memoryStore", memorySource],
+  ["sqliteStore", sqliteSource],
+] as [string, StoreSource][])("reservation table on %s", (_name, source) => {
   it("A5: complete ×3, crash, restart, complete again, delta delivered 5× elsewhere — spent(e1) rises by exactly 7", () => {
-    const h = new Harness(makeStore());
+    const h = new Harness(source().open);
     const before = h.spent("e1");
     const id = reserveOk(h, "g1", 10n);
     expect(id).toBe(`p1/${h.epoch}/0`);
@@ -158,22 +174,22 @@ describe.each([
   });
 
   it("A6: complete above the maximum is refused and changes nothing; a later in-range complete charges it", () => {
-    const h = new Harness(makeStore());
+    const h = new Harness(source().open);
     const id = reserveOk(h, "g1", 10n);
     expect(h.table.complete(id, 11n)).toEqual({ ok: false, refusal: { kind: "cost-out-of-range", actualCost: 11n, maximumCost: 10n } });
     expect(h.table.complete(id, -1n)).toEqual({ ok: false, refusal: { kind: "cost-out-of-range", actualCost: -1n, maximumCost: 10n } });
     expect(h.table.earmarked(g("g1"))).toBe(10n);
     expect(h.table.get(id)?.maximumCost).toBe(10n);
-    expect(h.restart().table.earmarked(g("g1"))).toBe(10n); // still persisted
-    // (the restart above booted a new epoch on the same store; this incarnation keeps working on its view)
-    expect(h.table.complete(id, 8n)).toEqual({ ok: true, charged: 8n, outcome: "charged" });
-    expect(h.table.earmarked(g("g1"))).toBe(0n);
-    expect(h.spent("e1")).toBe(8n);
-    expect(h.state.holdings(g("g1"), SELF)).toBe(32n);
+    const h2 = h.restart();
+    expect(h2.table.earmarked(g("g1"))).toBe(10n); // still persisted
+    expect(h2.table.complete(id, 8n)).toEqual({ ok: true, charged: 8n, outcome: "charged" });
+    expect(h2.table.earmarked(g("g1"))).toBe(0n);
+    expect(h2.spent("e1")).toBe(8n);
+    expect(h2.state.holdings(g("g1"), SELF)).toBe(32n);
   });
 
   it("ids are self/epoch/n and never repeat across restarts; open reservations and earmarks survive", () => {
-    const h = new Harness(makeStore());
+    const h = new Harness(source().open);
     h.clock = 77;
     const a = reserveOk(h, "g1", 5n);
     const b = reserveOk(h, "g1", 6n);
@@ -196,9 +212,10 @@ describe.each([
   });
 
   it("A14 variant: a commit that throws leaves table, earmarks and ledger unchanged, publishes nothing, and fails closed", () => {
-    const inner = makeStore();
+    const src = source();
     let fail = false;
-    const h = new Harness(failingStore(inner, () => fail));
+    const failing = () => failingStore(src.open(), () => fail);
+    const h = new Harness(failing);
     const id = reserveOk(h, "g1", 10n);
     const stateBefore = h.state;
     fail = true;
@@ -214,7 +231,8 @@ describe.each([
 
     // A failing reserve leaves no earmark either.
     fail = false;
-    const h2 = new Harness(failingStore(inner, () => fail));
+    h.store.close();
+    const h2 = new Harness(failing);
     fail = true;
     expect(() => h2.table.reserve(g("g1"), 3n)).toThrow(InjectedCommitFailure);
     expect(h2.table.earmarked(g("g1"))).toBe(10n);
@@ -223,7 +241,7 @@ describe.each([
 
     // Recovery is a restart: the reservation is still open and charges once.
     fail = false;
-    const h3 = new Harness(failingStore(inner, () => fail));
+    const h3 = h2.restart();
     expect(h3.table.size).toBe(1);
     expect(h3.table.complete(id, 7n)).toMatchObject({ ok: true, charged: 7n });
     expect(h3.spent("e1")).toBe(7n);
@@ -233,7 +251,7 @@ describe.each([
 
 describe("reservation table refusals and captured paths", () => {
   it("refuses each ReserveRefusal kind on the current view, and bad argument types throw", () => {
-    const h = new Harness(memoryStore());
+    const h = new Harness(memorySource().open);
     expect(h.table.reserve(g("g1"), 0n)).toEqual({ ok: false, refusal: { kind: "invalid-cost", maximumCost: 0n } });
     expect(h.table.reserve(g("g1"), -5n)).toEqual({ ok: false, refusal: { kind: "invalid-cost", maximumCost: -5n } });
     expect(h.table.reserve(g("g1"), 1n << 63n)).toEqual({ ok: false, refusal: { kind: "invalid-cost", maximumCost: 1n << 63n } });
@@ -253,7 +271,7 @@ describe("reservation table refusals and captured paths", () => {
   });
 
   it("cancel releases the earmark, charges nothing and publishes nothing", () => {
-    const h = new Harness(memoryStore());
+    const h = new Harness(memorySource().open);
     const id = reserveOk(h, "g2", 20n);
     const before = h.state;
     expect(h.table.cancel(id)).toEqual({ ok: true, charged: 0n, outcome: "charged" });
@@ -268,7 +286,7 @@ describe("reservation table refusals and captured paths", () => {
   });
 
   it("A10: a reservation admitted before g1 is quarantined (second ACTIVE inbound edge) charges e1, releases once", () => {
-    const h = new Harness(memoryStore());
+    const h = new Harness(memorySource().open);
     const id = reserveOk(h, "g1", 10n);
     // Another replica, without e1, attaches g1 under g2: joined, g1 has two ACTIVE inbound edges.
     const elsewhere = build(EntitlementLedger.bootstrap(ROOT, new Map([[ReplicaId("p2"), 0n]]), "other"), edgeSteps("ex", "g2", "g1"));
@@ -286,7 +304,7 @@ describe("reservation table refusals and captured paths", () => {
   });
 
   it("A10: a PREPARED child under g1 after admission — g1 is no leaf, the work still charges e1", () => {
-    const h = new Harness(memoryStore());
+    const h = new Harness(memorySource().open);
     const id = reserveOk(h, "g1", 10n);
     h.state = h.state.join(must(h.state.prepare({ id: e("e15"), parent: g("g1"), child: g("g5"), weight: Weight.ONE })));
     expect(h.table.reserve(g("g1"), 1n)).toEqual({ ok: false, refusal: { kind: "not-a-leaf", leaf: "g1" } });
@@ -302,7 +320,7 @@ describe("reservation table refusals and captured paths", () => {
     const bad: ReservationRow = { id: "p1/0/0", leaf: g("g1"), maximumCost: 5n, capturedPath: [e("no-such-edge")], createdAt: 0 };
     store.commit({ putReservations: [bad] });
     store.close();
-    const h = new Harness(store);
+    const h = new Harness(() => store);
     const before = h.state;
     expect(() => h.table.complete(bad.id, 3n)).toThrow(LedgerInvariantError);
     expect(h.state).toBe(before);
@@ -375,8 +393,8 @@ interface RefModel {
 
 const REFUSAL_OF: Record<string, string> = { t: "not-a-leaf", root: "not-a-leaf", gp: "no-lineage", nowhere: "root-leaf" };
 
-function runModel(makeStore: () => HeddleStore, ops: Op[]): void {
-  const inner = makeStore();
+function runModel(source: StoreSource, ops: Op[]): void {
+  const src = source();
   const m: RefModel = {
     epoch: 0,
     n: 0,
@@ -388,12 +406,13 @@ function runModel(makeStore: () => HeddleStore, ops: Op[]): void {
     issued: [],
     publishedCharges: 0n,
   };
-  const store = failingStore(inner, () => {
-    const f = m.failNext;
-    m.failNext = false;
-    return f;
-  });
-  let h = new Harness(store);
+  const open = () =>
+    failingStore(src.open(), () => {
+      const f = m.failNext;
+      m.failNext = false;
+      return f;
+    });
+  let h = new Harness(open);
   m.epoch = h.epoch;
   let published: EntitlementLedger[] = [];
   const collect = () => (published = published.concat(h.published.splice(0)));
@@ -491,19 +510,20 @@ function runModel(makeStore: () => HeddleStore, ops: Op[]): void {
   const last = h.restart();
   expect(last.state.equals(h.state)).toBe(true);
   expect(last.table.open()).toEqual(h.table.open());
+  last.store.close();
 }
 
 describe("A25: reservation table against a reference model (fast-check)", () => {
   const runs = Number(process.env.HEDDLE_RUNS ?? 150);
   it("memoryStore: earmarks, charges, refusals and ids match the model", () => {
     fc.assert(
-      fc.property(fc.array(opArb, { maxLength: 40 }), (ops) => runModel(() => memoryStore(), ops)),
+      fc.property(fc.array(opArb, { maxLength: 40 }), (ops) => runModel(memorySource, ops)),
       { numRuns: runs },
     );
   });
   it("sqliteStore: the same, through a real file", () => {
     fc.assert(
-      fc.property(fc.array(opArb, { maxLength: 25 }), (ops) => runModel(() => sqliteStore(tempDb()), ops)),
+      fc.property(fc.array(opArb, { maxLength: 25 }), (ops) => runModel(sqliteSource, ops)),
       { numRuns: Math.max(10, Math.floor(runs / 8)) },
     );
   });

@@ -391,6 +391,9 @@ describe("sqliteStore crash safety (SIGKILL of a writing process)", () => {
       for (const a of run.acks) acked.add(a);
       totalAcks += run.acks.length;
 
+      const check = new DatabaseSync(path);
+      expect(check.prepare("PRAGMA integrity_check").get(), why).toEqual({ integrity_check: "ok" });
+      check.close();
       const s = sqliteStore(path);
       const { epoch, persisted } = s.boot(ReplicaId("writer"), "crash-test-genesis");
       s.close();
