@@ -26,7 +26,7 @@ function converge(sim: Simulation): void {
 }
 
 describe("model: replicas with partial, duplicated and reordered delivery", () => {
-  it("fixed topology plus new children: own holdings never negative, conservation on joins, full delivery converges clean", () => {
+  it("I-7 §6.5 fixed topology plus new children: own holdings never negative, conservation on every join of replica states (exchanges included), full delivery converges clean", () => {
     const cfg: SimConfig = { replicas: 4, shared: false, transfers: true, reparents: false, steps: 60 };
     let deliveries = 0;
     let exchanges = 0;
@@ -51,7 +51,7 @@ describe("model: replicas with partial, duplicated and reordered delivery", () =
     expect(checks).toBeGreaterThan(0);
   });
 
-  it("with concurrent reshapes (close, per-replica drain, retire, activate): negative holdings are always reported, and every replica converges to the same state and report", () => {
+  it("I-13 §6.5 with concurrent reshapes (close, per-replica drain, retire, activate): negative holdings are always reported, and every replica converges to the same state and report", () => {
     const cfg: SimConfig = { replicas: 3, shared: false, transfers: true, reparents: true, steps: 60 };
     let retires = 0;
     let conflicted = 0;

@@ -487,6 +487,63 @@ describe("delegate (§7.6)", () => {
   });
 });
 
+describe("witness (§7.1): donor backing stops at the level of the transfer", () => {
+  const genesisBob = JSON.stringify(["root", "genesis", "bob"]);
+  /** funded() plus alice → bob 10 at A (row key eA) and bob delegating 4 of it on eA1. */
+  function handed(): EntitlementLedger {
+    let s = funded();
+    s = apply(s, s.transfer(A, alice, bob, 10n));
+    return s;
+  }
+
+  it("a delegate from A carries the donor's slot, her mints and her issued on eA only (i = 1…j), plus eA's gauge", () => {
+    const p = ok(handed().delegate(bob, eA1, 4n));
+    expect(p.encode()).toBe(
+      state({
+        mints: { [genesisAlice]: ["root", "alice", 100n], [genesisBob]: ["root", "bob", 50n] },
+        issued: { eA: { alice: 60n }, eA1: { bob: 4n } },
+        transfers: { eA: { alice: { bob: 10n } } },
+        gauges: { eA: [20n, 1n, 60n], eA1: [29n, 1n, 29n] },
+      }).encode(),
+    );
+  });
+
+  it("a spend two levels down re-publishes the level-1 donor backing, the actor's own slots, and both gauges", () => {
+    let s = handed();
+    s = apply(s, s.delegate(bob, eA1, 4n));
+    const p = ok(s.spend(bob, A1, 2n));
+    expect(p.encode()).toBe(
+      state({
+        mints: { [genesisAlice]: ["root", "alice", 100n], [genesisBob]: ["root", "bob", 50n] },
+        issued: { eA: { alice: 60n }, eA1: { bob: 4n } },
+        leafSpent: { eA1: { bob: 2n } },
+        rollupSpent: { eA: { bob: 2n } },
+        transfers: { eA: { alice: { bob: 10n } } },
+        gauges: { eA: [20n, 1n, 60n], eA1: [29n, 1n, 29n] },
+      }).encode(),
+    );
+    // the patch alone is clean, and so is the patch on topology + mints
+    expect(EntitlementLedger.EMPTY.join(p).validate()).toEqual([]);
+  });
+
+  it("the actor's whole own row travels; a donor's returned on the path travels with her issued", () => {
+    let s = funded();
+    s = apply(s, s.release(alice, eA, 5n)); // returned[eA][alice] = 5
+    s = apply(s, s.transfer(A, alice, bob, 10n));
+    s = apply(s, s.transfer(A, bob, R("carol"), 3n));
+    const p = ok(s.transfer(A, bob, alice, 2n));
+    expect(p.encode()).toBe(
+      state({
+        mints: { [genesisAlice]: ["root", "alice", 100n], [genesisBob]: ["root", "bob", 50n] },
+        issued: { eA: { alice: 60n } },
+        returned: { eA: { alice: 5n } },
+        transfers: { eA: { alice: { bob: 10n }, bob: { alice: 2n, carol: 3n } } },
+        gauges: { eA: [20n, 1n, 60n] },
+      }).encode(),
+    );
+  });
+});
+
 describe("release (§7.7)", () => {
   it("patch: returned plus the witness of the child's lineage", () => {
     const p = ok(funded().release(alice, eA1, 5n));
@@ -616,6 +673,70 @@ describe("spend (§7.9) and chargeCaptured (§7.10)", () => {
     const t = apply(s, s.chargeCaptured(bob, captured, 1n));
     expect(t.edge(eA1)!.spent).toBe(5n);
     expect(t.edge(E("eA1b"))).toEqual(before);
+  });
+});
+
+describe("I-18 reparent preserves holdings", () => {
+  function table(s: EntitlementLedger): Record<string, bigint> {
+    const t: Record<string, bigint> = {};
+    for (const g of [...s.groups(), ...s.roots()]) for (const r of [alice, bob]) t[`${g}|${r}`] = s.holdings(g, r);
+    return t;
+  }
+
+  it("I-18 reparenting the internal group A (its leaf A1 rebalanced and drained) under B keeps every holding", () => {
+    let s = funded();
+    s = apply(s, s.delegate(bob, eB, 20n));
+    s = apply(s, s.transfer(A1, alice, bob, 10n));
+    s = apply(s, s.spend(alice, A1, 5n));
+    const eA2 = E("eA2");
+    s = apply(s, s.prepare({ id: eA2, parent: B, child: A, weight: Weight.of(5n) }));
+    s = apply(s, s.close(eA));
+    // A1's pockets: bob hands the transfer back, alice drains A1 into A, then A into root
+    s = apply(s, s.transfer(A1, bob, alice, 10n));
+    expect(s.holdings(A1, alice)).toBe(20n);
+    s = apply(s, s.release(alice, eA1, 20n));
+    expect(s.holdings(A, alice)).toBe(55n);
+    // before A drains, alice's position on eA is not zero: retire refuses
+    expect(refused(s.retire(eA)).detail).toEqual({ alice: "55" });
+    s = apply(s, s.release(alice, eA, 55n));
+    expect(s.replicas().map((r) => s.edgePosition(eA, r))).toEqual([0n, 0n]);
+    const before = table(s);
+    expect(before).toEqual({
+      "A1|alice": 0n, "A1|bob": 0n, "A|alice": 0n, "A|bob": 0n, "B|alice": 0n, "B|bob": 20n,
+      "root|alice": 95n, "root|bob": 30n,
+    });
+    s = apply(s, s.retire(eA));
+    s = apply(s, s.activate(eA2));
+    expect(s.lineageOf(A1)).toEqual([eB, eA2, eA1]);
+    expect(table(s)).toEqual(before);
+    // the subtree is funded again through the new generation and spends on its new lineage
+    s = apply(s, s.delegate(bob, eA2, 8n));
+    s = apply(s, s.delegate(bob, eA1, 8n));
+    s = apply(s, s.spend(bob, A1, 3n));
+    expect([s.holdings(B, bob), s.holdings(A, bob), s.holdings(A1, bob)]).toEqual([12n, 0n, 5n]);
+    expect(s.edge(eA2)!.spent).toBe(3n);
+    expect(s.edge(eB)!.spent).toBe(3n);
+    expect(s.edge(eA)!.spent).toBe(5n); // the old generation is frozen
+    expect(s.validate()).toEqual([]);
+  });
+
+  it("I-18 reparenting a leaf keeps every holding, and the leaf spends on its new lineage", () => {
+    let s = funded();
+    s = apply(s, s.transfer(A1, alice, bob, 10n));
+    const eA1b = E("eA1b");
+    s = apply(s, s.prepare({ id: eA1b, parent: B, child: A1, weight: Weight.ONE }));
+    s = apply(s, s.close(eA1));
+    // each pocket drains itself; the donor's and recipient's positions are each zero afterwards
+    s = apply(s, s.release(alice, eA1, 15n));
+    s = apply(s, s.release(bob, eA1, 10n));
+    expect(s.replicas().map((r) => s.edgePosition(eA1, r))).toEqual([0n, 0n]);
+    const before = table(s);
+    s = apply(s, s.retire(eA1));
+    expect(s.lineageOf(A1)).toBeNull();
+    s = apply(s, s.activate(eA1b));
+    expect(table(s)).toEqual(before);
+    expect(s.lineageOf(A1)).toEqual([eB, eA1b]);
+    expect(s.validate()).toEqual([]);
   });
 });
 
