@@ -419,6 +419,51 @@ function compareWithOracle(x: EntitlementLedger): void {
     expect(x.lifecycle(E(e))).toBe(o.known.has(e) ? o.lc(e) : null);
   }
   expect(show(safe(() => x.validate()))).toBe(show(safe(() => o.validate())));
+  // §6.3 summaries and totals, §6.6 gauge reads
+  const O = oracleOf(x);
+  const full = JSON.parse(x.encode()) as Record<string, [string, unknown][]>;
+  const weight = new Map<string, Weight>();
+  for (const [e, rs] of full.records ?? []) {
+    const list = rs as string[][];
+    if (list.length === 1) weight.set(e, Weight.of(BigInt(list[0]![2]!), BigInt(list[0]![3]!)));
+  }
+  const tot = (f: keyof Oracle["c"], e: string): bigint => {
+    let t = 0n;
+    for (const v of O.c[f].get(e)?.values() ?? []) t = ck(t + v);
+    return t;
+  };
+  const summary = (e: string) => {
+    const issued = tot("issued", e);
+    const returned = tot("returned", e);
+    const spent = ck(tot("leafSpent", e) + tot("rollupSpent", e));
+    return { attachment: e, issued, returned, spent, outstanding: ck(ck(issued - returned) - spent), committedService: ck(issued - returned) };
+  };
+  const gross = (e: string): Rational | null => {
+    const w = weight.get(e);
+    if (w === undefined) return null;
+    const g = O.gauges.get(e) as string[] | undefined;
+    const iss = tot("issued", e);
+    if (g === undefined) return Rational.perWeight(iss, w);
+    return Rational.of(BigInt(g[0]!), BigInt(g[1]!)).add(Rational.perWeight(ck(iss - BigInt(g[2]!)), w));
+  };
+  for (const e of [...o.known, "ghost"]) {
+    expect(show(safe(() => x.edge(E(e))))).toBe(show(safe(() => (o.known.has(e) ? summary(e) : null))));
+    expect(show(safe(() => x.baseIssuance(E(e))))).toBe(show(safe(() => tot("issued", e))));
+    expect(show(safe(() => x.grossVirtualService(E(e))?.toString() ?? null))).toBe(show(safe(() => gross(e)?.toString() ?? null)));
+    expect(show(safe(() => x.virtualService(E(e))?.toString() ?? null))).toBe(
+      show(safe(() => { const g = gross(e); return g === null ? null : g.sub(Rational.perWeight(tot("returned", e), weight.get(e)!)).toString(); })),
+    );
+  }
+  for (const g of [...o.groups, "nowhere"]) {
+    const kids = o.childEdges(g).filter((e) => o.lc(e) === "ACTIVE");
+    expect(show(safe(() => x.childrenOf(G(g))))).toBe(show(safe(() => kids.map(summary))));
+  }
+  const minted = (): bigint => {
+    let t = 0n;
+    for (const m of O.mints.values()) t = ck(t + m[2]);
+    return t;
+  };
+  expect(show(safe(() => x.mintedTotal()))).toBe(show(safe(minted)));
 }
 
 describe("independent oracle for §5.2 walk, §6.1–6.2 holdings/positions and §9 validate", () => {
@@ -437,12 +482,20 @@ describe("independent oracle for §5.2 walk, §6.1–6.2 holdings/positions and 
         rollupSpent: counter,
         transfers: fc.dictionary(fc.constantFrom("", "e1", "e2"), fc.dictionary(fc.constantFrom("r1", "r2"), fc.dictionary(fc.constantFrom("r1", "r2"), big, { maxKeys: 2 }), { maxKeys: 2 }), { maxKeys: 2 }),
         mints: fc.dictionary(fc.constantFrom("m1", "m2"), fc.tuple(fc.constant("g"), fc.constantFrom("r1", "r2"), big), { maxKeys: 2 }),
+        weights: fc.tuple(fc.constantFrom<[bigint, bigint]>([1n, 1n], [MAXI, 1n], [1n, MAXI], [3n, 2n], [2n, 3n]), fc.constantFrom<[bigint, bigint]>([1n, 1n], [MAXI, 1n], [1n, MAXI], [3n, 2n])),
+        gauges: fc.dictionary(
+          fc.constantFrom("e1", "e2"),
+          fc.tuple(fc.constantFrom(0n, 1n, -1n, MAXI, -MAXI, MAXI / 2n), fc.constantFrom(1n, 2n, 3n, MAXI), big),
+          { maxKeys: 2 },
+        ),
       })
       .map((sp) => {
         const enc = (c: Record<string, Record<string, bigint>>) =>
           Object.entries(c).map(([k, v]) => [k, Object.entries(v).map(([r, n]) => [r, n.toString()])]);
         const o: Record<string, unknown> = { format: "heddle-ledger/1" };
-        o.records = [["e1", [["g", "h", "1", "1"]]], ["e2", [["h", "k", "1", "1"]]]];
+        const [w1, w2] = sp.weights;
+        o.records = [["e1", [["g", "h", `${w1[0]}`, `${w1[1]}`]]], ["e2", [["h", "k", `${w2[0]}`, `${w2[1]}`]]]];
+        o.gauges = Object.entries(sp.gauges).map(([e, [n, d, f]]) => [e, [`${n}`, `${d}`, `${f}`]]);
         o.mints = Object.entries(sp.mints).map(([id, [r, h, a]]) => [id, [r, h, a.toString()]]);
         for (const f of ["issued", "returned", "leafSpent", "rollupSpent"] as const) o[f] = enc(sp[f]);
         o.transfers = Object.entries(sp.transfers).map(([k, rows]) => [k, enc(rows)]);
@@ -771,6 +824,64 @@ describe("§7.1 witness guarantee and §6.5 local safety in honest runs without 
         expect(v.validate()).toEqual([]);
       }),
       params(150),
+    );
+  });
+});
+
+describe("Rational against policy.md §2.2 written out literally", () => {
+  it("policy §2.2 of/add/sub/mul/div/compare/max/ceil agree with a literal checked-64-bit oracle, including where they throw", () => {
+    const gcdO = (a: bigint, b: bigint): bigint => (b === 0n ? a : gcdO(b, a % b));
+    const ofO = (n: bigint, d: bigint): [bigint, bigint] => {
+      if (d === 0n) throw new RangeError("div0");
+      if (d < 0n) {
+        n = ck(-n);
+        d = ck(-d);
+      }
+      if (n === 0n) return [0n, 1n];
+      const g = gcdO(ck(n < 0n ? -n : n), d);
+      return [n / g, d / g];
+    };
+    const part = fc.oneof(
+      fc.bigInt({ min: -20n, max: 20n }),
+      fc.constantFrom(MAXI, MAXI - 1n, -MAXI, MINI, 1n << 62n, -(1n << 62n), 3037000493n, 3037000499n, 3037000507n),
+    );
+    const run = (f: () => unknown): string => {
+      try {
+        const v = f();
+        return v instanceof Rational ? `${v.num}/${v.den}` : Array.isArray(v) ? `${v[0]}/${v[1]}` : String(v);
+      } catch (e) {
+        if (e instanceof Overflow || e instanceof LedgerOverflowError) return "overflow";
+        if (e instanceof RangeError && (e.message === "div0" || e.name === "DivisionByZeroError")) return "div0";
+        throw e;
+      }
+    };
+    fc.assert(
+      fc.property(part, part, part, part, (an, ad, bn, bd) => {
+        expect(run(() => Rational.of(an, ad))).toBe(run(() => ofO(an, ad)));
+        let A: [bigint, bigint], B: [bigint, bigint];
+        try {
+          A = ofO(an, ad);
+          B = ofO(bn, bd);
+        } catch {
+          return;
+        }
+        const a = Rational.of(...A);
+        const b = Rational.of(...B);
+        const [p, q] = A;
+        const [r, t] = B;
+        expect(run(() => a.add(b))).toBe(run(() => ofO(ck(ck(p * t) + ck(r * q)), ck(q * t))));
+        expect(run(() => a.sub(b))).toBe(run(() => ofO(ck(ck(p * t) - ck(r * q)), ck(q * t))));
+        expect(run(() => a.mul(b))).toBe(run(() => ofO(ck(p * r), ck(q * t))));
+        expect(run(() => a.div(b))).toBe(run(() => { if (r === 0n) throw new RangeError("div0"); return ofO(ck(p * t), ck(q * r)); }));
+        const cmpO = (): number => { const l = ck(p * t); const m = ck(r * q); return l < m ? -1 : l > m ? 1 : 0; };
+        expect(run(() => a.compare(b))).toBe(run(cmpO));
+        expect(run(() => Rational.max(a, b))).toBe(run(() => (cmpO() >= 0 ? A : B)));
+        const fl = p / q;
+        expect(a.ceil()).toBe(p > 0n && fl * q !== p ? fl + 1n : fl);
+        expect(a.equals(Rational.of(...A))).toBe(true);
+        expect(a.toString()).toBe(`${p}/${q}`);
+      }),
+      params(2000),
     );
   });
 });
