@@ -236,3 +236,133 @@ export function fracString([n, d]: [bigint, bigint]): string {
 }
 
 export { cmpFrac };
+
+/** A mutator call with plain arguments, as the random check-order test generates them. */
+export type Call =
+  | { m: "mint"; id: string; root: string; holder: string; amount: bigint }
+  | { m: "prepare"; id: string; parent: string; child: string; num: bigint; den: bigint }
+  | { m: "activate" | "close" | "retire"; edge: string }
+  | { m: "seat"; edge: string; front: [bigint, bigint] | number }
+  | { m: "delegate" | "release"; replica: string; edge: string; amount: bigint }
+  | { m: "transfer"; group: string; from: string; to: string; amount: bigint }
+  | { m: "spend"; replica: string; group: string; amount: bigint }
+  | { m: "chargeCaptured"; replica: string; path: string[]; amount: bigint };
+
+const MAXI = (1n << 63n) - 1n;
+const validId = (s: string): boolean => s.length > 0 && s.isWellFormed();
+const inRange = (a: bigint, lo: bigint): boolean => a >= lo && a <= MAXI;
+
+/**
+ * The outcome §7's check tables give for `call` on this state: `"ok"`, `"ok-empty"` (a zero
+ * cancel), or the refusal kind of the first failing check.
+ */
+export function expectedOutcome(ref: Reference, call: Call): string {
+  const single = (e: string): string | null =>
+    ref.R(e).length === 0 ? "UnknownEdge" : ref.R(e).length > 1 ? "DivergentRecord" : null;
+  switch (call.m) {
+    case "mint": {
+      if (![call.id, call.root, call.holder].every(validId) || !inRange(call.amount, 0n)) return "InvalidArgument";
+      const m = ref.c.mints.get(call.id);
+      if (m !== undefined && !(m[0] === call.root && m[1] === call.holder && m[2] === call.amount)) return "MintIdInUse";
+      const roots = ref.roots();
+      if (!(roots.length === 0 || (roots.length === 1 && roots[0] === call.root))) return "ForeignRoot";
+      if (ref.inbound(call.root).length > 0) return "NotARoot";
+      return "ok";
+    }
+    case "prepare": {
+      if (![call.id, call.parent, call.child].every(validId) || call.parent === call.child) return "InvalidArgument";
+      if (ref.knownEdges().includes(call.id)) return "AlreadyKnown";
+      if (ref.roots().includes(call.child)) return "ChildIsRoot";
+      return "ok";
+    }
+    case "activate": {
+      if (!validId(call.edge)) return "InvalidArgument"; // §7.0: an empty or malformed id
+      const s = single(call.edge);
+      if (s !== null) return s;
+      const lc = ref.lc(call.edge);
+      if (lc !== "PREPARED" && lc !== "ACTIVE") return "WrongLifecycle";
+      const [parent, child] = ref.rec(call.edge)!;
+      if (ref.inbound(child).some((e) => e !== call.edge && ref.live(e))) return "InboundAlreadyLive";
+      let cur = parent;
+      const seen = new Set<string>();
+      for (;;) {
+        if (cur === child) return "WouldCreateCycle";
+        if (seen.has(cur)) break;
+        seen.add(cur);
+        const ins = ref.inbound(cur).filter((e) => ref.live(e));
+        if (ins.length === 1 && ref.R(ins[0]!).length === 1) cur = ref.rec(ins[0]!)![0];
+        else break;
+      }
+      return "ok";
+    }
+    case "close": {
+      if (!validId(call.edge)) return "InvalidArgument"; // §7.0: an empty or malformed id
+      const s = single(call.edge);
+      if (s !== null) return s;
+      return ref.lc(call.edge) === "RETIRED" ? "WrongLifecycle" : "ok";
+    }
+    case "retire": {
+      if (!validId(call.edge)) return "InvalidArgument"; // §7.0: an empty or malformed id
+      const s = single(call.edge);
+      if (s !== null) return s;
+      if (ref.lc(call.edge) !== "CLOSING") return "WrongLifecycle";
+      if (ref.replicas().some((r) => ref.pos(call.edge, r) !== 0n)) return "NotDrained";
+      return "ok";
+    }
+    case "seat": {
+      if (typeof call.front === "number" || !validId(call.edge)) return "InvalidArgument";
+      const s = single(call.edge);
+      if (s !== null) return s;
+      return ref.c.gauges.has(call.edge) ? "AlreadySeated" : "ok";
+    }
+    case "delegate": {
+      if (![call.replica, call.edge].every(validId) || !inRange(call.amount, 1n)) return "InvalidArgument";
+      const s = single(call.edge);
+      if (s !== null) return s;
+      if (ref.lc(call.edge) !== "ACTIVE") return "WrongLifecycle";
+      const [parent, child] = ref.rec(call.edge)!;
+      if (ref.walk(child).path === null) return "ChildQuarantined";
+      if (ref.walk(parent).path === null) return "Quarantined";
+      return call.amount > ref.holdings(parent, call.replica) ? "InsufficientHoldings" : "ok";
+    }
+    case "release": {
+      if (![call.replica, call.edge].every(validId) || !inRange(call.amount, 1n)) return "InvalidArgument";
+      const s = single(call.edge);
+      if (s !== null) return s;
+      const child = ref.rec(call.edge)![1];
+      const L = ref.walk(child).path;
+      if (L === null) return "Quarantined";
+      if (L[L.length - 1] !== call.edge) return "NotLiveInbound";
+      return call.amount > ref.holdings(child, call.replica) ? "InsufficientHoldings" : "ok";
+    }
+    case "transfer": {
+      if (![call.group, call.from, call.to].every(validId) || call.from === call.to || !inRange(call.amount, 1n)) {
+        return "InvalidArgument";
+      }
+      if (ref.walk(call.group).path === null) return "Quarantined";
+      return call.amount > ref.holdings(call.group, call.from) ? "InsufficientHoldings" : "ok";
+    }
+    case "spend": {
+      if (![call.replica, call.group].every(validId) || !inRange(call.amount, 0n)) return "InvalidArgument";
+      if (!ref.isLeaf(call.group)) return "NotALeaf";
+      if (call.amount === 0n) return "ok-empty";
+      const L = ref.walk(call.group).path;
+      if (L === null) return "Quarantined";
+      if (L.length === 0) return "RootHasNoEdge";
+      return call.amount > ref.holdings(call.group, call.replica) ? "InsufficientHoldings" : "ok";
+    }
+    case "chargeCaptured": {
+      if (!validId(call.replica) || !call.path.every(validId) || !inRange(call.amount, 0n)) return "InvalidArgument";
+      if (call.amount === 0n) return "ok-empty";
+      if (call.path.length === 0) return "EmptyPath";
+      if (new Set(call.path).size !== call.path.length) return "MalformedPath";
+      if (call.path.some((e) => ref.R(e).length === 0)) return "MalformedPath";
+      for (let i = 0; i + 1 < call.path.length; i++) {
+        const a = ref.R(call.path[i]!);
+        const b = ref.R(call.path[i + 1]!);
+        if (!a.some((x) => b.some((y) => x[1] === y[0]))) return "MalformedPath";
+      }
+      return "ok";
+    }
+  }
+}
