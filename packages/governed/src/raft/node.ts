@@ -69,6 +69,12 @@ export interface RaftNodeOptions {
   readonly timers: Timers;
   readonly random: () => number;
   readonly config?: Partial<RaftConfig>;
+  /**
+   * Runs `fn` once the current burst of input has been taken (the group-commit turn). Default
+   * `timers.set(fn, 0)`, deterministic under virtual timers; production passes `setImmediate`, which runs right
+   * after the I/O callbacks of one event-loop turn instead of waiting for the ~1 ms timer granularity.
+   */
+  readonly defer?: (fn: () => void) => void;
 }
 
 function errorFor(r: RaftRefusal): Error {
@@ -169,7 +175,8 @@ class Driver implements RaftNode {
   #schedule(): void {
     if (this.#scheduled || this.#closed) return;
     this.#scheduled = true;
-    this.#o.timers.set(() => {
+    const defer = this.#o.defer ?? ((fn: () => void) => void this.#o.timers.set(fn, 0));
+    defer(() => {
       this.#scheduled = false;
       if (this.#running === null) {
         this.#running = this.#process().finally(() => {
@@ -177,7 +184,7 @@ class Driver implements RaftNode {
           if (this.#core?.hasReady() && !this.#closed) this.#schedule();
         });
       }
-    }, 0);
+    });
   }
 
   async #process(): Promise<void> {
