@@ -526,5 +526,5 @@ describe("A25: reservation table against a reference model (fast-check)", () => 
       fc.property(fc.array(opArb, { maxLength: 25 }), (ops) => runModel(sqliteSource, ops)),
       { numRuns: Math.max(10, Math.floor(runs / 8)) },
     );
-  });
+  }, Math.max(120_000, runs * 200));
 });

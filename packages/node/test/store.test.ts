@@ -322,7 +322,7 @@ describe("store model test (fast-check)", () => {
       fc.property(fc.array(cmdArb, { maxLength: 20 }), (cmds) => checkAgainstModel(sqliteOpener(), [...cmds, { kind: "reopen" }])),
       { numRuns: runs },
     );
-  });
+  }, Math.max(120_000, runs * 1_000)); // fsync per commit: nightly sizes need more than the default
 });
 
 // ---- crash test with real processes ----
@@ -427,5 +427,5 @@ describe("sqliteStore crash safety (SIGKILL of a writing process)", () => {
       }
     }
     expect(totalAcks).toBeGreaterThan(0);
-  });
+  }, Math.max(120_000, kills * 3_000));
 });
