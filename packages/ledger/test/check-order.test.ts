@@ -9,10 +9,10 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { MAX } from "../src/index.ts";
 import type { AttachmentId, GroupId, MintId, ReplicaId } from "../src/index.ts";
-import { EntitlementLedger, ledgerArb, params, POOL, Rational, Weight } from "./arbitraries.ts";
+import { canonicalText, EntitlementLedger, ledgerArb, params, POOL, Rational, Weight } from "./arbitraries.ts";
 import { Simulation } from "./simulation.ts";
 import { components } from "./components.ts";
-import { expectedOutcome, Reference } from "./reference.ts";
+import { expectedOutcome, expectedPatch, Reference } from "./reference.ts";
 import type { Call } from "./reference.ts";
 
 /** Ids drawn mostly from the state itself, sometimes from the pools, rarely invalid. */
@@ -209,7 +209,7 @@ function checkOwnSlots(s: EntitlementLedger, ref: Reference, c: Call, patch: Ent
 }
 
 describe("§7 check order on random states", () => {
-  it("I-5 every mutator's outcome follows its table's first failing check; ok patches carry their own slots; the receiver is untouched", () => {
+  it("I-5 every mutator's outcome follows its table's first failing check; ok patches are exactly their own slots ⊔ witness (§7.1); the receiver is untouched", () => {
     const seen = new Set<string>();
     const counts = new Map<string, number>();
     fc.assert(
@@ -246,7 +246,10 @@ describe("§7 check order on random states", () => {
           expect([c, got]).toEqual([c, want]);
           seen.add(`${c.m}:${got}`);
           counts.set(`${c.m}:${got}`, (counts.get(`${c.m}:${got}`) ?? 0) + 1);
-          if (res.ok && want === "ok") checkOwnSlots(s, ref, c, res.patch);
+          if (res.ok && want === "ok") {
+            checkOwnSlots(s, ref, c, res.patch);
+            expect([c, res.patch.encode()]).toEqual([c, canonicalText(expectedPatch(ref, c))]);
+          }
           if (res.ok) s = s.join(res.patch);
           if (!res.ok && res.refusal.kind === "NotDrained") {
             const detail: Record<string, string> = {};

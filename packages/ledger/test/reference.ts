@@ -366,3 +366,155 @@ export function expectedOutcome(ref: Reference, call: Call): string {
     }
   }
 }
+
+/** A patch under construction: every slot joined by max, records by union. */
+class PatchSpec {
+  records: Record<string, [string, string, bigint, bigint][]> = {};
+  mints: Record<string, [string, string, bigint]> = {};
+  counters: Record<(typeof COUNTER_FAMILIES)[number], Record<string, Record<string, bigint>>> = {
+    issued: {}, returned: {}, leafSpent: {}, rollupSpent: {},
+  };
+  transfers: Record<string, Record<string, Record<string, bigint>>> = {};
+  lifecycle: Record<string, Lifecycle> = {};
+  gauges: Record<string, [bigint, bigint, bigint]> = {};
+
+  slot(fam: (typeof COUNTER_FAMILIES)[number], e: string, r: string, v: bigint): void {
+    if (v <= 0n) return;
+    const m = (this.counters[fam][e] ??= {});
+    m[r] = (m[r] ?? 0n) > v ? m[r]! : v;
+  }
+  transfer(k: string, d: string, x: string, v: bigint): void {
+    if (v <= 0n) return;
+    const m = ((this.transfers[k] ??= {})[d] ??= {});
+    m[x] = (m[x] ?? 0n) > v ? m[x]! : v;
+  }
+  spec(): import("./arbitraries.ts").StateSpec {
+    return {
+      records: this.records,
+      mints: this.mints,
+      issued: this.counters.issued,
+      returned: this.counters.returned,
+      leafSpent: this.counters.leafSpent,
+      rollupSpent: this.counters.rollupSpent,
+      transfers: this.transfers,
+      lifecycle: this.lifecycle,
+      gauges: this.gauges,
+    };
+  }
+}
+
+/** §7.1 witness(actor, path), added into `p`. */
+function witness(ref: Reference, p: PatchSpec, actor: string, path: readonly string[]): void {
+  const gaugeFor = new Set<string>();
+  for (const e of path) {
+    for (const fam of COUNTER_FAMILIES) p.slot(fam, e, actor, ref.slot(fam, e, actor));
+    if (ref.slot("issued", e, actor) > 0n) gaugeFor.add(e);
+  }
+  const mintsOf = (h: string): void => {
+    for (const [id, m] of ref.c.mints) if (m[1] === h) p.mints[id] = [m[0], m[1], m[2]];
+  };
+  mintsOf(actor);
+  for (let j = 0; j <= path.length; j++) {
+    const k = j === 0 ? "" : path[j - 1]!;
+    const rows = [...ref.c.transfers].filter(([key]) => key.split("|")[0] === k);
+    if (rows.length === 0) continue;
+    for (const [key, v] of rows) {
+      const [, d, x] = key.split("|") as [string, string, string];
+      if (d === actor) p.transfer(k, d, x, v);
+    }
+    for (const [key, v] of rows) {
+      const [, d, x] = key.split("|") as [string, string, string];
+      if (d === actor || x !== actor || v <= 0n) continue;
+      p.transfer(k, d, x, v);
+      mintsOf(d);
+      for (let i = 1; i <= j; i++) {
+        const e = path[i - 1]!;
+        p.slot("issued", e, d, ref.slot("issued", e, d));
+        p.slot("returned", e, d, ref.slot("returned", e, d));
+        if (ref.slot("issued", e, d) > 0n) gaugeFor.add(e);
+      }
+    }
+  }
+  for (const e of gaugeFor) {
+    const g = ref.c.gauges.get(e);
+    if (g !== undefined) p.gauges[e] = [g[0], g[1], g[2]];
+  }
+}
+
+/**
+ * The patch §7 prescribes for a call that succeeds (not a zero cancel), as a state description:
+ * the mutation's own slots at their new absolute values ⊔ its witness (§7.1) or drain witness.
+ */
+export function expectedPatch(ref: Reference, call: Call): import("./arbitraries.ts").StateSpec {
+  const p = new PatchSpec();
+  switch (call.m) {
+    case "mint":
+      p.mints[call.id] = [call.root, call.holder, call.amount];
+      break;
+    case "prepare":
+      p.records[call.id] = [[call.parent, call.child, call.num, call.den]];
+      p.lifecycle[call.id] = "PREPARED";
+      break;
+    case "activate":
+      p.lifecycle[call.edge] = "ACTIVE";
+      break;
+    case "close":
+      p.lifecycle[call.edge] = "CLOSING";
+      break;
+    case "retire": {
+      p.lifecycle[call.edge] = "RETIRED";
+      for (const fam of COUNTER_FAMILIES) {
+        for (const [k, v] of ref.c.counters[fam]) {
+          const [e, r] = k.split("|") as [string, string];
+          if (e === call.edge) p.slot(fam, e, r, v);
+        }
+      }
+      const g = ref.c.gauges.get(call.edge);
+      if (g !== undefined) p.gauges[call.edge] = [g[0], g[1], g[2]];
+      break;
+    }
+    case "seat": {
+      const [, , wn, wd] = ref.rec(call.edge)!;
+      const obs = ref.sum("issued", call.edge);
+      const [fn, fd] = call.front as [bigint, bigint];
+      p.gauges[call.edge] = fn * wn >= obs * wd * fd ? [fn, fd, obs] : [obs * wd, wn, obs];
+      break;
+    }
+    case "delegate": {
+      const [parent, , wn, wd] = ref.rec(call.edge)!;
+      const e = call.edge;
+      const r = call.replica;
+      p.slot("issued", e, r, ref.slot("issued", e, r) + call.amount);
+      for (const fam of ["returned", "leafSpent", "rollupSpent"] as const) p.slot(fam, e, r, ref.slot(fam, e, r));
+      const after = ref.sum("issued", e) + call.amount;
+      const g = ref.c.gauges.get(e);
+      // read(g, after, w) = g.floor + (after − g.folded)·wd/wn, or after·wd/wn without a gauge
+      p.gauges[e] = g === undefined ? [after * wd, wn, after] : [g[0] * wn + (after - g[2]) * wd * g[1], g[1] * wn, after];
+      witness(ref, p, r, ref.walk(parent).path!);
+      break;
+    }
+    case "release": {
+      const child = ref.rec(call.edge)![1];
+      p.slot("returned", call.edge, call.replica, ref.slot("returned", call.edge, call.replica) + call.amount);
+      witness(ref, p, call.replica, ref.walk(child).path!);
+      break;
+    }
+    case "transfer": {
+      const L = ref.walk(call.group).path!;
+      const k = L.length === 0 ? "" : L[L.length - 1]!;
+      p.transfer(k, call.from, call.to, ref.T(k, call.from, call.to) + call.amount);
+      witness(ref, p, call.from, L);
+      break;
+    }
+    case "spend":
+    case "chargeCaptured": {
+      const path = call.m === "spend" ? ref.walk(call.group).path! : call.path;
+      const last = path[path.length - 1]!;
+      p.slot("leafSpent", last, call.replica, ref.slot("leafSpent", last, call.replica) + call.amount);
+      for (const e of path.slice(0, -1)) p.slot("rollupSpent", e, call.replica, ref.slot("rollupSpent", e, call.replica) + call.amount);
+      witness(ref, p, call.replica, path);
+      break;
+    }
+  }
+  return p.spec();
+}
