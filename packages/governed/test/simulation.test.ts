@@ -30,7 +30,7 @@ describe("raft deterministic simulation (governed.md §5.1–5.2)", () => {
       expect(perFamily.get("snapshots-under-partitions")!.installs).toBeGreaterThan(0);
       expect(perFamily.get("membership")!.changes).toBeGreaterThan(0);
     }
-  });
+  }, 60_000 + SEEDS * 3_000);
 
   it("is deterministic: the same seed gives the same run", () => {
     for (const seed of [3, 14, 15]) expect(runSimulation(seed)).toEqual(runSimulation(seed));
