@@ -365,8 +365,9 @@ export class LedgerReplication<L> {
     const r = readLedgerMessage(frame, from, this.#o.genesis);
     if (!r.ok) return rej.reject(from, "ledger", r.reason);
     const m = r.message;
+    // `null`: no value, or a value whose text is exactly our own canonical state (nothing to join).
     let value: L | null = null;
-    if (m.kind === "delta" || m.kind === "state") {
+    if ((m.kind === "delta" || m.kind === "state") && m.value !== this.#o.lattice.encode(this.#state.get())) {
       try {
         value = this.#o.lattice.decode(m.value);
       } catch {
@@ -381,9 +382,9 @@ export class LedgerReplication<L> {
     }
     switch (m.kind) {
       case "delta":
-        return this.#onDelta(m, value!);
+        return this.#onDelta(m, value);
       case "state":
-        return this.#onState(m, value!);
+        return this.#onState(m, value);
       case "ack":
         return this.#onAck(from, m);
       case "resend":
@@ -399,7 +400,8 @@ export class LedgerReplication<L> {
     this.#state.set(next);
   }
 
-  #merge(value: L): void {
+  #merge(value: L | null): void {
+    if (value === null) return;
     const lat = this.#o.lattice;
     const cur = this.#state.get();
     const next = lat.join(cur, value);
@@ -433,7 +435,7 @@ export class LedgerReplication<L> {
     return true;
   }
 
-  #onDelta(m: DeltaMessage, value: L): void {
+  #onDelta(m: DeltaMessage, value: L | null): void {
     const r = this.#remote(m.sender);
     if (!this.#adopt(r, m.inc)) {
       this.#merge(value);
@@ -512,7 +514,7 @@ export class LedgerReplication<L> {
     this.#checkGap(sender, r);
   }
 
-  #onState(m: StateMessage, value: L): void {
+  #onState(m: StateMessage, value: L | null): void {
     this.#merge(value);
     const r = this.#remote(m.sender);
     if (m.inc < r.inc) return;

@@ -1,6 +1,6 @@
 import { EntitlementLedger } from "@heddle/ledger";
 import type { AttachmentId, GroupId, LedgerReplica, MutationResult, Refusal, ReplicaId } from "@heddle/ledger";
-import type { ReservationId, ReservationRow, StoreTx } from "./store.ts";
+import { patchBytes, type ReservationId, type ReservationRow, type StoreTx } from "./store.ts";
 
 const INT64_MAX = (1n << 63n) - 1n;
 
@@ -71,11 +71,6 @@ export interface ReservationTableOptions {
   readonly restored?: readonly ReservationRow[];
   /** Called after every change, once it is committed and installed. */
   readonly onEvent?: (e: ReservationEvent) => void;
-}
-
-/** The UTF-8 canonical bytes of a patch, as the store keeps it. */
-export function patchBytes(patch: EntitlementLedger): Uint8Array {
-  return new TextEncoder().encode(patch.encode());
 }
 
 /** `chargeCaptured` on `view` without changing it (a `LedgerReplica` applies its mutators, so charge a snapshot). */

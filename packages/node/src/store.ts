@@ -1,3 +1,4 @@
+import { EntitlementLedger } from "@heddle/ledger";
 import type { AttachmentId, GroupId, ReplicaId } from "@heddle/ledger";
 
 /** A reservation's id, `${self}/${epoch}/${n}`: unique across restarts because `epoch` rises per boot (node.md §1). */
@@ -146,4 +147,21 @@ export function failingStore(
     },
     close: () => inner.close(),
   };
+}
+
+/** The bytes a store keeps for a ledger value: the UTF-8 of its canonical encoding (ledger.md §10). */
+export function patchBytes(value: EntitlementLedger): Uint8Array {
+  return new TextEncoder().encode(value.encode());
+}
+
+/**
+ * The state a restarted peer resumes from (node.md §9.3): `genesis ⊔ snapshot ⊔ every patch row`, in any
+ * order. Throws `LedgerDecodeError` if a stored body does not decode (a damaged store).
+ */
+export function restoreLedger(genesis: EntitlementLedger, persisted: PersistedState): EntitlementLedger {
+  const dec = new TextDecoder("utf-8", { fatal: true });
+  let state = genesis;
+  if (persisted.snapshot !== null) state = state.join(EntitlementLedger.decode(dec.decode(persisted.snapshot)));
+  for (const p of persisted.patches) state = state.join(EntitlementLedger.decode(dec.decode(p)));
+  return state;
 }

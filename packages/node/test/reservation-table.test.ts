@@ -7,7 +7,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { memoryStore } from "../src/memory-store.ts";
 import { LedgerInvariantError, ReservationTable, type ReservationEvent } from "../src/reservation-table.ts";
 import { sqliteStore } from "../src/sqlite-store.ts";
-import { failingStore, InjectedCommitFailure, type HeddleStore, type ReservationRow } from "../src/store.ts";
+import { failingStore, InjectedCommitFailure, restoreLedger, type HeddleStore, type ReservationRow } from "../src/store.ts";
 
 const dirs: string[] = [];
 afterAll(() => {
@@ -23,7 +23,6 @@ const SELF = ReplicaId("p1");
 const ROOT = GroupId("root");
 const g = (s: string) => GroupId(s);
 const e = (s: string) => AttachmentId(s);
-const dec = new TextDecoder();
 
 function must(r: MutationResult): EntitlementLedger {
   if (!r.ok) throw new Error(`unexpected refusal ${r.refusal.kind}: ${r.refusal.message}`);
@@ -86,10 +85,7 @@ class Harness {
     this.store = store;
     const { epoch, persisted } = store.boot(SELF, "genesis-digest");
     this.epoch = epoch;
-    let s = base;
-    if (persisted.snapshot !== null) s = s.join(EntitlementLedger.decode(dec.decode(persisted.snapshot)));
-    for (const p of persisted.patches) s = s.join(EntitlementLedger.decode(dec.decode(p)));
-    this.state = s;
+    this.state = restoreLedger(base, persisted);
     this.table = new ReservationTable({
       self: SELF,
       epoch,

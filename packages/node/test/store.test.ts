@@ -3,13 +3,13 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { AttachmentId, GroupId, ReplicaId } from "@heddle/ledger";
+import { AttachmentId, EntitlementLedger, GroupId, Rational, ReplicaId, Weight, type MutationResult } from "@heddle/ledger";
 import fc from "fast-check";
 import { afterAll, describe, expect, it } from "vitest";
 import { memoryStore } from "../src/memory-store.ts";
 import { DatabaseSync } from "node:sqlite";
 import { SQLITE_SCHEMA, sqliteStore } from "../src/sqlite-store.ts";
-import { failingStore, InjectedCommitFailure, StoreMismatchError, StoreStateError, type HeddleStore, type PersistedState, type ReservationRow } from "../src/store.ts";
+import { failingStore, InjectedCommitFailure, patchBytes, restoreLedger, StoreMismatchError, StoreStateError, type HeddleStore, type PersistedState, type ReservationRow } from "../src/store.ts";
 import { seededRandom } from "../src/timers.ts";
 
 const dirs: string[] = [];
@@ -93,6 +93,32 @@ describe.each(kinds)("%s", (_name, make) => {
     s.close();
     s = o.open();
     expect(plain(s.boot(A, "gen").persisted)).toMatchObject({ snapshot: "S3", patches: [] });
+    s.close();
+  });
+
+  it("restoreLedger rebuilds genesis ⊔ snapshot ⊔ patches, before and after compaction", () => {
+    const o = make();
+    let s = o.open();
+    s.boot(A, "gen");
+    const genesis = EntitlementLedger.bootstrap(GroupId("root"), new Map([[A, 50n]]), "n");
+    let live = genesis;
+    const step = (r: MutationResult, merged = false) => {
+      if (!r.ok) throw new Error(r.refusal.message);
+      live = live.join(r.patch);
+      s.commit({ patches: [{ origin: merged ? "merged" : "own", body: patchBytes(r.patch) }] });
+    };
+    step(live.prepare({ id: AttachmentId("e1"), parent: GroupId("root"), child: GroupId("g1"), weight: Weight.ONE }));
+    step(live.activate(AttachmentId("e1")), true);
+    step(live.seat(AttachmentId("e1"), Rational.ZERO));
+    s.compact(patchBytes(live));
+    step(live.delegate(A, AttachmentId("e1"), 20n));
+    step(live.spend(A, GroupId("g1"), 5n));
+    s.close();
+    s = o.open();
+    const back = restoreLedger(genesis, s.boot(A, "gen").persisted);
+    expect(back.equals(live)).toBe(true);
+    expect(back.holdings(GroupId("g1"), A)).toBe(15n);
+    expect(() => restoreLedger(genesis, { snapshot: null, patches: [enc.encode("{not a ledger")], reservations: [] })).toThrow();
     s.close();
   });
 
