@@ -9,7 +9,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { MAX } from "../src/index.ts";
 import type { AttachmentId, GroupId, MintId, ReplicaId } from "../src/index.ts";
-import { canonicalText, EntitlementLedger, ledgerArb, params, POOL, Rational, Weight } from "./arbitraries.ts";
+import { canonicalText, EntitlementLedger, ledgerArb, params, POOL, Rational, RUNS, Weight } from "./arbitraries.ts";
 import { Simulation } from "./simulation.ts";
 import { components } from "./components.ts";
 import { expectedOutcome, expectedPatch, Reference } from "./reference.ts";
@@ -264,6 +264,7 @@ describe("§7 check order on random states", () => {
       params(),
     );
     if (process.env.SHOW) console.log([...counts].sort());
+    if (RUNS < 200) return; // coverage of a small run is left to chance
     // the random states reach the refusal kinds that need faulty topology, not only the easy ones
     for (const k of [
       "activate:DivergentRecord", "release:NotLiveInbound",

@@ -9,7 +9,7 @@
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { params } from "./arbitraries.ts";
+import { params, RUNS } from "./arbitraries.ts";
 import { conservationApplies, conservationSides, Simulation } from "./simulation.ts";
 import type { SimConfig } from "./simulation.ts";
 
@@ -46,6 +46,7 @@ describe("model: replicas with partial, duplicated and reordered delivery", () =
       }),
       params(),
     );
+    if (RUNS < 200) return;
     expect(deliveries).toBeGreaterThan(0);
     expect(exchanges).toBeGreaterThan(0);
     expect(checks).toBeGreaterThan(0);
@@ -64,6 +65,7 @@ describe("model: replicas with partial, duplicated and reordered delivery", () =
       }),
       params(),
     );
+    if (RUNS < 200) return; // coverage of a small run is left to chance
     expect(retires).toBeGreaterThan(0);
     // races are real: some runs end with a reported conflict (e.g. §13.4's ClosureViolation)
     expect(conflicted).toBeGreaterThan(0);
