@@ -149,12 +149,29 @@ describe("I-4 decode rejects invalid input", () => {
     ["map as JSON object", `{${F},"issued":{"a":{"x":"1"}}}`],
     ["pair of wrong arity", `{${F},"issued":[["a",[["x","1","2"]]]]}`],
     ["component not a list", `{${F},"issued":"a"}`],
+    ["negative floor denominator", `{${F},"gauges":[["a",["1","-2","0"]]]}`],
+    ["floor denominator above MAX", `{${F},"gauges":[["a",["1","${MAX + 1n}","0"]]]}`],
+    ["folded above MAX", `{${F},"gauges":[["a",["1","1","${MAX + 1n}"]]]}`],
+    ["gauge of wrong arity", `{${F},"gauges":[["a",["1","1"]]]}`],
+    ["empty mint root", `{${F},"mints":[["m",["","x","1"]]]}`],
+    ["lone surrogate mint holder", `{${F},"mints":[["m",["p","\\ud800","1"]]]}`],
+    ["lone surrogate transfer key", `{${F},"transfers":[["\\udc00",[["x",[["y","1"]]]]]]}`],
+    ["lifecycle not a string", `{${F},"lifecycle":[["a",1]]}`],
+    ["weight as JSON numbers", `{${F},"records":[["a",[["p","q",1,1]]]]}`],
+    ["format not a string", `{"format":1}`],
+    ["null", `null`],
   ];
   for (const [name, text] of rejects) {
     it(`I-4 rejects: ${name}`, () => {
       expect(() => decode(text)).toThrow(LedgerDecodeError);
     });
   }
+
+  it("I-4 a mint of amount 0 is kept (mints are records, not counters)", () => {
+    const t = `{${F},"mints":[["m",["p","x","0"]]]}`;
+    expect(decode(t).encode()).toBe(t);
+    expect(decode(t).roots()).toEqual(["p"]);
+  });
 
   it("I-4 the transfers key may be the empty ROOT path key", () => {
     const t = `{${F},"transfers":[["",[["x",[["y","1"]]]]]]}`;
