@@ -248,11 +248,11 @@ describe("raftNode driver", () => {
 });
 
 describe("sqliteRaftStorage", () => {
-  it("persists term, vote, entries and snapshots across reopen, in WAL mode", async () => {
+  it.each(["caller", "worker"] as const)("persists term, vote, entries and snapshots across reopen, in WAL mode (%s thread)", async (thread) => {
     const dir = mkdtempSync(join(tmpdir(), "raft-sqlite-"));
     try {
       const path = join(dir, "raft.db");
-      const s = sqliteRaftStorage(path);
+      const s = sqliteRaftStorage(path, { thread });
       const e = (index: number, term: number, extra: Partial<LogEntry> = {}): LogEntry => ({ index, term, kind: "app", key: { client: "c", seq: index }, command: new Uint8Array([index]), stampedAt: 1000 + index, ...extra });
       await s.saveTermAndVote(3, "n2");
       await s.append([e(1, 1), e(2, 1), e(3, 2, { kind: "config", command: new Uint8Array(), config: { voters: ["a", "b"], learners: ["c"] }, key: null })]);
@@ -263,7 +263,7 @@ describe("sqliteRaftStorage", () => {
       const journal = new DatabaseSync(path);
       expect((journal.prepare("PRAGMA journal_mode").get() as { journal_mode: string }).journal_mode).toBe("wal");
       journal.close();
-      const r = sqliteRaftStorage(path);
+      const r = sqliteRaftStorage(path, { thread });
       const loaded = await r.load();
       expect(loaded.term).toBe(3);
       expect(loaded.votedFor).toBe("n2");

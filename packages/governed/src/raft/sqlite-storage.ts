@@ -6,6 +6,7 @@
  * runs it on the caller's thread).
  */
 import { DatabaseSync } from "node:sqlite";
+import { Worker } from "node:worker_threads";
 import { decodeConfig, encodeConfig } from "./codec.ts";
 import type { RaftStorage } from "./storage.ts";
 import type { EntryKind, LogEntry, PersistedState, StoredSnapshot } from "./types.ts";
@@ -22,8 +23,19 @@ CREATE TABLE IF NOT EXISTS raft_snapshot (one INTEGER PRIMARY KEY CHECK (one = 1
 const KIND: Record<EntryKind, number> = { app: 1, noop: 2, config: 3 };
 const KIND_OF: Record<number, EntryKind> = { 1: "app", 2: "noop", 3: "config" };
 
-/** Opens (creating if needed) a SQLite Raft store at `path`. */
-export function sqliteRaftStorage(path: string): RaftStorage {
+/** The synchronous store behind both facades (same thread, or inside the worker). */
+export interface SqliteRaftLog {
+  load(): PersistedState;
+  saveTermAndVote(term: number, votedFor: string | null): void;
+  append(entries: readonly LogEntry[]): void;
+  truncateFrom(index: number): void;
+  saveSnapshot(s: StoredSnapshot): void;
+  discardThrough(index: number): void;
+  close(): void;
+}
+
+/** Opens (creating if needed) the SQLite Raft log at `path`, synchronously. */
+export function openSqliteRaftLog(path: string): SqliteRaftLog {
   const db = new DatabaseSync(path);
   db.exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;");
   db.exec(SCHEMA);
@@ -43,7 +55,7 @@ export function sqliteRaftStorage(path: string): RaftStorage {
     }
   };
   return {
-    async load(): Promise<PersistedState> {
+    load(): PersistedState {
       const meta = db.prepare("SELECT term, voted_for FROM raft_meta WHERE one = 1").get() as { term: number; voted_for: string | null } | undefined;
       const snapRow = db.prepare("SELECT last_idx, last_term, config, state FROM raft_snapshot WHERE one = 1").get() as
         | { last_idx: number; last_term: number; config: Uint8Array | null; state: Uint8Array }
@@ -73,10 +85,10 @@ export function sqliteRaftStorage(path: string): RaftStorage {
       });
       return { term: meta?.term ?? 0, votedFor: meta?.voted_for ?? null, snapshot, entries };
     },
-    async saveTermAndVote(term, votedFor) {
+    saveTermAndVote(term, votedFor) {
       tx(() => upsertMeta.run(term, votedFor));
     },
-    async append(entries) {
+    append(entries) {
       if (entries.length === 0) return;
       tx(() => {
         dropFrom.run(entries[0]!.index);
@@ -86,17 +98,92 @@ export function sqliteRaftStorage(path: string): RaftStorage {
         }
       });
     },
-    async truncateFrom(index) {
+    truncateFrom(index) {
       tx(() => dropFrom.run(index));
     },
-    async saveSnapshot(s) {
+    saveSnapshot(s) {
       tx(() => putSnap.run(s.lastIndex, s.lastTerm, s.config === null ? null : encodeConfig(s.config), s.state));
     },
-    async discardThrough(index) {
+    discardThrough(index) {
       tx(() => dropThrough.run(index));
     },
-    async close() {
+    close() {
       db.close();
+    },
+  };
+}
+
+/** Where the SQLite handle lives: on the caller's thread, or in a worker thread (governed.md §3.11). */
+export interface SqliteRaftStorageOptions {
+  readonly thread?: "caller" | "worker";
+}
+
+/**
+ * Opens (creating if needed) a SQLite Raft store at `path`. With `thread: "worker"` the database handle lives in
+ * a worker thread, so the caller's event loop keeps running (sending frames, reading sockets) during each fsync.
+ */
+export function sqliteRaftStorage(path: string, options: SqliteRaftStorageOptions = {}): RaftStorage {
+  if (options.thread === "worker") return workerStorage(path);
+  const log = openSqliteRaftLog(path);
+  return {
+    load: async () => log.load(),
+    saveTermAndVote: async (t, v) => log.saveTermAndVote(t, v),
+    append: async (es) => log.append(es),
+    truncateFrom: async (i) => log.truncateFrom(i),
+    saveSnapshot: async (s) => log.saveSnapshot(s),
+    discardThrough: async (i) => log.discardThrough(i),
+    close: async () => log.close(),
+  };
+}
+
+function workerStorage(path: string): RaftStorage {
+  const worker = new Worker(new URL("./sqlite-worker.ts", import.meta.url), { workerData: { path } });
+  worker.unref();
+  let next = 1;
+  const waiting = new Map<number, { resolve(v: unknown): void; reject(e: Error): void }>();
+  let broken: Error | null = null;
+  const failAll = (e: Error): void => {
+    broken = e;
+    for (const w of waiting.values()) w.reject(e);
+    waiting.clear();
+  };
+  worker.on("message", (m: { id: number; ok: boolean; value?: unknown; error?: { name: string; message: string } }) => {
+    const w = waiting.get(m.id);
+    if (w === undefined) return;
+    waiting.delete(m.id);
+    if (m.ok) w.resolve(m.value);
+    else {
+      const e = m.error?.name === "RaftRestoreError" ? new RaftRestoreError(m.error.message) : new Error(m.error?.message ?? "sqlite worker failed");
+      w.reject(e);
+    }
+  });
+  worker.on("error", (e) => failAll(e));
+  worker.on("exit", () => failAll(new Error("sqlite worker exited")));
+  const call = <T>(op: string, args: unknown[]): Promise<T> => {
+    if (broken !== null) return Promise.reject(broken);
+    const id = next++;
+    worker.ref();
+    return new Promise<T>((resolve, reject) => {
+      waiting.set(id, {
+        resolve: (v) => {
+          if (waiting.size === 0) worker.unref();
+          resolve(v as T);
+        },
+        reject,
+      });
+      worker.postMessage({ id, op, args });
+    });
+  };
+  return {
+    load: () => call<PersistedState>("load", []),
+    saveTermAndVote: (t, v) => call("saveTermAndVote", [t, v]),
+    append: (es) => call("append", [es]),
+    truncateFrom: (i) => call("truncateFrom", [i]),
+    saveSnapshot: (s) => call("saveSnapshot", [s]),
+    discardThrough: (i) => call("discardThrough", [i]),
+    close: async () => {
+      if (broken === null) await call("close", []);
+      await worker.terminate();
     },
   };
 }
