@@ -8,6 +8,7 @@ import fc from "fast-check";
 import {
   AttachmentId,
   EntitlementLedger,
+  MAX as MAX_I64,
   GroupId,
   MintId,
   ReplicaId,
@@ -178,9 +179,15 @@ export const POOL = {
 const PATH_KEYS = ["", ...POOL.edges, "ghost"];
 
 const oneOf = <T>(xs: readonly T[]): fc.Arbitrary<T> => fc.constantFrom(...xs);
-const units = fc.bigInt({ min: 0n, max: 1000n });
+const smallUnits = fc.bigInt({ min: 0n, max: 1000n });
+/** Counter values near the 64-bit bound as well as small ones (for overflow determinism, I-15). */
+const bigUnits = fc.oneof(
+  fc.bigInt({ min: 0n, max: 1000n }),
+  fc.constantFrom(MAX_I64, MAX_I64 - 1n, MAX_I64 / 2n, MAX_I64 / 2n + 1n, MAX_I64 / 3n),
+  fc.bigInt({ min: MAX_I64 - 1000n, max: MAX_I64 }),
+);
 
-function counterArb(keys: readonly string[]): fc.Arbitrary<CounterSpec> {
+function counterArb(keys: readonly string[], units: fc.Arbitrary<bigint>): fc.Arbitrary<CounterSpec> {
   return fc.dictionary(oneOf(keys), fc.dictionary(oneOf(POOL.replicas), units, { maxKeys: 3 }), {
     maxKeys: keys.length,
   });
@@ -193,32 +200,39 @@ const recordArb: fc.Arbitrary<RecordSpec> = fc
   .filter(([p, c]) => p !== c)
   .map(([p, c, [n, d]]) => [p, c, n, d] as const);
 
+function stateSpecWith(units: fc.Arbitrary<bigint>): fc.Arbitrary<StateSpec> {
+  return fc.record({
+    records: fc.dictionary(oneOf(POOL.edges), fc.array(recordArb, { minLength: 1, maxLength: 2 }), {
+      maxKeys: 3,
+    }),
+    mints: fc.dictionary(
+      oneOf(POOL.mints),
+      fc.tuple(oneOf(POOL.groups), oneOf(POOL.replicas), units),
+      { maxKeys: 3 },
+    ),
+    issued: counterArb(POOL.edges, units),
+    returned: counterArb(POOL.edges, units),
+    leafSpent: counterArb(POOL.edges, units),
+    rollupSpent: counterArb(POOL.edges, units),
+    transfers: fc.dictionary(oneOf(PATH_KEYS), counterArb(POOL.replicas, units), { maxKeys: 3 }),
+    lifecycle: fc.dictionary(oneOf(POOL.edges), oneOf(LIFECYCLES), { maxKeys: 3 }),
+    gauges: fc.dictionary(
+      oneOf(POOL.edges),
+      fc.tuple(fc.bigInt({ min: -50n, max: 1000n }), fc.bigInt({ min: 1n, max: 6n }), smallUnits),
+      { maxKeys: 3 },
+    ),
+  });
+}
+
 /**
  * Random states per §12: divergent record sets (0–2 records per id), every lifecycle, gauges
  * with negative floors, counters in 0…1000, transfer rows under every path key (including one
  * that names no edge), mints from the mint-id pool.
  */
-export const stateSpecArb: fc.Arbitrary<StateSpec> = fc.record({
-  records: fc.dictionary(oneOf(POOL.edges), fc.array(recordArb, { minLength: 1, maxLength: 2 }), {
-    maxKeys: 3,
-  }),
-  mints: fc.dictionary(
-    oneOf(POOL.mints),
-    fc.tuple(oneOf(POOL.groups), oneOf(POOL.replicas), units),
-    { maxKeys: 3 },
-  ),
-  issued: counterArb(POOL.edges),
-  returned: counterArb(POOL.edges),
-  leafSpent: counterArb(POOL.edges),
-  rollupSpent: counterArb(POOL.edges),
-  transfers: fc.dictionary(oneOf(PATH_KEYS), counterArb(POOL.replicas), { maxKeys: 3 }),
-  lifecycle: fc.dictionary(oneOf(POOL.edges), oneOf(LIFECYCLES), { maxKeys: 3 }),
-  gauges: fc.dictionary(
-    oneOf(POOL.edges),
-    fc.tuple(fc.bigInt({ min: -50n, max: 1000n }), fc.bigInt({ min: 1n, max: 6n }), units),
-    { maxKeys: 3 },
-  ),
-});
+export const stateSpecArb: fc.Arbitrary<StateSpec> = stateSpecWith(smallUnits);
+
+/** Random states whose counters and mints are often near 2^63 − 1. */
+export const bigStateSpecArb: fc.Arbitrary<StateSpec> = stateSpecWith(bigUnits);
 
 /** A random ledger built by decoding the canonical text of a random state description. */
 export const ledgerArb: fc.Arbitrary<EntitlementLedger> = stateSpecArb.map(state);

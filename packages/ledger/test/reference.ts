@@ -10,11 +10,24 @@ import type { Components, Rec } from "./components.ts";
 
 const asc = (xs: Iterable<string>): string[] => [...new Set(xs)].sort();
 
+/** Thrown by a checked {@link Reference} where §2.1's checked arithmetic leaves I64. */
+export class ReferenceOverflow extends Error {}
+
+const I64_MAX = (1n << 63n) - 1n;
+const I64_MIN = -(1n << 63n);
+
 /** Reference reads over one state. */
 export class Reference {
   readonly c: Components;
-  constructor(c: Components) {
+  /** When set, every +/− is checked against I64 in §2.1's order (left to right, ascending keys). */
+  readonly checked: boolean;
+  constructor(c: Components, checked = false) {
     this.c = c;
+    this.checked = checked;
+  }
+  ck(x: bigint): bigint {
+    if (this.checked && (x > I64_MAX || x < I64_MIN)) throw new ReferenceOverflow(String(x));
+    return x;
   }
 
   R(e: string): Rec[] {
@@ -105,19 +118,20 @@ export class Reference {
   tnet(k: string, r: string): bigint {
     const { donors, recipients } = this.parties(k);
     let inflow = 0n;
-    for (const d of donors) inflow += this.T(k, d, r);
+    for (const d of donors) inflow = this.ck(inflow + this.T(k, d, r));
     let out = 0n;
-    for (const x of recipients) out += this.T(k, r, x);
-    return inflow - out;
+    for (const x of recipients) out = this.ck(out + this.T(k, r, x));
+    return this.ck(inflow - out);
   }
   netInflow(e: string, r: string): bigint {
-    return this.slot("issued", e, r) - this.slot("returned", e, r);
+    return this.ck(this.slot("issued", e, r) - this.slot("returned", e, r));
   }
   own(e: string, r: string): bigint {
-    return this.slot("issued", e, r) - this.slot("returned", e, r) - this.slot("leafSpent", e, r) - this.slot("rollupSpent", e, r);
+    const a = this.ck(this.slot("issued", e, r) - this.slot("returned", e, r));
+    return this.ck(this.ck(a - this.slot("leafSpent", e, r)) - this.slot("rollupSpent", e, r));
   }
   pos(e: string, r: string): bigint {
-    return this.own(e, r) + this.tnet(e, r);
+    return this.ck(this.own(e, r) + this.tnet(e, r));
   }
 
   holdings(g: string, r: string): bigint {
@@ -128,38 +142,39 @@ export class Reference {
       if (this.roots().includes(g)) {
         for (const id of asc(this.c.mints.keys())) {
           const m = this.c.mints.get(id)!;
-          if (m[0] === g && m[1] === r) h += m[2];
+          if (m[0] === g && m[1] === r) h = this.ck(h + m[2]);
         }
-        h += this.tnet("", r);
+        h = this.ck(h + this.tnet("", r));
       }
-      for (const c of this.childEdges(g)) h -= this.netInflow(c, r);
+      for (const c of this.childEdges(g)) h = this.ck(h - this.netInflow(c, r));
       return h;
     }
     let h = this.pos(w.path[w.path.length - 1]!, r);
-    for (const c of this.childEdges(g)) h -= this.own(c, r);
+    for (const c of this.childEdges(g)) h = this.ck(h - this.own(c, r));
     return h;
   }
 
   sum(fam: (typeof COUNTER_FAMILIES)[number], e: string): bigint {
     let s = 0n;
-    for (const [k, v] of this.c.counters[fam]) if (k.split("|")[0] === e) s += v;
+    for (const [k, v] of this.c.counters[fam]) if (k.split("|")[0] === e) s = this.ck(s + v);
     return s;
   }
   edge(e: string): { attachment: string; issued: bigint; returned: bigint; spent: bigint; outstanding: bigint; committedService: bigint } | null {
     if (!this.knownEdges().includes(e)) return null;
     const issued = this.sum("issued", e);
     const returned = this.sum("returned", e);
-    const spent = this.sum("leafSpent", e) + this.sum("rollupSpent", e);
-    return { attachment: e, issued, returned, spent, outstanding: issued - returned - spent, committedService: issued - returned };
+    const spent = this.ck(this.sum("leafSpent", e) + this.sum("rollupSpent", e));
+    const committedService = this.ck(issued - returned);
+    return { attachment: e, issued, returned, spent, outstanding: this.ck(committedService - spent), committedService };
   }
   mintedTotal(): bigint {
     let s = 0n;
-    for (const m of this.c.mints.values()) s += m[2];
+    for (const m of this.c.mints.values()) s = this.ck(s + m[2]);
     return s;
   }
   leafSpentTotal(): bigint {
     let s = 0n;
-    for (const v of this.c.counters.leafSpent.values()) s += v;
+    for (const v of this.c.counters.leafSpent.values()) s = this.ck(s + v);
     return s;
   }
   /** `grossVirtualService(e)` as an unreduced fraction `[num, den]`, or null. */

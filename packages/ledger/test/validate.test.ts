@@ -8,7 +8,9 @@ import { describe, expect, it } from "vitest";
 import type { LedgerConflict } from "../src/index.ts";
 import { apply, E, EntitlementLedger, G, ledgerArb, params, POOL, R, state, stateSpecArb, Weight } from "./arbitraries.ts";
 import { components } from "./components.ts";
-import { fracString, Reference } from "./reference.ts";
+import { fracString, Reference, ReferenceOverflow } from "./reference.ts";
+import { LedgerOverflowError, MAX } from "../src/index.ts";
+import { bigStateSpecArb } from "./arbitraries.ts";
 
 const root = G("root");
 const link = (s: EntitlementLedger, id: string, parent: string, child: string): EntitlementLedger => {
@@ -294,5 +296,71 @@ describe("derived reads agree with a literal reference reading of the spec on ra
 
   it("on joins of random states", () => {
     fc.assert(fc.property(stateSpecArb, stateSpecArb, (a, b) => compare(state(a).join(state(b)))), params());
+  });
+});
+
+describe("I-15 checked arithmetic on states near 2^63 − 1", () => {
+  const groups = [...POOL.groups, "nowhere", "root", "g", "x", "z"];
+  const reps = [...POOL.replicas, "r1", "r2"];
+  const edges = [...POOL.edges, "ghost", "f", "c1"];
+  function outcome(f: () => unknown): unknown {
+    try {
+      return f();
+    } catch (e) {
+      if (e instanceof LedgerOverflowError || e instanceof ReferenceOverflow) return "overflow";
+      throw e;
+    }
+  }
+
+  /** A fixed healthy tree (root → g → {x, y}, root → z) with random near-bound slots on every edge. */
+  const big = fc.oneof(
+    fc.bigInt({ min: 0n, max: 20n }),
+    fc.constantFrom(MAX, MAX - 3n, MAX / 2n, MAX / 2n + 2n),
+  );
+  const slots = (keys: string[]) =>
+    fc.dictionary(fc.constantFrom(...keys), fc.dictionary(fc.constantFrom("r1", "r2"), big, { maxKeys: 2 }), { maxKeys: keys.length });
+  const treeArb = fc
+    .record({
+      mints: fc.dictionary(fc.constantFrom("m1", "m2", "m3"), fc.tuple(fc.constant("root"), fc.constantFrom("r1", "r2"), big), { maxKeys: 3 }),
+      issued: slots(["f", "c1", "c2", "c3"]),
+      returned: slots(["f", "c1", "c2", "c3"]),
+      leafSpent: slots(["f", "c1", "c2"]),
+      rollupSpent: slots(["f"]),
+      transfers: fc.dictionary(fc.constantFrom("", "f", "c1"), slots(["r1", "r2"]), { maxKeys: 3 }),
+    })
+    .map((x) => ({
+      ...x,
+      records: { f: [["root", "g", 1n]], c1: [["g", "x", 1n]], c2: [["g", "y", 1n]], c3: [["root", "z", 1n]] },
+    }) as Parameters<typeof state>[0]);
+
+  it("I-15 holdings, positions, summaries and totals throw exactly where §2.1's left-to-right checked order does", () => {
+    let overflows = 0;
+    let values = 0;
+    fc.assert(
+      fc.property(fc.oneof(bigStateSpecArb, treeArb), (spec) => {
+        const s = state(spec);
+        const ref = new Reference(components(s), true);
+        const pairs: [string, () => unknown, () => unknown][] = [
+          ["mintedTotal", () => s.mintedTotal(), () => ref.mintedTotal()],
+          ["leafSpentTotal", () => s.leafSpentTotal(), () => ref.leafSpentTotal()],
+        ];
+        for (const g of groups) for (const r of reps) pairs.push([`holdings(${g},${r})`, () => s.holdings(G(g), R(r)), () => ref.holdings(g, r)]);
+        for (const e of edges) {
+          pairs.push([`edge(${e})`, () => s.edge(E(e)), () => ref.edge(e)]);
+          pairs.push([`baseIssuance(${e})`, () => s.baseIssuance(E(e)), () => ref.sum("issued", e)]);
+          for (const r of reps) pairs.push([`edgePosition(${e},${r})`, () => s.edgePosition(E(e), R(r)), () => ref.pos(e, r)]);
+        }
+        for (const [name, impl, want] of pairs) {
+          const w = outcome(want);
+          if (w === "overflow") overflows++;
+          else values++;
+          expect([name, outcome(impl)]).toEqual([name, w]);
+          expect([name, outcome(impl)]).toEqual([name, w]); // deterministic on repetition
+        }
+      }),
+      params(),
+    );
+    expect(overflows).toBeGreaterThan(0);
+    expect(values).toBeGreaterThan(0);
   });
 });
