@@ -150,6 +150,7 @@ export class LedgerReplication<L> {
   };
   #tickTimer: unknown = null;
   #rootOf: { state: L; root: string } | null = null;
+  #stateFrames: { state: L; seq: number; frames: Uint8Array[] } | null = null;
   readonly #unsubscribe: (() => void)[] = [];
   #closed = false;
 
@@ -247,14 +248,27 @@ export class LedgerReplication<L> {
   }
 
   #sendFullState(to: PeerId): void {
-    const fragments = this.#split(this.#o.lattice.encode(this.#state.get()), "state");
-    const transfer = ++this.#transfer;
+    // The same state at the same seq is sent as the same transfer: first contact with many peers
+    // encodes it once. A changed state (or seq) starts a new transfer.
+    const state = this.#state.get();
+    let c = this.#stateFrames;
+    if (c === null || c.state !== state || c.seq !== this.#seq) {
+      const fragments = this.#split(this.#o.lattice.encode(state), "state");
+      const transfer = ++this.#transfer;
+      const frames = fragments.map((value, part) =>
+        encodeLedgerMessage({ kind: "state", genesis: this.#o.genesis, sender: this.self, inc: this.incarnation, upThrough: this.#seq, transfer, part, parts: fragments.length, value }),
+      );
+      this.#stateFrames = c = { state, seq: this.#seq, frames };
+    }
     this.#metrics.fullStatesSent++;
     const k = this.#known.get(to);
     if (k !== undefined) k.lastFullStateAt = this.#o.timers.now();
-    fragments.forEach((value, part) => {
-      this.#send(to, { kind: "state", genesis: this.#o.genesis, sender: this.self, inc: this.incarnation, upThrough: this.#seq, transfer, part, parts: fragments.length, value });
-    });
+    for (const bytes of c.frames) {
+      if (this.#o.channel.send(to, bytes) === "queued") {
+        this.#metrics.framesOut.state++;
+        this.#metrics.bytesOut += bytes.length;
+      }
+    }
   }
 
   /** FNV-1a-64 of the canonical state, cached per state value. */
