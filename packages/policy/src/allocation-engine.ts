@@ -187,6 +187,10 @@ export class AllocationEngine {
   private readonly tree = new DeadlineTree();
   private readonly heap = new QuantumHeap();
   private readonly bound: Entry[] = [];
+  /** Every candidate of the round, for building the tree and, lazily, the quantum heap. */
+  private readonly entries: Entry[] = [];
+  /** Whether `heap` tracks the tree entries: only needed once holdings can fall below a quantum. */
+  private heapActive = false;
   private readonly quantum: bigint;
   private readonly cap: bigint | null;
   private holdings: bigint;
@@ -283,9 +287,34 @@ export class AllocationEngine {
       entry.best = entry;
       engine.weightedSum += entry.scaledWeight * key;
       engine.weightSum += entry.scaledWeight;
-      engine.place(entry);
+      engine.entries.push(entry);
     }
+    const inTree: Entry[] = [];
+    for (const entry of engine.entries) {
+      entry.version++;
+      if (entry.untrimmed > h) {
+        entry.place = "bound";
+        engine.bound.push(entry);
+      } else {
+        entry.place = "tree";
+        entry.deadline = entry.key + entry.untrimmed * entry.step;
+        inTree.push(entry);
+      }
+    }
+    inTree.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    engine.tree.build(inTree);
+    engine.activateHeapIfNeeded();
     return engine;
+  }
+
+  /**
+   * Tree entries only need watching for the holdings trim once holdings are below the quantum (no
+   * untrimmed quantum exceeds it); the heap is built then, once.
+   */
+  private activateHeapIfNeeded(): void {
+    if (this.heapActive || this.holdings >= this.quantum) return;
+    this.heapActive = true;
+    for (const e of this.entries) if (e.place === "tree") this.heap.push(e);
   }
 
   /** Files a live candidate in the tree or, when the holdings trim its quantum, in the side list. */
@@ -299,7 +328,7 @@ export class AllocationEngine {
     entry.place = "tree";
     entry.deadline = entry.key + entry.untrimmed * entry.step;
     this.tree.insert(entry);
-    this.heap.push(entry);
+    if (this.heapActive) this.heap.push(entry);
   }
 
   /** The holdings still to delegate in this round. */
@@ -352,6 +381,7 @@ export class AllocationEngine {
     }
 
     // Holdings fell: tree entries whose quantum now exceeds them move to the side list.
+    this.activateHeapIfNeeded();
     for (let top = this.heap.peek(); top !== null && top.untrimmed > this.holdings; top = this.heap.peek()) {
       this.heap.pop();
       this.tree.remove(top);

@@ -112,6 +112,24 @@ export class DeadlineTree {
     return this.count;
   }
 
+  /**
+   * Replaces the contents with `nodes`, which must be sorted by `(key, id)` without repeats: a perfectly
+   * balanced tree built in O(n), cheaper than n inserts.
+   */
+  build(nodes: readonly DeadlineNode[]): void {
+    const make = (lo: number, hi: number): DeadlineNode | null => {
+      if (lo > hi) return null;
+      const mid = (lo + hi) >>> 1;
+      const n = nodes[mid] as DeadlineNode;
+      n.left = make(lo, mid - 1);
+      n.right = make(mid + 1, hi);
+      refresh(n);
+      return n;
+    };
+    this.root = make(0, nodes.length - 1);
+    this.count = nodes.length;
+  }
+
   /** Inserts `node` (its `(key, id)` must be unique in the tree). */
   insert(node: DeadlineNode): void {
     node.left = null;
