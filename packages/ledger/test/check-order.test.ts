@@ -10,7 +10,7 @@ import { describe, expect, it } from "vitest";
 import { MAX } from "../src/index.ts";
 import type { AttachmentId, GroupId, MintId, ReplicaId } from "../src/index.ts";
 import { canonicalText, EntitlementLedger, ledgerArb, params, POOL, Rational, RUNS, Weight } from "./arbitraries.ts";
-import { Simulation } from "./simulation.ts";
+import { conservationApplies, conservationSides, Simulation } from "./simulation.ts";
 import { components } from "./components.ts";
 import { expectedOutcome, expectedPatch, Reference } from "./reference.ts";
 import type { Call } from "./reference.ts";
@@ -211,6 +211,7 @@ function checkOwnSlots(s: EntitlementLedger, ref: Reference, c: Call, patch: Ent
 describe("§7 check order on random states", () => {
   it("I-5 every mutator's outcome follows its table's first failing check; ok patches are exactly their own slots ⊔ witness (§7.1); the receiver is untouched", () => {
     const seen = new Set<string>();
+    let identityChecks = 0;
     const counts = new Map<string, number>();
     fc.assert(
       fc.property(stateArb, fc.array(templateArb, { minLength: 1, maxLength: 8 }), fc.nat(), (s0, templates, lin) => {
@@ -250,6 +251,19 @@ describe("§7 check order on random states", () => {
             checkOwnSlots(s, ref, c, res.patch);
             expect([c, res.patch.encode()]).toEqual([c, canonicalText(expectedPatch(ref, c))]);
           }
+          if (res.ok && conservationApplies(s)) {
+            // §6.4: a successful mutation between two states satisfying 1–4 preserves the identity
+            // exactly (mint raises both sides). A captured charge is held to it only on a
+            // root-anchored path, the only kind lineageOf captures.
+            const after = s.join(res.patch);
+            const anchored = c.m !== "chargeCaptured" || (ref.rec(c.path[0]!) !== undefined && ref.walk(ref.rec(c.path[0]!)![0]).path?.length === 0);
+            if (anchored && conservationApplies(after)) {
+              const [m0, r0] = conservationSides(s);
+              const [m1, r1] = conservationSides(after);
+              expect([c, r1 - r0]).toEqual([c, m1 - m0]);
+              identityChecks++;
+            }
+          }
           if (res.ok) s = s.join(res.patch);
           if (!res.ok && res.refusal.kind === "NotDrained") {
             const detail: Record<string, string> = {};
@@ -265,6 +279,7 @@ describe("§7 check order on random states", () => {
     );
     if (process.env.SHOW) console.log([...counts].sort());
     if (RUNS < 200) return; // coverage of a small run is left to chance
+    expect(identityChecks).toBeGreaterThan(100);
     // the random states reach the refusal kinds that need faulty topology, not only the easy ones
     for (const k of [
       "activate:DivergentRecord", "release:NotLiveInbound",
