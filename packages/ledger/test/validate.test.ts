@@ -6,7 +6,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import type { LedgerConflict } from "../src/index.ts";
-import { apply, E, EntitlementLedger, G, ledgerArb, params, POOL, R, state, stateSpecArb, Weight } from "./arbitraries.ts";
+import { apply, E, EntitlementLedger, G, ledgerArb, params, POOL, R, Rational, state, stateSpecArb, Weight } from "./arbitraries.ts";
 import { components } from "./components.ts";
 import { fracString, Reference, ReferenceOverflow } from "./reference.ts";
 import { LedgerOverflowError, MAX } from "../src/index.ts";
@@ -327,10 +327,16 @@ describe("I-15 checked arithmetic on states near 2^63 − 1", () => {
       leafSpent: slots(["f", "c1", "c2"]),
       rollupSpent: slots(["f"]),
       transfers: fc.dictionary(fc.constantFrom("", "f", "c1"), slots(["r1", "r2"]), { maxKeys: 3 }),
+      gauges: fc.dictionary(
+        fc.constantFrom("f", "c1", "c2"),
+        fc.tuple(fc.oneof(big, big.map((x) => -x)), fc.constantFrom(1n, 2n, 3n), big),
+        { maxKeys: 3 },
+      ),
+      weights: fc.tuple(fc.constantFrom(1n, 2n, 3n, MAX), fc.constantFrom(1n, 3n, MAX)),
     })
-    .map((x) => ({
+    .map(({ weights: [wn, wd], ...x }) => ({
       ...x,
-      records: { f: [["root", "g", 1n]], c1: [["g", "x", 1n]], c2: [["g", "y", 1n]], c3: [["root", "z", 1n]] },
+      records: { f: [["root", "g", wn, wd]], c1: [["g", "x", 1n]], c2: [["g", "y", wd, wn]], c3: [["root", "z", 1n]] },
     }) as Parameters<typeof state>[0]);
 
   it("I-15 holdings, positions, summaries and totals throw exactly where §2.1's left-to-right checked order does", () => {
@@ -349,6 +355,25 @@ describe("I-15 checked arithmetic on states near 2^63 − 1", () => {
           pairs.push([`edge(${e})`, () => s.edge(E(e)), () => ref.edge(e)]);
           pairs.push([`baseIssuance(${e})`, () => s.baseIssuance(E(e)), () => ref.sum("issued", e)]);
           for (const r of reps) pairs.push([`edgePosition(${e},${r})`, () => s.edgePosition(E(e), R(r)), () => ref.pos(e, r)]);
+        }
+        for (const e of [...edges, "c2"]) {
+          // §6.6: read(g, iss, w) = g.floor + perWeight(iss − g.folded, w); virtual subtracts perWeight(ΣRt, w)
+          const gross = (): Rational | null => {
+            const rec = ref.rec(e);
+            if (rec === undefined) return null;
+            const w = Weight.of(rec[2], rec[3]);
+            const iss = ref.sum("issued", e);
+            const g = ref.c.gauges.get(e);
+            if (g === undefined) return Rational.perWeight(iss, w);
+            return Rational.of(g[0], g[1]).add(Rational.perWeight(ref.ck(iss - g[2]), w));
+          };
+          const virtual = (): Rational | null => {
+            const x = gross();
+            const rec = ref.rec(e);
+            return x === null ? null : x.sub(Rational.perWeight(ref.sum("returned", e), Weight.of(rec![2], rec![3])));
+          };
+          pairs.push([`grossVirtualService(${e})`, () => s.grossVirtualService(E(e))?.toString() ?? null, () => gross()?.toString() ?? null]);
+          pairs.push([`virtualService(${e})`, () => s.virtualService(E(e))?.toString() ?? null, () => virtual()?.toString() ?? null]);
         }
         for (const [name, impl, want] of pairs) {
           const w = outcome(want);
