@@ -832,6 +832,24 @@ describe("I-15 overflow", () => {
     expect(() => t.transfer(root, alice, bob, 1n)).toThrow(LedgerOverflowError);
   });
 
+  it("I-15 checks run before the patch is computed: a debit beyond holdings refuses even where its slot would overflow", () => {
+    const s = state({
+      records: { e: [["root", "E", 1n]] },
+      mints: { m: ["root", "alice", 100n] },
+      issued: { e: { alice: MAX - 1n } },
+      returned: { e: { alice: MAX - 11n } },
+      transfers: { "": { alice: { bob: MAX - 50n }, carol: { alice: MAX - 50n } } },
+    });
+    expect(s.holdings(root, alice)).toBe(90n);
+    // delegate of 95 > 90: InsufficientHoldings, although I + 95 would leave I64
+    expect(kindOf(s, (x) => x.delegate(alice, E("e"), 95n))).toBe("InsufficientHoldings");
+    // transfer of 91 > 90: refusal, although T(ROOT, alice, bob) + 91 would leave I64
+    expect(kindOf(s, (x) => x.transfer(root, alice, bob, 91n))).toBe("InsufficientHoldings");
+    // within holdings the same calls overflow and throw
+    expect(() => s.delegate(alice, E("e"), 2n)).toThrow(LedgerOverflowError);
+    expect(() => s.transfer(root, alice, bob, 51n)).toThrow(LedgerOverflowError);
+  });
+
   it("I-15 sums of non-negative transfer inflows overflow even when the net would fit", () => {
     const s = state({
       mints: { m: ["root", "alice", 1n] },
