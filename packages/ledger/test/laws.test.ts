@@ -21,6 +21,7 @@ import {
   Weight,
 } from "./arbitraries.ts";
 import { cmpFrac, cmpMint, components, COUNTER_FAMILIES, rank } from "./components.ts";
+import { Simulation } from "./simulation.ts";
 
 const EMPTY = EntitlementLedger.EMPTY;
 const same = (a: EntitlementLedger, b: EntitlementLedger): void => {
@@ -387,5 +388,34 @@ describe("I-20 determinism", () => {
     expect(s.roots()).toEqual(["r\u{1F600}", "r\uFFFF"]);
     expect(s.replicas()).toEqual(["xZ", "xa", "x\u{1F600}", "x\uFFFF"]);
     expect(s.validate()).toContainEqual({ kind: "MultipleRoots", roots: ["r\u{1F600}", "r\uFFFF"] });
+  });
+});
+
+describe("I-9 idempotent re-delivery", () => {
+  it("I-9 delivering an honest run's patches with random duplicates and in random order equals delivering each once; history rises once", () => {
+    fc.assert(
+      fc.property(fc.integer(), fc.array(fc.nat(), { minLength: 1, maxLength: 60 }), (seed, picks) => {
+        const sim = new Simulation({ replicas: 3, shared: true, transfers: true, reparents: false, steps: 15 }, seed).run();
+        const patches = sim.log.map((p) => p.patch);
+        if (patches.length === 0) return;
+        const base = Simulation.base(sim.cfg);
+        let dup = base;
+        const once = new Set<number>();
+        for (const k of picks) {
+          const i = k % patches.length;
+          dup = dup.join(patches[i]!);
+          once.add(i);
+        }
+        let single = base;
+        for (const i of [...once].sort((a, b) => a - b)) single = single.join(patches[i]!);
+        same(dup, single);
+        expect(dup.leafSpentTotal()).toBe(single.leafSpentTotal());
+        // and every patch re-delivered onto the final view changes nothing
+        const full = patches.reduce((v, p) => v.join(p), base);
+        same(full, sim.viewOf(0));
+        for (const p of patches) same(full.join(p).join(p), full);
+      }),
+      params(),
+    );
   });
 });
