@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { FAMILIES, runSimulation } from "./support/simulation.ts";
+import { FAMILIES, runSimulation, SimulationFailure } from "./support/simulation.ts";
 
 const SEEDS = Number(process.env.HEDDLE_RAFT_SEEDS ?? 300);
 const FIRST = Number(process.env.HEDDLE_RAFT_FIRST_SEED ?? 1);
@@ -31,6 +31,22 @@ describe("raft deterministic simulation (governed.md §5.1–5.2)", () => {
       expect(perFamily.get("membership")!.changes).toBeGreaterThan(0);
     }
   }, 60_000 + SEEDS * 3_000);
+
+  it("catches a store wiped on restart (R-P5), prints the seed, and the seed reproduces the failure exactly", () => {
+    let caught: { seed: number; message: string } | null = null;
+    for (let seed = 1; seed <= 30 && caught === null; seed++) {
+      try {
+        runSimulation(seed, "leader-crash-loop", "wipe-on-restart");
+      } catch (e) {
+        expect(e).toBeInstanceOf(SimulationFailure);
+        caught = { seed, message: (e as Error).message };
+      }
+    }
+    expect(caught, "a wiped store must break an invariant within 30 seeds").not.toBeNull();
+    expect(caught!.message).toContain(`seed=${caught!.seed} `);
+    expect(caught!.message).toMatch(/Election Safety|Leader Completeness|Log Matching|lost|durable|State Machine Safety/);
+    expect(() => runSimulation(caught!.seed, "leader-crash-loop", "wipe-on-restart")).toThrow(caught!.message);
+  });
 
   it("is deterministic: the same seed gives the same run", () => {
     for (const seed of [3, 14, 15]) expect(runSimulation(seed)).toEqual(runSimulation(seed));

@@ -49,6 +49,12 @@ export const FAMILIES = [
 ] as const;
 export type Family = (typeof FAMILIES)[number];
 
+/**
+ * Deliberate storage faults, to show the harness catches what they break: `wipe-on-restart` restarts a node from
+ * an empty store under its old id (forbidden by R-P5).
+ */
+export type Sabotage = "wipe-on-restart";
+
 /** Thrown when a run breaks an invariant; the message carries the seed and a trace dump. */
 export class SimulationFailure extends Error {
   override readonly name = "SimulationFailure";
@@ -81,6 +87,8 @@ interface SimNode {
   lastState: string;
   lastTerm: number;
   waiters: { index: number; fn: () => void }[];
+  /** Client attempts in flight on this node: a crash turns each into a retry elsewhere (same key). */
+  attempts: Set<() => void>;
   random: () => number;
 }
 
@@ -153,9 +161,9 @@ function profileFor(family: Family, r: () => number): SimProfile {
 }
 
 /** Runs one seeded simulation; throws `SimulationFailure` (naming the seed) on any violation. */
-export function runSimulation(seed: number, familyOverride?: Family): SimResult {
+export function runSimulation(seed: number, familyOverride?: Family, sabotage?: Sabotage): SimResult {
   const family: Family = familyOverride ?? FAMILIES[seed % FAMILIES.length]!;
-  const sim = new Simulation(seed, family);
+  const sim = new Simulation(seed, family, sabotage);
   return sim.run();
 }
 
@@ -176,7 +184,7 @@ class Simulation {
   events = 0;
   group = new Map<string, number>();
   cuts = new Set<string>();
-  readonly traceRing: string[] = [];
+  readonly traceRing: { t: number; node: string; ev: RaftTraceEvent | string }[] = [];
   // global invariant state
   readonly leaders = new Map<number, string>();
   readonly byIndexTerm = new Map<string, { prevTerm: number; entry: LogEntry }>();
@@ -195,7 +203,10 @@ class Simulation {
   stopClients = false;
   membershipBusy = false;
 
-  constructor(seed: number, family: Family) {
+  readonly sabotage: Sabotage | undefined;
+
+  constructor(seed: number, family: Family, sabotage?: Sabotage) {
+    this.sabotage = sabotage;
     this.seed = seed;
     this.family = family;
     const pr = seededRandom(seed * 1000 + 1);
@@ -228,7 +239,7 @@ class Simulation {
       const random = seededRandom(seed * 1000 + 10 + k);
       const node: SimNode = {
         id, alive: true, incarnation: 0, disk, rate, offset, writing: null, processScheduled: false,
-        lastCommit: 0, lastState: "follower", lastTerm: 0, waiters: [], random,
+        lastCommit: 0, lastState: "follower", lastTerm: 0, waiters: [], attempts: new Set(), random,
         core: undefined as unknown as RaftCore, kv: new KvMachine(),
       };
       node.core = this.buildCore(node);
@@ -238,12 +249,12 @@ class Simulation {
   }
 
   fail(why: string): never {
-    const dump = this.traceRing.slice(-80).join("\n");
+    const dump = this.traceRing.slice(-80).map((r) => `${r.t} ${r.node} ${typeof r.ev === "string" ? r.ev : JSON.stringify(r.ev)}`).join("\n");
     throw new SimulationFailure(`raft simulation seed=${this.seed} family=${this.family} t=${this.now}: ${why}\n--- last trace ---\n${dump}\nreplay: runSimulation(${this.seed})`);
   }
 
-  trace(line: string): void {
-    this.traceRing.push(`${this.now} ${line}`);
+  trace(line: string, node = "", ev?: RaftTraceEvent): void {
+    this.traceRing.push({ t: this.now, node, ev: ev ?? line });
     if (this.traceRing.length > 400) this.traceRing.splice(0, 200);
   }
 
@@ -362,7 +373,8 @@ class Simulation {
         case "append": {
           const first = op.entries[0];
           if (first === undefined) break;
-          d.entries = d.entries.filter((e) => e.index < first.index);
+          const tail = d.entries[d.entries.length - 1];
+          if (tail !== undefined && tail.index >= first.index) d.entries = d.entries.filter((e) => e.index < first.index);
           const last = d.entries[d.entries.length - 1];
           const floor = d.snapshot?.lastIndex ?? 0;
           if ((last?.index ?? floor) + 1 !== first.index && first.index !== floor + 1) {
@@ -432,7 +444,7 @@ class Simulation {
   }
 
   onTrace(n: SimNode, ev: RaftTraceEvent): void {
-    this.trace(`${n.id} ${JSON.stringify(ev)}`);
+    this.trace("", n.id, ev);
     if (ev.type === "frameRefused" && ev.reason === "truncate-committed") {
       this.fail(`${n.id}: was asked to truncate a committed entry`);
     }
@@ -543,8 +555,10 @@ class Simulation {
     this.at(wait, () => {
       if (this.stopClients) return null;
       const r = this.clientRandom();
-      const key = `k${Math.floor(this.clientRandom() * 3)}`;
-      const input: KvInput = r < 0.35 ? { op: "get", key } : r < 0.8 ? { op: "append", key, value: `${client}.${seq};` } : { op: "put", key, value: `${client}.${seq}` };
+      // Six keys and frequent puts keep each key's history small enough for an exhaustive linearizability search
+      // even with ops whose outcome stayed unknown (they may land anywhere after their call).
+      const key = `k${Math.floor(this.clientRandom() * 6)}`;
+      const input: KvInput = r < 0.35 ? { op: "get", key } : r < 0.65 ? { op: "append", key, value: `${client}.${seq};` } : { op: "put", key, value: `${client}.${seq}` };
       const op: ClientOp = { client, input, output: undefined, call: this.now, ret: Infinity };
       this.history.push(op);
       this.attempt(op, seq, 0, this.now + OP_TIMEOUT_MS, () => this.clientLoop(client, seq + 1));
@@ -563,7 +577,7 @@ class Simulation {
       if (op.ret === Infinity && op.output === undefined) this.unknownOps++;
       next();
     };
-    if (n === undefined || tries >= 5 || this.now >= deadline) return giveUp();
+    if (n === undefined || tries >= 8 || this.now >= deadline) return giveUp();
     const id = this.nextRequestId++;
     const inc = n.incarnation;
     let settled = false;
@@ -583,6 +597,7 @@ class Simulation {
         return null;
       });
     };
+    n.attempts.add(retry);
     const useReadIndex = op.input.op === "get" && n.core.state === "leader" && this.clientRandom() < 0.5;
     this.requestHandlers.set(id, (o) => {
       if (!n.alive || n.incarnation !== inc) return;
@@ -626,12 +641,16 @@ class Simulation {
     n.writing = null;
     n.processScheduled = false;
     n.waiters = [];
+    const attempts = [...n.attempts];
+    n.attempts.clear();
+    for (const retry of attempts) retry();
   }
 
   restart(n: SimNode): void {
     if (n.alive) return;
     this.trace(`${n.id} RESTART`);
     n.alive = true;
+    if (this.sabotage === "wipe-on-restart") n.disk = { term: 0, votedFor: null, snapshot: null, entries: [] };
     n.kv = new KvMachine();
     n.lastCommit = 0;
     n.core = this.buildCore(n);
@@ -676,7 +695,18 @@ class Simulation {
     if (p.crashes && choice < 0.85) {
       const live = this.nodes.filter((n) => n.alive);
       const dead = this.nodes.filter((n) => !n.alive);
-      if (dead.length > 0 && (r() < 0.6 || live.length <= Math.ceil(this.nodes.length / 2))) {
+      if (r() < 0.05) {
+        // power loss: every node at once, each losing whatever write it had in flight
+        this.trace("POWER LOSS");
+        for (const n of live) this.crash(n);
+        const back = 50 + Math.floor(r() * 500);
+        this.at(back, () => {
+          for (const n of this.nodes) this.restart(n);
+          return null;
+        });
+        return;
+      }
+      if (dead.length > 0 && (r() < 0.5 || live.length <= 1)) {
         this.restart(dead[Math.floor(r() * dead.length)]!);
         return;
       }
