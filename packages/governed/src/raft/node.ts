@@ -168,6 +168,8 @@ class Driver implements RaftNode {
       this.#pushTrace({ type: "frameRefused", from, reason: "undecodable" });
       return;
     }
+    // keep the core's clock current, so a forwarded entry is stamped with the leader's now (R-F2)
+    this.#core.tick(this.#o.timers.now());
     this.#core.step(from, m);
     this.#schedule();
   }
