@@ -240,6 +240,12 @@ describe("InvalidArgument (§7.0, §2.1)", () => {
     expect(s.record(E("nope"))).toBeNull();
     expect(s.lifecycle(E("nope"))).toBeNull();
     expect(s.gauge(E("nope"))).toBeNull();
+    // strings that are not valid ids are still strings: reads treat them as unknown, never throw
+    expect(s.holdings(any<GroupId>("\ud800"), alice)).toBe(0n);
+    expect(s.holdings(any<GroupId>(""), alice)).toBe(0n);
+    expect(s.edge(any<AttachmentId>(""))).toBeNull();
+    expect(s.lineageOf(any<GroupId>(""))).toEqual([]);
+    expect(s.edgePosition(any<AttachmentId>(""), any<ReplicaId>(""))).toBe(0n);
   });
 
   it("bootstrap throws TypeError / RangeError on invalid input", () => {
