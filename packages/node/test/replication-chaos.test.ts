@@ -138,7 +138,7 @@ describe("seeded chaos convergence on MemoryNetwork (node.md §16 A3)", () => {
           throw new Error(`chaos failed for ${n} peers, seed ${seed} (reproduce: HEDDLE_SEED=${seed} HEDDLE_CHAOS_SEEDS=1): ${msg}`);
         }
       }
-    });
+    }, 60_000 + seeds * 2_000);
   }
 
   it("one seed reproduces one run exactly", () => {
