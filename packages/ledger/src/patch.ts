@@ -2,21 +2,50 @@ import { PathKey } from "./ids.ts";
 import type { AttachmentId, MintId, ReplicaId } from "./ids.ts";
 import type { View } from "./accounting.ts";
 import type { CounterFamily, State } from "./state.ts";
-import { emptyState, joinGauges, lifecycleRank, slot, unionRecords } from "./state.ts";
+import { joinGauges, lifecycleRank, slot, unionRecords } from "./state.ts";
 import type { AttachmentRecord, Gauge, Lifecycle, MintRecord } from "./types.ts";
+
+/** A map that is always empty: shared by the untouched components of every new patch. */
+class SealedEmptyMap<K, V> extends Map<K, V> {
+  override set(): this {
+    throw new Error("internal: write to a shared empty component");
+  }
+}
+const SEALED: Map<never, never> = new SealedEmptyMap();
+
+/** An empty state whose components all share one sealed empty map until first written. */
+function sparseEmptyState(): State {
+  return {
+    records: SEALED,
+    mints: SEALED,
+    issued: SEALED,
+    returned: SEALED,
+    leafSpent: SEALED,
+    rollupSpent: SEALED,
+    transfers: SEALED,
+    lifecycle: SEALED,
+    gauges: SEALED,
+  };
+}
+
+/** The component `k` of `s`, replaced by a fresh map first if it is the shared empty one. */
+function writable<K extends keyof State>(s: State, k: K): State[K] {
+  if (s[k] === SEALED) s[k] = new Map() as State[K];
+  return s[k];
+}
 
 /**
  * Accumulates a patch: slots at absolute values, joined (max) as they are added, so a
  * mutation's own slots and its witness can overlap without care (ledger.md §4.4).
  */
 export class PatchBuilder {
-  readonly s: State = emptyState();
+  readonly s: State = sparseEmptyState();
 
   /** Sets a counter slot to at least `v` (zero values are never stored). */
   counter(fam: CounterFamily, e: AttachmentId, r: ReplicaId, v: bigint): void {
     if (v <= 0n) return;
     let inner = this.s[fam].get(e);
-    if (inner === undefined) this.s[fam].set(e, (inner = new Map()));
+    if (inner === undefined) writable(this.s, fam).set(e, (inner = new Map()));
     const old = inner.get(r);
     if (old === undefined || v > old) inner.set(r, v);
   }
@@ -25,7 +54,7 @@ export class PatchBuilder {
   transfer(k: PathKey, d: ReplicaId, x: ReplicaId, v: bigint): void {
     if (v <= 0n) return;
     let rows = this.s.transfers.get(k);
-    if (rows === undefined) this.s.transfers.set(k, (rows = new Map()));
+    if (rows === undefined) writable(this.s, "transfers").set(k, (rows = new Map()));
     let row = rows.get(d);
     if (row === undefined) rows.set(d, (row = new Map()));
     const old = row.get(x);
@@ -34,25 +63,25 @@ export class PatchBuilder {
 
   /** Adds a mint. */
   mint(id: MintId, m: MintRecord): void {
-    this.s.mints.set(id, m);
+    writable(this.s, "mints").set(id, m);
   }
 
   /** Adds a record. */
   record(r: AttachmentRecord): void {
     const cur = this.s.records.get(r.id);
-    this.s.records.set(r.id, cur === undefined ? Object.freeze([r]) : unionRecords(cur, [r]));
+    writable(this.s, "records").set(r.id, cur === undefined ? Object.freeze([r]) : unionRecords(cur, [r]));
   }
 
   /** Raises a lifecycle entry. */
   lifecycle(e: AttachmentId, l: Lifecycle): void {
     const cur = this.s.lifecycle.get(e);
-    if (cur === undefined || lifecycleRank(l) > lifecycleRank(cur)) this.s.lifecycle.set(e, l);
+    if (cur === undefined || lifecycleRank(l) > lifecycleRank(cur)) writable(this.s, "lifecycle").set(e, l);
   }
 
   /** Joins a gauge. */
   gauge(e: AttachmentId, g: Gauge): void {
     const cur = this.s.gauges.get(e);
-    this.s.gauges.set(e, cur === undefined ? g : joinGauges(cur, g));
+    writable(this.s, "gauges").set(e, cur === undefined ? g : joinGauges(cur, g));
   }
 
   /** Republishes, at observed values, every mint held by `r`. */
