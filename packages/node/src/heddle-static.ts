@@ -1,0 +1,119 @@
+import { EntitlementLedger } from "@heddle/ledger";
+import type { AttachmentRecord, GroupId, ReplicaId } from "@heddle/ledger";
+import { fnv1a64 } from "./fnv1a64.ts";
+import { peerConfigOf, resolveHeddleConfig, type HeddleConfig } from "./heddle-config.ts";
+import { Node, type HeddleNode } from "./heddle-node.ts";
+import { HeddlePeer } from "./peer.ts";
+import type { Seam } from "./seam.ts";
+import { restoreLedger } from "./store.ts";
+import { prepareAndActivate } from "./topology-builder.ts";
+
+const INT64_MAX = (1n << 63n) - 1n;
+
+/** The nonce every static peer bootstraps with, so all derive the same mint ids (node.md §13.1). */
+export const STATIC_GENESIS_NONCE = "heddle-static-genesis";
+
+/** Static inputs that cannot start a node (node.md §13.1); the message names the offending input. */
+export class BootstrapError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = "BootstrapError";
+  }
+}
+
+/** What `heddleStatic` starts from (node.md §13). */
+export interface StaticOptions {
+  /** The node claims tags 1–3 on `muxSeam(seam)`. */
+  readonly seam: Seam;
+  /** Must equal `seam.self`. */
+  readonly self: ReplicaId;
+  readonly root: GroupId;
+  /** The roster: every peer with its root supply (≥ 0). Empty = the governed start (genesis `EMPTY`). */
+  readonly supply: ReadonlyMap<ReplicaId, bigint>;
+  /** Initial edges, all prepared and activated at genesis. */
+  readonly topology: readonly AttachmentRecord[];
+  readonly config: HeddleConfig;
+}
+
+/**
+ * The genesis ledger of node.md §13.1 steps 2–3: `bootstrap(root, supply, "heddle-static-genesis")`, then
+ * each record, sorted by id, prepared and activated. A pure function of its inputs, so every peer given
+ * the same inputs computes byte-identical canonical bytes. Empty supply and topology give `EMPTY`.
+ * Throws {@link BootstrapError} when a record is refused.
+ */
+export function staticGenesis(root: GroupId, supply: ReadonlyMap<ReplicaId, bigint>, topology: readonly AttachmentRecord[]): EntitlementLedger {
+  let genesis: EntitlementLedger;
+  try {
+    genesis = supply.size === 0 ? EntitlementLedger.EMPTY : EntitlementLedger.bootstrap(root, supply, STATIC_GENESIS_NONCE);
+  } catch (e) {
+    throw new BootstrapError(`bootstrap(${JSON.stringify(root)}) failed: ${(e as Error).message}`, { cause: e });
+  }
+  const sorted = [...topology].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  const r = prepareAndActivate(genesis, sorted);
+  if (!r.ok) throw new BootstrapError(`topology record ${JSON.stringify(r.edge)}: ${r.step} refused: ${r.refusal.kind} (${r.refusal.message})`);
+  return r.ledger;
+}
+
+function validateStatic(o: StaticOptions): void {
+  if (typeof o !== "object" || o === null) throw new BootstrapError("heddleStatic needs an options object");
+  if (typeof o.seam !== "object" || o.seam === null) throw new BootstrapError("seam: missing");
+  if (typeof o.self !== "string" || o.self.length === 0) throw new BootstrapError("self: must be a non-empty ReplicaId");
+  if (o.self !== o.seam.self) throw new BootstrapError(`self: ${JSON.stringify(o.self)} differs from seam.self ${JSON.stringify(o.seam.self)}`);
+  if (typeof o.root !== "string" || o.root.length === 0) throw new BootstrapError("root: must be a non-empty GroupId");
+  if (!(o.supply instanceof Map)) throw new BootstrapError("supply: must be a Map<ReplicaId, bigint>");
+  if (o.supply.size > 0 && !o.supply.has(o.self)) throw new BootstrapError(`supply: self ${JSON.stringify(o.self)} is not in the roster`);
+  let sum = 0n;
+  for (const [r, a] of o.supply) {
+    if (typeof r !== "string" || r.length === 0) throw new BootstrapError("supply: replica ids must be non-empty strings");
+    if (typeof a !== "bigint" || a < 0n) throw new BootstrapError(`supply: amount of ${JSON.stringify(r)} must be a bigint ≥ 0, got ${String(a)}`);
+    sum += a;
+    if (sum > INT64_MAX) throw new BootstrapError("supply: the total exceeds 2^63 − 1");
+  }
+  if (!Array.isArray(o.topology)) throw new BootstrapError("topology: must be an array of AttachmentRecord");
+  if (o.supply.size === 0 && o.topology.length > 0) throw new BootstrapError("topology: an empty supply (governed start) takes no topology");
+  const ids = new Set<string>();
+  for (const rec of o.topology) {
+    if (typeof rec !== "object" || rec === null || typeof rec.id !== "string") throw new BootstrapError("topology: every record needs an id");
+    if (ids.has(rec.id)) throw new BootstrapError(`topology: record id ${JSON.stringify(rec.id)} appears twice`);
+    ids.add(rec.id);
+  }
+}
+
+/**
+ * Starts a static-mode peer (node.md §13): validates the inputs (→ {@link BootstrapError}; a bad config field →
+ * `RangeError` naming it, §12), computes the genesis, boots the store (→ `StoreMismatchError` for a
+ * store of another replica or genesis), restores `genesis ⊔ snapshot ⊔ patches` and the open
+ * reservations, claims channels 1–3 and starts replication, the demand board and liveness. Synchronous.
+ */
+export function heddleStatic(opts: StaticOptions): HeddleNode {
+  validateStatic(opts);
+  const config = resolveHeddleConfig(opts.config); // RangeError naming the field (§12)
+  const genesis = staticGenesis(opts.root, opts.supply, opts.topology);
+  const digest = fnv1a64(genesis.encode());
+  const store = config.store;
+  const { epoch, persisted } = store.boot(opts.self, digest);
+  if (!Number.isSafeInteger(epoch) || epoch < 0 || epoch >= 2 ** 31) {
+    store.close();
+    throw new BootstrapError(`store: boot counter ${epoch} is outside 0 … 2^31 − 1 (the demand clock's epoch)`);
+  }
+  let state: EntitlementLedger;
+  let peer: HeddlePeer;
+  try {
+    state = restoreLedger(genesis, persisted);
+    peer = new HeddlePeer({ seam: opts.seam, genesis, initial: state, epoch, config: peerConfigOf(config) });
+  } catch (e) {
+    store.close();
+    throw e;
+  }
+  return new Node({
+    self: opts.self,
+    seam: opts.seam,
+    peer,
+    config,
+    store,
+    epoch,
+    roster: new Set(opts.supply.keys()),
+    restored: persisted.reservations,
+    rowsAtBoot: persisted.patches.length,
+  });
+}
