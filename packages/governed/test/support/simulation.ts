@@ -67,6 +67,19 @@ interface Disk {
   entries: LogEntry[];
 }
 
+/**
+ * Term of the disk entry at `index`. Entries above the floor are contiguous, but a crash between saving a
+ * snapshot and discarding the prefix can leave older entries below it (R-P4), so look up from the tail.
+ */
+function diskTermAt(d: Disk, index: number): number | undefined {
+  const n = d.entries.length;
+  const last = d.entries[n - 1];
+  if (last === undefined || index > last.index) return undefined;
+  const e = d.entries[n - 1 - (last.index - index)];
+  if (e !== undefined && e.index === index) return e.term;
+  return d.entries.find((x) => x.index === index)?.term;
+}
+
 interface PendingWrite {
   readonly ready: Ready;
   readonly seq: number;
@@ -541,8 +554,7 @@ class Simulation {
     for (const v of voters) {
       const d = this.byId.get(v)?.disk;
       if (d === undefined) continue;
-      const first = d.entries[0]?.index ?? Infinity;
-      if ((d.snapshot?.lastIndex ?? 0) >= index || d.entries[index - first]?.term === term) holders++;
+      if ((d.snapshot?.lastIndex ?? 0) >= index || diskTermAt(d, index) === term) holders++;
     }
     if (holders < Math.floor(voters.length / 2) + 1) this.fail(`committed entry ${index} is durable on only ${holders} of ${voters.length} voters`);
   }
