@@ -29,6 +29,7 @@ export type { Operation, Model, CheckResult, KvInput } from "./raft/linearizabil
 export { checkLinearizable, kvModel, DEFAULT_CHECK_BUDGET } from "./raft/linearizability.ts";
 export type { RaftStorage } from "./raft/storage.ts";
 export { memoryRaftStorage } from "./raft/storage.ts";
+export type { SqliteRaftStorageOptions } from "./raft/sqlite-storage.ts";
 export { sqliteRaftStorage } from "./raft/sqlite-storage.ts";
 export type { RaftTransport, SeamTransportCounters } from "./raft/transport.ts";
 export { seamRaftTransport, raftChannelTransport } from "./raft/transport.ts";
