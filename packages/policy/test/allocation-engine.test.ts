@@ -110,7 +110,7 @@ describe("incremental engine = repeated pick", () => {
           }
         }
       }),
-      { numRuns: Math.max(50, RUNS / 3) },
+      { numRuns: Math.max(50, Math.floor(RUNS / 3)) },
     );
   });
 
@@ -193,7 +193,7 @@ describe("DeadlineTree", () => {
           }
         },
       ),
-      { numRuns: Math.max(50, RUNS / 3) },
+      { numRuns: Math.max(50, Math.floor(RUNS / 3)) },
     );
   });
 });
