@@ -1,7 +1,7 @@
 // Replication benchmark (issue 4): time from a burst of 100 mutations on one peer until every peer's
 // ledger `equals`, and bytes sent per mutation — over libp2p on 127.0.0.1 (3, 10, 30 peers) and over
 // MemoryNetwork in virtual time (100, 1 000 peers). Run: npx -y pnpm@10 --filter @heddle/node bench
-// Optional argument: "libp2p" or "memory" to run one half.
+// Optional argument: "libp2p", "memory" or "node" to run one part.
 import { AttachmentId, ReplicaId, type EntitlementLedger } from "@heddle/ledger";
 import { HeddlePeer, MemoryNetwork, VirtualTimers, generatePeerKey, libp2pSeam, peerIdOf, realTimers, seededRandom, type Libp2pSeam } from "../src/index.ts";
 import { simGenesis } from "../test/replication-sim.ts";
@@ -84,6 +84,8 @@ function memoryRun(n: number): void {
 }
 
 console.log(`heddle node replication benchmark — ${new Date().toISOString()} — node ${process.version}`);
-if (only !== "memory") for (const n of [3, 10, 30]) await libp2pRun(n);
-if (only !== "libp2p") for (const n of [100, 1000]) memoryRun(n);
+if (only === undefined || only === "libp2p") for (const n of [3, 10, 30]) await libp2pRun(n);
+if (only === undefined || only === "memory") for (const n of [100, 1000]) memoryRun(n);
+// heddleStatic: reserve+complete throughput (SQLite, memory) and schedule round time (bench/node-bench.ts)
+if (only === undefined || only === "node") await import("./node-bench.ts");
 process.exit(0);
