@@ -12,6 +12,7 @@ import { emptySchedule, planSchedule, policyEdges, type ScheduleResult } from ".
 import type { PeerId, Seam } from "./seam.ts";
 import { patchBytes, type HeddleStore, type PatchRow, type ReservationId, type ReservationRow, type StoreTx } from "./store.ts";
 import { EventChannel, type EventStream, type Watch } from "./watch.ts";
+import { MAX_ID_LENGTH } from "./wire-schema.ts";
 
 /** The outcome of a topology call (node.md §1, §13.3). */
 export type TopologyResult = { ok: true } | { ok: false; refusal: Refusal | { kind: "closed" } };
@@ -301,6 +302,9 @@ export class Node implements HeddleNode {
   // ---- §13.3 topology --------------------------------------------------------------------------
 
   prepare(record: AttachmentRecord): TopologyResult {
+    for (const [what, id] of [["id", record?.id], ["parent", record?.parent], ["child", record?.child]] as const) {
+      if (typeof id === "string" && id.length > MAX_ID_LENGTH) throw new RangeError(`prepare: record ${what} is longer than ${MAX_ID_LENGTH} code units`);
+    }
     return this.#mutate((v) => v.prepare(record));
   }
 

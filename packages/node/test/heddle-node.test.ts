@@ -1,0 +1,137 @@
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { EntitlementLedger, GroupId, LedgerOverflowError, Rational, ReplicaId, Weight } from "@heddle/ledger";
+import { HeddlePolicy, type Demand, type Grant } from "@heddle/policy";
+import { boundMetrics, planSchedule, policyEdges, staticGenesis } from "../src/index.ts";
+import { Cluster, D, HUNGRY, e, g, r, rec } from "./node-sim.ts";
+
+describe("schedule (§7): the planned round is the literal pick → delegate loop", () => {
+  it("same grants and same ledger as a loop of pick + delegate over a seated view (fast-check)", () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.record({ w: fc.integer({ min: 1, max: 6 }), target: fc.integer({ min: 0, max: 200 }), max: fc.integer({ min: 0, max: 30 }) }), { minLength: 1, maxLength: 6 }),
+        fc.integer({ min: 0, max: 400 }),
+        fc.integer({ min: 1, max: 25 }),
+        fc.integer({ min: 1, max: 40 }),
+        fc.integer({ min: 0, max: 50 }),
+        (kids, supply, quantum, maxGrants, earmarked) => {
+          const self = ReplicaId("p");
+          const topology = kids.map((k, i) => rec(`k${i}`, "root", `c${i}`, BigInt(k.w)));
+          const view = staticGenesis(GroupId("root"), new Map([[self, BigInt(supply)]]), topology);
+          const demands = new Map(kids.map((k, i) => [`k${i}`, D(BigInt(k.target), BigInt(k.max))]));
+          const demand = (id: string): Demand => demands.get(id) ?? D(0n, 0n);
+          const plan = planSchedule({ view, parent: GroupId("root"), self, earmarked: BigInt(earmarked), demand, offsets: new Map(), observed: new Map(), policy: { quantum: BigInt(quantum) }, maxGrants });
+          // Literal loop: seat every newborn at the origin (empty view: front null), then pick + delegate.
+          let work = view;
+          for (const s of plan.seated) {
+            const x = work.seat(s, Rational.ZERO);
+            if (!x.ok) throw new Error(x.refusal.kind);
+            work = work.join(x.patch);
+          }
+          const grants: Grant[] = [];
+          while (grants.length < maxGrants) {
+            const h = work.holdings(GroupId("root"), self) - BigInt(earmarked);
+            if (h <= 0n) break;
+            const gr = HeddlePolicy.pick(policyEdges(work, GroupId("root"), demand, new Map()).filter((x) => x.gauge !== null), { quantum: BigInt(quantum) }, h);
+            if (gr === null) break;
+            const d = work.delegate(self, gr.attachment, gr.amount);
+            if (!d.ok) throw new Error(d.refusal.kind);
+            work = work.join(d.patch);
+            grants.push(gr);
+          }
+          expect(plan.grants).toEqual(grants);
+          expect(plan.seated.length).toBe(kids.length);
+          expect((plan.patch === null ? view : view.join(plan.patch)).equals(work)).toBe(true);
+          const delegated = grants.reduce((s, x) => s + x.amount, 0n);
+          expect(delegated <= BigInt(Math.max(0, supply - earmarked))).toBe(true);
+        },
+      ),
+      { numRuns: Number(process.env.HEDDLE_RUNS ?? 200), seed: Number(process.env.HEDDLE_SEED ?? 77) },
+    );
+  });
+});
+
+describe("boundMetrics (§11)", () => {
+  it("matches the definitions on a worked example, exactly", () => {
+    const a = ReplicaId("a");
+    const b = ReplicaId("b");
+    let l = staticGenesis(GroupId("root"), new Map([[a, 100n], [b, 50n]]), [rec("e1", "root", "g1", 2n), rec("e2", "root", "g2", 1n)]);
+    for (const [rep, edge, amount] of [[a, "e1", 30n], [a, "e2", 7n], [b, "e2", 20n]] as const) {
+      l = l.join(l.seat(e(edge), Rational.ZERO).ok ? (l.seat(e(edge), Rational.ZERO) as { patch: EntitlementLedger }).patch : EntitlementLedger.EMPTY);
+      const d = l.delegate(rep, e(edge), amount);
+      if (!d.ok) throw new Error(d.refusal.kind);
+      l = l.join(d.patch);
+    }
+    const m = boundMetrics({ view: l, parent: GroupId("root"), replicas: new Set([a, b, ReplicaId("c")]), maxHoldingsPerPeer: 100n, quantum: 10n, demand: () => HUNGRY });
+    // steerable = 63 + 30 (+ 0 for c); T = 57, W = 3: |2/3·57 − 30| = 8, |1/3·57 − 27| = 8 → 8
+    expect(m).toEqual({ parent: GroupId("root"), roster: 3, configuredWorstCase: 310n, currentBound: 103n, observedDeviation: 8n, isConsistent: true });
+    const none = boundMetrics({ view: l, parent: GroupId("root"), replicas: new Set(), maxHoldingsPerPeer: 10n, quantum: 10n, demand: () => D(0n, 0n) });
+    expect(none).toMatchObject({ roster: 1, configuredWorstCase: 20n, currentBound: 10n, observedDeviation: 0n, isConsistent: true });
+    // a peer holding more than E: the configuration no longer bounds the state
+    const over = boundMetrics({ view: l, parent: GroupId("root"), replicas: new Set([a, b]), maxHoldingsPerPeer: 10n, quantum: 10n, demand: () => HUNGRY });
+    expect(over).toMatchObject({ roster: 2, configuredWorstCase: 30n, currentBound: 103n, isConsistent: false });
+  });
+
+  it("checked: n·E + q beyond int64 throws LedgerOverflowError instead of wrapping", () => {
+    const l = staticGenesis(GroupId("root"), new Map([[ReplicaId("a"), 1n]]), []);
+    expect(() => boundMetrics({ view: l, parent: GroupId("root"), replicas: new Set([ReplicaId("a"), ReplicaId("b")]), maxHoldingsPerPeer: (1n << 62n) + 1n, quantum: 1n, demand: () => HUNGRY })).toThrow(LedgerOverflowError);
+  });
+});
+
+describe("durability details (§9.3)", () => {
+  it("compaction after compactAfterPatches rows keeps the restored state identical", async () => {
+    const c = new Cluster({ seed: 40, supply: { a: 1_000n }, config: { compactAfterPatches: 5 } });
+    const a = () => c.n("a");
+    a().advertise(e("e1"), HUNGRY);
+    a().schedule(g("root"));
+    for (let i = 0; i < 12; i++) {
+      const res = a().reserve(g("g1"), 3n);
+      if (!res.ok) throw new Error(res.refusal.kind);
+      a().complete(res.id, 2n);
+    }
+    const open = a().reserve(g("g1"), 5n);
+    expect(a().metrics().compactions).toBeGreaterThan(0);
+    const before = a().ledger.get().encode();
+    c.crash("a");
+    c.restart("a");
+    expect(a().ledger.get().encode()).toBe(before);
+    expect(a().openReservations().map((x) => x.id)).toEqual(open.ok ? [open.id] : []);
+    await c.shutdown();
+  });
+
+  it("inbound values merged since the last commit are persisted (next commit or the tick) and survive a restart", async () => {
+    const c = new Cluster({ seed: 41, supply: { a: 100n, b: 100n } });
+    c.n("a").advertise(e("e1"), HUNGRY);
+    c.n("a").schedule(g("root"));
+    c.settle();
+    c.timers.advanceBy(150); // one anti-entropy tick on b: its merged view is committed
+    c.crash("a");
+    c.crash("b");
+    c.restart("b");
+    expect(c.n("b").ledger.get().edge(e("e1"))!.issued).toBe(100n);
+    await c.shutdown();
+  });
+
+  it("restart ids are unique across boots (epoch in the id) and a conflicts event reports divergent records once", async () => {
+    const c = new Cluster({ seed: 42, supply: { a: 100n, b: 100n } });
+    c.n("a").advertise(e("e1"), HUNGRY);
+    c.n("a").schedule(g("root"));
+    const first = c.n("a").reserve(g("g1"), 1n);
+    c.crash("a");
+    c.restart("a");
+    const second = c.n("a").reserve(g("g1"), 1n);
+    expect(first.ok && second.ok && first.id !== second.id && first.id.split("/")[1] !== second.id.split("/")[1]).toBe(true);
+    c.net.partition([["a"], ["b"]], "silent");
+    expect(c.n("a").prepare(rec("ex", "root", "gx")).ok).toBe(true);
+    expect(c.n("b").prepare({ ...rec("ex", "root", "gx"), weight: Weight.of(2n) }).ok).toBe(true);
+    c.net.heal();
+    c.settle();
+    c.timers.advanceBy(300);
+    const ev = c.peers.get("a")!.events.filter((x) => x.kind === "conflicts");
+    expect(ev.length).toBe(1);
+    expect(ev[0]!.kind === "conflicts" && ev[0]!.conflicts.length > 0).toBe(true);
+    await c.shutdown();
+  });
+});
+
+void r;
