@@ -55,18 +55,32 @@ describe("node.md §16 acceptance (integrated node, MemoryNetwork + VirtualTimer
     await c.shutdown();
   });
 
-  it("A5 complete is exactly once across repeats, a crash/restart and duplicated delivery", async () => {
-    const c = new Cluster({ seed: 5, supply: { a: 100n, b: 0n }, faults: { dropRate: 0, duplicateRate: 1, delayMs: [0, 10] } });
+  it("A5 complete is exactly once across repeats, a crash/restart and its delta delivered 5× to a second peer", async () => {
+    const c = new Cluster({ seed: 5, supply: { a: 100n, b: 0n } });
+    const spy = c.net.join("spy");
+    const frames: Uint8Array[] = [];
+    spy.onFrame((from, f) => {
+      if (from === "a" && f[0] === 1 && new TextDecoder().decode(f.subarray(1)).includes('"kind":"delta"')) frames.push(f.slice());
+    });
+    c.timers.advanceBy(10);
     c.n("a").advertise(e("e1"), HUNGRY);
     c.n("a").schedule(g("root"));
     const res = c.n("a").reserve(g("g1"), 10n);
     if (!res.ok) throw new Error(res.refusal.kind);
+    c.timers.advanceBy(10);
+    frames.length = 0;
     expect(c.n("a").complete(res.id, 7n)).toEqual({ ok: true, charged: 7n, outcome: "charged" });
     expect(c.n("a").complete(res.id, 7n)).toEqual({ ok: true, charged: 0n, outcome: "no-such-reservation" });
     expect(c.n("a").complete(res.id, 7n)).toEqual({ ok: true, charged: 0n, outcome: "no-such-reservation" });
+    c.timers.advanceBy(1);
+    expect(frames.length).toBe(1); // the charge's delta
+    for (let i = 0; i < 5; i++) c.peers.get("a")!.seam.send("b", frames[0]!);
+    c.timers.advanceBy(10);
+    expect(c.n("b").ledger.get().edge(e("e1"))!.spent).toBe(7n);
     c.crash("a");
     c.restart("a");
     expect(c.n("a").complete(res.id, 7n)).toEqual({ ok: true, charged: 0n, outcome: "no-such-reservation" });
+    for (let i = 0; i < 5; i++) c.peers.get("a")!.seam.send("b", frames[0]!);
     c.settle();
     for (const p of ["a", "b"]) expect(c.n(p).ledger.get().edge(e("e1"))!.spent).toBe(7n);
     await c.shutdown();

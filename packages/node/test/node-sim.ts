@@ -2,7 +2,7 @@ import { AttachmentId, EntitlementLedger, GroupId, ReplicaId, Weight, type Attac
 import type { Demand } from "@heddle/policy";
 import {
   MemoryNetwork, VirtualTimers, heddleStatic, memoryStore, seededRandom,
-  type HeddleConfig, type HeddleNode, type HeddleStore, type LinkFaults, type NodeEvent, type PartitionEvent,
+  type HeddleConfig, type HeddleNode, type HeddleStore, type LinkFaults, type NodeEvent, type PartitionEvent, type Seam,
 } from "../src/index.ts";
 
 /** `Demand(target, maxGrant)`. */
@@ -44,6 +44,8 @@ export interface SimNode {
   partitions: PartitionEvent[];
   alive: boolean;
   boots: number;
+  /** The raw seam the node runs on (tests may send on it as this peer). */
+  seam: Seam;
 }
 
 /**
@@ -74,7 +76,7 @@ export class Cluster {
     for (const id of Object.keys(o.supply).sort()) {
       let store: HeddleStore = memoryStore();
       if (o.wrapStore) store = o.wrapStore(id, store);
-      const sn: SimNode = { id, node: undefined as unknown as HeddleNode, store, events: [], partitions: [], alive: true, boots: 0 };
+      const sn: SimNode = { id, node: undefined as unknown as HeddleNode, store, events: [], partitions: [], alive: true, boots: 0, seam: undefined as unknown as Seam };
       this.peers.set(id, sn);
       this.#start(sn, this.net.join(id));
     }
@@ -83,6 +85,7 @@ export class Cluster {
 
   #start(sn: SimNode, seam: ReturnType<MemoryNetwork["join"]>): void {
     sn.boots++;
+    sn.seam = seam;
     this.#draws++;
     sn.node = heddleStatic({
       seam,
