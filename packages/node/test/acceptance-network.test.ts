@@ -1,8 +1,8 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { GroupId } from "@heddle/ledger";
-import { canonicalBytes, seededRandom, type NodeEvent, type RejectReason, type Seam } from "../src/index.ts";
-import { Cluster, D, HUNGRY, conservation, e, g, r, rec } from "./node-sim.ts";
+import { canonicalBytes, heddleStatic, memoryStore, seededRandom, type NodeEvent, type RejectReason, type Seam } from "../src/index.ts";
+import { Cluster, D, FLAT, HUNGRY, conservation, e, g, r, rec } from "./node-sim.ts";
 
 const withTag = (tag: number, body: Uint8Array) => {
   const out = new Uint8Array(body.length + 1);
@@ -146,6 +146,31 @@ describe("node.md §16 acceptance on the integrated node (network)", () => {
     c.net.partition([["a", "b"], ["c"]], "disconnect");
     c.timers.advanceBy(5_100);
     expect(evc()[0]).toMatchObject({ kind: "unresponsive", reason: "transport-closed" });
+    await c.shutdown();
+  });
+
+  it("A15 a backpressure signal from the seam → unresponsive(backpressure) at the next tick", async () => {
+    const c = new Cluster({ seed: 151, supply: { b: 1n, x: 1n } });
+    const inner = c.net.join("a");
+    const fire: ((peer: string) => void)[] = [];
+    const seam: Seam = {
+      self: inner.self, maxFrameBytes: inner.maxFrameBytes, peers: inner.peers,
+      send: (to, f) => inner.send(to, f), broadcast: (f) => inner.broadcast(f), onFrame: (fn) => inner.onFrame(fn),
+      onBackpressure: (fn) => {
+        fire.push(fn);
+        return () => {};
+      },
+      close: () => inner.close(),
+    };
+    const a = heddleStatic({ seam, self: r("a"), root: g("root"), supply: new Map([[r("a"), 1n], [r("b"), 1n], [r("x"), 1n]]), topology: FLAT, config: { ...c.config, random: seededRandom(5), store: memoryStore() } });
+    const evs: { kind: string; peer: string; reason?: string }[] = [];
+    a.partitionEvents.subscribe((x) => evs.push(x));
+    c.timers.advanceBy(6_000);
+    expect(evs).toEqual([]);
+    for (const f of fire) f("b");
+    c.timers.advanceBy(5_100);
+    expect(evs[0]).toMatchObject({ kind: "unresponsive", peer: "b", reason: "backpressure" });
+    await a.shutdown();
     await c.shutdown();
   });
 
