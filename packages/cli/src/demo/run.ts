@@ -1,0 +1,194 @@
+import { spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
+import { loadOrCreatePeerKey, peerIdOf } from "@heddle/node";
+import type { DemoOptions } from "./options.ts";
+import type { PeerCommand, PeerReport } from "./protocol.ts";
+import type { PeerConfig } from "./scenario.ts";
+import { finalChecks, renderFinal, renderLive } from "./render.ts";
+import type { PeerView } from "./render.ts";
+
+type Status = Extract<PeerReport, { type: "status" }>;
+
+/** What happens when, as fractions of the run. */
+export const TIMELINE = { cut: 0.3, heal: 0.55, kill: 0.62, restart: 0.72 } as const;
+/** Longest wait for every peer to converge after the run, before the report says it did not. */
+export const SETTLE_TIMEOUT_MS = 45_000;
+
+interface Peer {
+  index: number;
+  id: string;
+  proc: ChildProcess | null;
+  addrs: string[];
+  state: "starting" | "up" | "cut" | "killed";
+  last: Status | null;
+  restarts: number;
+  restored: number;
+  log: string[];
+}
+
+const PEER_MAIN = fileURLToPath(new URL("./peer.ts", import.meta.url));
+
+/** Runs the demo; resolves to the process exit code (0 iff every final check passed). */
+export async function runDemo(o: DemoOptions, out: NodeJS.WriteStream = process.stdout): Promise<number> {
+  const dir = o.dir ?? mkdtempSync(join(tmpdir(), "heddle-demo-"));
+  mkdirSync(dir, { recursive: true });
+  const keepDir = o.dir !== undefined;
+  const ids: string[] = [];
+  for (let i = 0; i < o.peers; i++) {
+    mkdirSync(join(dir, `peer-${i}`), { recursive: true });
+    ids.push(peerIdOf(await loadOrCreatePeerKey(join(dir, `peer-${i}`, "peer.key"))));
+  }
+  const durationMs = o.durationS * 1_000;
+  const supplyPerPeer = 400n * BigInt(o.durationS) + 10_000n;
+  const base: Omit<PeerConfig, "index"> = {
+    dir,
+    seed: o.seed,
+    ids,
+    tenantWeights: [o.tenantWeights[0].toString(), o.tenantWeights[1].toString()],
+    laneWeights: [o.laneWeights[0].toString(), o.laneWeights[1].toString()],
+    supplyPerPeer: supplyPerPeer.toString(),
+    quantum: "20",
+    grantsPerSchedule: 2,
+    tickMs: 100,
+    workersPerLane: 3,
+  };
+  const peers: Peer[] = ids.map((id, index) => ({ index, id, proc: null, addrs: [], state: "starting", last: null, restarts: 0, restored: 0, log: [] }));
+  const events: string[] = [];
+  const started = Date.now();
+  const note = (s: string) => events.push(`${((Date.now() - started) / 1000).toFixed(1).padStart(5)}s  ${s}`);
+
+  const send = (p: Peer, c: PeerCommand) => {
+    if (p.proc?.stdin?.writable) p.proc.stdin.write(`${JSON.stringify(c)}\n`);
+  };
+  const rosterEntries = () => peers.map((p) => ({ id: p.id, addrs: p.addrs }));
+
+  const start = (p: Peer): Promise<void> =>
+    new Promise((resolve, reject) => {
+      const cfgPath = join(dir, `peer-${p.index}`, "config.json");
+      writeFileSync(cfgPath, JSON.stringify({ ...base, index: p.index } satisfies PeerConfig));
+      const proc = spawn(process.execPath, [PEER_MAIN, cfgPath], { stdio: ["pipe", "pipe", "pipe"] });
+      p.proc = proc;
+      p.state = "starting";
+      proc.stderr!.on("data", (d: Buffer) => {
+        p.log.push(d.toString());
+        if (p.log.length > 50) p.log.shift();
+      });
+      createInterface({ input: proc.stdout! }).on("line", (line) => {
+        let r: PeerReport;
+        try {
+          r = JSON.parse(line) as PeerReport;
+        } catch {
+          return;
+        }
+        if (r.type === "listening") {
+          p.addrs = r.addrs;
+          p.restored = r.restoredReservations;
+          p.state = "up";
+          for (const q of peers) send(q, { cmd: "roster", entries: rosterEntries() });
+          resolve();
+        } else if (r.type === "status") p.last = r;
+        else if (r.type === "error") {
+          note(`peer ${p.index} failed: ${r.message.split("\n")[0]}`);
+          reject(new Error(`peer ${p.index}: ${r.message}`));
+        }
+      });
+      proc.on("exit", (code, signal) => {
+        if (p.proc === proc) p.proc = null;
+        if (p.state === "starting") reject(new Error(`peer ${p.index} exited before listening (${signal ?? code}): ${p.log.join("")}`));
+      });
+    });
+
+  const stopAll = () => {
+    for (const p of peers) p.proc?.kill("SIGKILL");
+  };
+  process.once("SIGINT", () => {
+    stopAll();
+    process.exit(130);
+  });
+
+  try {
+    await Promise.all(peers.map(start));
+    note(`${o.peers} peers up on 127.0.0.1 (libp2p: TCP + Noise + Yamux), stores in ${dir}`);
+    const cutPeer = peers[1]!;
+    const killPeer = peers[2]!;
+    const at = (f: number) => started + f * durationMs;
+    const done = { cut: false, heal: false, kill: false, restart: false };
+    let restarting: Promise<void> | null = null;
+
+    const view = (): PeerView[] => peers.map((p) => ({ index: p.index, id: p.id, state: p.state, status: p.last, restarts: p.restarts, restored: p.restored }));
+    const draw = () => {
+      const text = renderLive(view(), events, (Date.now() - started) / 1000, o);
+      if (o.live) out.write(`\x1b[H\x1b[2J${text}\n`);
+    };
+    if (o.live) out.write("\x1b[2J");
+    let lastLine = 0;
+    while (Date.now() < started + durationMs) {
+      const now = Date.now();
+      if (!done.cut && now >= at(TIMELINE.cut)) {
+        done.cut = true;
+        cutPeer.state = "cut";
+        send(cutPeer, { cmd: "block", peers: peers.filter((p) => p !== cutPeer).map((p) => p.id) });
+        for (const p of peers) if (p !== cutPeer) send(p, { cmd: "block", peers: [cutPeer.id] });
+        note(`peer ${cutPeer.index} cut off from the others (its process keeps running and spending)`);
+      }
+      if (!done.heal && now >= at(TIMELINE.heal)) {
+        done.heal = true;
+        cutPeer.state = "up";
+        for (const p of peers) send(p, { cmd: "block", peers: [] });
+        note(`peer ${cutPeer.index} healed`);
+      }
+      if (!done.kill && now >= at(TIMELINE.kill)) {
+        done.kill = true;
+        killPeer.state = "killed";
+        killPeer.proc?.kill("SIGKILL");
+        note(`peer ${killPeer.index} killed with SIGKILL`);
+      }
+      if (!done.restart && now >= at(TIMELINE.restart)) {
+        done.restart = true;
+        killPeer.restarts++;
+        restarting = start(killPeer).then(() => void note(`peer ${killPeer.index} restarted from its SQLite store (${killPeer.restored} open reservation(s) found and cancelled)`));
+      }
+      if (o.live) draw();
+      else if (now - lastLine >= 5_000) {
+        lastLine = now;
+        out.write(`${renderLive(view(), events.splice(0), (now - started) / 1000, o, true)}\n`);
+      }
+      await new Promise((r) => setTimeout(r, 500));
+    }
+    if (restarting !== null) await restarting;
+
+    note("work stops; waiting for every peer to converge");
+    for (const p of peers) send(p, { cmd: "drain" });
+    const settleStart = Date.now();
+    let converged = false;
+    while (Date.now() - settleStart < SETTLE_TIMEOUT_MS) {
+      await new Promise((r) => setTimeout(r, 500));
+      if (o.live) draw();
+      const ss = peers.map((p) => p.last);
+      const fresh = ss.every((s) => s !== null && s.draining && s.inFlight === 0);
+      if (fresh && new Set(ss.map((s) => s!.digest)).size === 1) {
+        // Two consecutive identical reads: nothing was still in flight.
+        await new Promise((r) => setTimeout(r, 1_000));
+        if (new Set(peers.map((p) => p.last!.digest)).size === 1) {
+          converged = true;
+          break;
+        }
+      }
+    }
+    note(converged ? `converged in ${((Date.now() - settleStart) / 1000).toFixed(1)} s: every peer holds byte-identical ledgers` : "did NOT converge within the settle timeout");
+    const final = view();
+    const checks = finalChecks(final, converged, o);
+    out.write(`\n${renderFinal(final, events, checks, o)}\n`);
+    for (const p of peers) send(p, { cmd: "exit" });
+    await new Promise((r) => setTimeout(r, 500));
+    return checks.every((c) => c.ok) ? 0 : 1;
+  } finally {
+    stopAll();
+    if (!keepDir) rmSync(dir, { recursive: true, force: true });
+  }
+}

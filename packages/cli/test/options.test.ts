@@ -1,0 +1,48 @@
+import { describe, expect, it } from "vitest";
+import { DEMO_LIMITS, DemoUsageError, parseDemoArgs } from "../src/index.ts";
+
+describe("heddle demo options", () => {
+  it("has the documented defaults", () => {
+    expect(parseDemoArgs([], false)).toEqual({
+      peers: 4,
+      durationS: 60,
+      seed: 1,
+      tenantWeights: [3n, 1n],
+      laneWeights: [1n, 1n],
+      dir: undefined,
+      live: false,
+    });
+    expect(parseDemoArgs([], true)).toMatchObject({ live: true });
+  });
+
+  it("parses every option, in both --flag value and --flag=value forms", () => {
+    expect(parseDemoArgs(["--peers", "5", "--duration=30", "--seed", "9", "--weights", "2:1", "--lane-weights=3:1", "--dir", "/tmp/x", "--no-live"], true)).toEqual({
+      peers: 5,
+      durationS: 30,
+      seed: 9,
+      tenantWeights: [2n, 1n],
+      laneWeights: [3n, 1n],
+      dir: "/tmp/x",
+      live: false,
+    });
+  });
+
+  it("answers help", () => {
+    expect(parseDemoArgs(["--help"], false)).toBe("help");
+    expect(parseDemoArgs(["-h"], false)).toBe("help");
+  });
+
+  it.each([
+    [["--peers", "2"]],
+    [["--peers", String(DEMO_LIMITS.maxPeers + 1)]],
+    [["--peers", "four"]],
+    [["--duration", "5"]],
+    [["--weights", "3"]],
+    [["--weights", "0:1"]],
+    [["--lane-weights", "1:-1"]],
+    [["--dir"]],
+    [["--bogus"]],
+  ])("rejects %j with a usage error", (argv) => {
+    expect(() => parseDemoArgs(argv, false)).toThrow(DemoUsageError);
+  });
+});
