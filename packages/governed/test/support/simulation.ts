@@ -215,6 +215,7 @@ class Simulation {
   unknownOps = 0;
   stopClients = false;
   membershipBusy = false;
+  settling = false;
 
   readonly sabotage: Sabotage | undefined;
 
@@ -489,8 +490,9 @@ class Simulation {
     const target = this.byId.get(to);
     if (target === undefined || this.blocked(from.id, to)) return;
     const r = this.netRandom;
-    if (r() < this.profile.dropRate) return;
-    const copies = r() < this.profile.dupRate ? 2 : 1;
+    // the settle period heals links too: liveness is asserted only after every fault is gone
+    if (r() < (this.settling ? 0 : this.profile.dropRate)) return;
+    const copies = r() < (this.settling ? 0 : this.profile.dupRate) ? 2 : 1;
     const [lo, hi] = this.profile.delayMs;
     for (let c = 0; c < copies; c++) {
       const delay = lo + Math.floor(r() * (hi - lo + 1));
@@ -788,6 +790,7 @@ class Simulation {
     this.group = new Map();
     this.cuts.clear();
     this.stopClients = true;
+    this.settling = true;
     for (const n of this.nodes) this.restart(n);
     this.trace("SETTLE");
     const nearTrue = this.nodes.every((n) => n.rate >= 0.9 && n.rate <= 1.1);
