@@ -2,7 +2,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { EntitlementLedger, GroupId, LedgerOverflowError, Rational, ReplicaId, Weight } from "@heddle/ledger";
 import { HeddlePolicy, type Demand, type Grant } from "@heddle/policy";
-import { boundMetrics, planSchedule, policyEdges, staticGenesis } from "../src/index.ts";
+import { StoreMismatchError, boundMetrics, heddleStatic, planSchedule, policyEdges, staticGenesis } from "../src/index.ts";
 import { Cluster, D, HUNGRY, e, g, r, rec } from "./node-sim.ts";
 
 describe("schedule (§7): the planned round is the literal pick → delegate loop", () => {
@@ -109,6 +109,15 @@ describe("durability details (§9.3)", () => {
     c.crash("b");
     c.restart("b");
     expect(c.n("b").ledger.get().edge(e("e1"))!.issued).toBe(100n);
+    await c.shutdown();
+  });
+
+  it("a store written for another replica or another genesis is refused with StoreMismatchError", async () => {
+    const c = new Cluster({ seed: 43, supply: { a: 100n, b: 100n } });
+    const store = c.peers.get("a")!.store;
+    c.crash("a");
+    const base = { ...c.config, random: () => 0.5, store };
+    expect(() => heddleStatic({ seam: c.net.restart("a"), self: r("a"), root: g("root"), supply: new Map([[r("a"), 100n], [r("b"), 99n]]), topology: [], config: base })).toThrow(StoreMismatchError);
     await c.shutdown();
   });
 
