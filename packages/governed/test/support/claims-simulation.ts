@@ -1,0 +1,880 @@
+/**
+ * A seeded simulation of the replicated claims table (claims.md §2 "Where the table runs", §5): N unmodified
+ * `RaftCore`s, each folding its committed log into a `ClaimsMachine`, driven the way R's harness
+ * (`simulation.ts`) drives them — persist, then send, then apply, then advance — over a network that drops,
+ * duplicates, delays and reorders, with partitions (one of them strands the leader in a minority), one-way cuts,
+ * crashes that keep only a prefix of the in-flight write, and restarts from the persisted state. Clients on
+ * different peers propose takes of overlapping keys (exclusive and shared, capacities 1, 2, 3 and unlimited) with
+ * leases, plus releases, renewals and scope releases. A fence client runs the stale-token scenario over and over.
+ *
+ * Checked while running: Election Safety, one committed entry per index, a replica applies only committed
+ * entries, every replica decides the same outcome and reaches the same encoded state at each index, and no
+ * replica's table ever has an exclusive holder beside another or more holders than capacity. Checked at the
+ * end: every replica converged, and the committed log replayed from scratch into a fresh table agrees with an
+ * independent reference of who holds what (no overlap, every refusal justified, every stale token rejected),
+ * and every take acknowledged to a client is in that log with the outcome the client was told.
+ */
+import { seededRandom } from "@heddle/node";
+import type { ClaimMode, ClaimsOptions, TakeRequest } from "@heddle/claims";
+import { decodeMessage, encodeMessage, raftConfig, RaftCore, sameEntry } from "../../src/index.ts";
+import type { ClusterConfig, LogEntry, Message, Outcome, RaftConfig, Ready } from "../../src/index.ts";
+import { ClaimsMachine, encodeClaimsCommand } from "./claims-machine.ts";
+import type { AppliedClaims, ClaimsCommand } from "./claims-machine.ts";
+
+/** Deliberate faults, to show the checks catch what they break. */
+export type ClaimsSabotage =
+  /** Followers fold entries as soon as they are appended, before they commit. */
+  | "apply-uncommitted"
+  /** Replicas stamp commands with their own clock instead of the leader's `stampedAt`. */
+  | "local-clock";
+
+/** Thrown when a run breaks an invariant; the message names the seed that reproduces it. */
+export class ClaimsSimulationFailure extends Error {
+  override readonly name = "ClaimsSimulationFailure";
+}
+
+/** Summary of one run. */
+export interface ClaimsSimResult {
+  readonly seed: number;
+  readonly voters: number;
+  readonly committed: number;
+  readonly ackedTakes: number;
+  readonly grantedTakes: number;
+  readonly refusedTakes: number;
+  readonly fencePairs: number;
+  readonly restarts: number;
+  readonly minorityLeaders: number;
+  readonly elections: number;
+}
+
+/** The claims options every replica is built with (identical on every peer). */
+export const SIM_CLAIMS_OPTIONS: ClaimsOptions = { capacity: { "pool/x": 2, "pool/y": 3, rw: null } };
+const CAPACITY = (key: string): number | null => {
+  const cap = SIM_CLAIMS_OPTIONS.capacity?.[key];
+  return cap === undefined ? 1 : cap;
+};
+const KEYS = ["mutex/a", "mutex/b", "pool/x", "pool/y", "rw"];
+
+const TICK_MS = 10;
+const DURATION_MS = 7_000;
+const SETTLE_MS = 4_000;
+const OP_TIMEOUT_MS = 2_000;
+const THINK_MS = 100;
+const FENCE_TTL_MS = 150;
+
+interface Disk {
+  term: number;
+  votedFor: string | null;
+  entries: LogEntry[];
+}
+
+interface SimNode {
+  readonly id: string;
+  alive: boolean;
+  incarnation: number;
+  core: RaftCore;
+  machine: ClaimsMachine;
+  disk: Disk;
+  readonly rate: number;
+  readonly offset: number;
+  writing: Ready | null;
+  processScheduled: boolean;
+  lastCommit: number;
+  waiters: { index: number; fn: () => void }[];
+  attempts: Set<() => void>;
+  readonly random: () => number;
+}
+
+interface Ack {
+  readonly client: string;
+  readonly seq: number;
+  readonly index: number;
+  readonly text: string;
+  readonly node: string;
+}
+
+interface FencePair {
+  readonly key: string;
+  readonly t1: number;
+  readonly t2: number;
+}
+
+interface Event {
+  readonly time: number;
+  readonly seq: number;
+  readonly fn: () => string | null;
+}
+
+/** Runs one seeded simulation; throws `ClaimsSimulationFailure` (naming the seed) on any violation. */
+export function runClaimsSimulation(seed: number, sabotage?: ClaimsSabotage): ClaimsSimResult {
+  return new ClaimsSimulation(seed, sabotage).run();
+}
+
+class ClaimsSimulation {
+  readonly seed: number;
+  readonly sabotage: ClaimsSabotage | undefined;
+  readonly voters: number;
+  readonly dropRate: number;
+  readonly dupRate: number;
+  readonly delayMs: readonly [number, number];
+  readonly cfg: RaftConfig;
+  readonly netRandom: () => number;
+  readonly faultRandom: () => number;
+  readonly clientRandom: () => number;
+  readonly nodes: SimNode[] = [];
+  readonly byId = new Map<string, SimNode>();
+  readonly bootstrap: ClusterConfig;
+  readonly queue: Event[] = [];
+  seq = 0;
+  now = 0;
+  group = new Map<string, number>();
+  readonly cuts = new Set<string>();
+  settling = false;
+  stopClients = false;
+  readonly traceRing: string[] = [];
+  // global records
+  readonly leaders = new Map<number, string>();
+  readonly committed = new Map<number, LogEntry>();
+  maxCommitted = 0;
+  readonly outcomeAt = new Map<number, string>();
+  readonly stateAt = new Map<number, string>();
+  readonly acks: Ack[] = [];
+  readonly fencePairs: FencePair[] = [];
+  readonly fenceAt = new Map<number, FencePair>();
+  nextRequestId = 1;
+  readonly handlers = new Map<number, (o: Outcome) => void>();
+  restarts = 0;
+  minorityLeaders = 0;
+  elections = 0;
+
+  constructor(seed: number, sabotage?: ClaimsSabotage) {
+    this.seed = seed;
+    this.sabotage = sabotage;
+    const pr = seededRandom(seed * 7919 + 1);
+    this.voters = seed % 2 === 0 ? 3 : 5;
+    this.dropRate = pr() * 0.15;
+    this.dupRate = pr() * 0.15;
+    this.delayMs = [0, 2 + Math.floor(pr() * 25)];
+    this.netRandom = seededRandom(seed * 7919 + 2);
+    this.faultRandom = seededRandom(seed * 7919 + 3);
+    this.clientRandom = seededRandom(seed * 7919 + 4);
+    this.cfg = raftConfig({ maxEntriesPerMessage: 32, maxInflightMessages: 8 });
+    const ids: string[] = [];
+    for (let i = 1; i <= this.voters; i++) ids.push(`n${i}`);
+    this.bootstrap = { voters: ids, learners: [] };
+    ids.forEach((id, k) => {
+      const node: SimNode = {
+        id,
+        alive: true,
+        incarnation: 0,
+        core: undefined as unknown as RaftCore,
+        machine: new ClaimsMachine(SIM_CLAIMS_OPTIONS),
+        disk: { term: 0, votedFor: null, entries: [] },
+        // near-true rates, far-apart offsets: a new leader's clock is often behind the last one's stamps
+        rate: 0.9 + pr() * 0.2,
+        offset: Math.floor(pr() * 5_000),
+        writing: null,
+        processScheduled: false,
+        lastCommit: 0,
+        waiters: [],
+        attempts: new Set(),
+        random: seededRandom(seed * 7919 + 10 + k),
+      };
+      node.core = this.buildCore(node);
+      this.nodes.push(node);
+      this.byId.set(id, node);
+    });
+  }
+
+  fail(why: string): never {
+    const dump = this.traceRing.slice(-60).join("\n");
+    throw new ClaimsSimulationFailure(
+      `claims-on-raft simulation seed=${this.seed} voters=${this.voters}${this.sabotage === undefined ? "" : ` sabotage=${this.sabotage}`} t=${this.now}: ${why}\n--- last trace ---\n${dump}\nreplay: runClaimsSimulation(${this.seed}${this.sabotage === undefined ? "" : `, "${this.sabotage}"`})`,
+    );
+  }
+
+  trace(line: string): void {
+    this.traceRing.push(`${this.now} ${line}`);
+    if (this.traceRing.length > 300) this.traceRing.splice(0, 150);
+  }
+
+  buildCore(n: SimNode): RaftCore {
+    return new RaftCore({
+      id: n.id,
+      bootstrap: this.bootstrap,
+      persisted: { term: n.disk.term, votedFor: n.disk.votedFor, snapshot: null, entries: n.disk.entries.slice() },
+      config: this.cfg,
+      random: n.random,
+      now: this.localNow(n),
+    });
+  }
+
+  localNow(n: SimNode): number {
+    return Math.floor(n.offset + this.now * n.rate);
+  }
+
+  // ------------------------------------------------------------------ event queue (binary heap)
+
+  at(delay: number, fn: () => string | null): void {
+    const h = this.queue;
+    h.push({ time: this.now + Math.max(0, delay), seq: this.seq++, fn });
+    let i = h.length - 1;
+    while (i > 0) {
+      const p = (i - 1) >> 1;
+      if (!this.before(h[i]!, h[p]!)) break;
+      [h[i], h[p]] = [h[p]!, h[i]!];
+      i = p;
+    }
+  }
+
+  before(x: Event, y: Event): boolean {
+    return x.time < y.time || (x.time === y.time && x.seq < y.seq);
+  }
+
+  pop(): Event | undefined {
+    const h = this.queue;
+    const top = h[0];
+    if (top === undefined) return undefined;
+    const last = h.pop()!;
+    if (h.length > 0) {
+      h[0] = last;
+      let i = 0;
+      for (;;) {
+        const l = 2 * i + 1;
+        const r = l + 1;
+        let m = i;
+        if (l < h.length && this.before(h[l]!, h[m]!)) m = l;
+        if (r < h.length && this.before(h[r]!, h[m]!)) m = r;
+        if (m === i) break;
+        [h[i], h[m]] = [h[m]!, h[i]!];
+        i = m;
+      }
+    }
+    return top;
+  }
+
+  loopUntil(t: number): void {
+    for (;;) {
+      const top = this.queue[0];
+      if (top === undefined || top.time > t) break;
+      const e = this.pop()!;
+      this.now = e.time;
+      const touched = e.fn();
+      if (touched !== null) {
+        const n = this.byId.get(touched)!;
+        if (n.alive) this.checkNode(n);
+      }
+    }
+    this.now = t;
+  }
+
+  // ------------------------------------------------------------------ node driver
+
+  poke(n: SimNode): void {
+    if (n.processScheduled || n.writing !== null || !n.alive) return;
+    n.processScheduled = true;
+    const inc = n.incarnation;
+    this.at(0, () => {
+      if (!n.alive || n.incarnation !== inc) return null;
+      n.processScheduled = false;
+      this.process(n);
+      return n.id;
+    });
+  }
+
+  process(n: SimNode): void {
+    if (n.writing !== null || !n.core.hasReady()) return;
+    const rd = n.core.ready();
+    for (const ev of rd.trace) {
+      if (ev.type === "electionWon") this.elections++;
+      if (ev.type === "electionWon" || ev.type === "stepDown") this.trace(`${n.id} ${JSON.stringify(ev)}`);
+    }
+    for (const env of rd.earlyMessages) this.send(n, env.to, env.message);
+    if (rd.hardState === null && rd.storage.length === 0) return this.finishReady(n, rd);
+    n.writing = rd;
+    const inc = n.incarnation;
+    this.at(Math.floor(this.faultRandom() * 4), () => {
+      if (!n.alive || n.incarnation !== inc) return null;
+      this.persist(n, rd, Infinity);
+      n.writing = null;
+      this.finishReady(n, rd);
+      return n.id;
+    });
+  }
+
+  /** Makes the first `limit` durable steps of a ready durable (hard state, then storage ops in order). */
+  persist(n: SimNode, rd: Ready, limit: number): void {
+    let steps = 0;
+    if (rd.hardState !== null) {
+      if (steps++ >= limit) return;
+      n.disk.term = rd.hardState.term;
+      n.disk.votedFor = rd.hardState.votedFor;
+    }
+    for (const op of rd.storage) {
+      if (steps++ >= limit) return;
+      const d = n.disk;
+      if (op.op === "truncateFrom") d.entries = d.entries.filter((e) => e.index < op.index);
+      else if (op.op === "append") {
+        const first = op.entries[0];
+        if (first === undefined) continue;
+        d.entries = d.entries.filter((e) => e.index < first.index);
+        if ((d.entries[d.entries.length - 1]?.index ?? 0) + 1 !== first.index) this.fail(`${n.id}: disk append at ${first.index} leaves a gap`);
+        d.entries.push(...op.entries);
+      } else this.fail(`${n.id}: unexpected storage op ${op.op} (the claims simulation never compacts)`);
+    }
+  }
+
+  finishReady(n: SimNode, rd: Ready): void {
+    for (const env of rd.messages) this.send(n, env.to, env.message);
+    for (const c of rd.committed) {
+      const index = c.kind === "entry" ? c.entry.index : c.kind === "internal" ? c.index : -1;
+      if (this.sabotage === "apply-uncommitted" && index <= n.machine.applied) continue;
+      const ref = this.committed.get(index);
+      if (ref === undefined) this.fail(`${n.id}: applied ${index}, which no node has observed committed`);
+      if (c.kind === "entry" && !sameEntry(ref, c.entry)) this.fail(`${n.id}: applied a different entry at ${index} (State Machine Safety)`);
+      this.applyOn(n, c.kind === "entry" ? { kind: "entry", entry: c.entry } : { kind: "internal", index });
+    }
+    for (const o of rd.outcomes) {
+      const h = this.handlers.get(o.id);
+      if (h !== undefined) {
+        this.handlers.delete(o.id);
+        h(o);
+      }
+    }
+    n.core.advance(rd);
+    this.checkNode(n);
+    if (this.sabotage === "apply-uncommitted" && n.core.state !== "leader") {
+      // the fault under test: fold whatever the log holds, committed or not
+      for (let i = n.machine.applied + 1; i <= n.core.lastIndex; i++) {
+        const e = n.core.entryAt(i)!;
+        this.applyOn(n, e.kind === "app" ? { kind: "entry", entry: e } : { kind: "internal", index: i });
+      }
+    }
+    this.runWaiters(n);
+    if (n.core.hasReady()) this.poke(n);
+  }
+
+  /** Folds one item into `n`'s machine and checks what it did against every other replica. */
+  applyOn(n: SimNode, c: { kind: "entry"; entry: LogEntry } | { kind: "internal"; index: number }): void {
+    let applied: AppliedClaims | null;
+    try {
+      if (this.sabotage === "local-clock" && c.kind === "entry") {
+        applied = n.machine.apply({ kind: "entry", entry: { ...c.entry, stampedAt: this.localNow(n) } });
+      } else applied = n.machine.apply(c);
+    } catch (e) {
+      this.fail(`${n.id}: ${(e as Error).message}`);
+    }
+    const index = n.machine.applied;
+    if (applied !== null) {
+      const known = this.outcomeAt.get(index);
+      if (known === undefined) this.outcomeAt.set(index, applied.text);
+      else if (known !== applied.text) this.fail(`${n.id}: decided ${applied.text} at ${index}, another replica decided ${known}`);
+      const pair = this.fenceAt.get(index);
+      if (pair !== undefined) this.checkFencePair(n.id, n.machine, pair);
+    }
+    const text = n.machine.stateText();
+    const known = this.stateAt.get(index);
+    if (known === undefined) this.stateAt.set(index, text);
+    else if (known !== text) this.fail(`${n.id}: state after applying ${index} encodes differently from another replica's`);
+    this.checkTable(n.id, n.machine);
+  }
+
+  /** No exclusive holder beside another, never more holders than capacity — on this replica, now. */
+  checkTable(who: string, m: ClaimsMachine): void {
+    const byKey = new Map<string, { exclusive: number; all: number }>();
+    for (const h of m.table.open()) {
+      const k = byKey.get(h.key) ?? { exclusive: 0, all: 0 };
+      k.all++;
+      if (h.mode === "exclusive") k.exclusive++;
+      byKey.set(h.key, k);
+    }
+    for (const [key, k] of byKey) {
+      const cap = CAPACITY(key);
+      if (k.exclusive > 0 && k.all > 1) this.fail(`${who}: ${key} has an exclusive holder beside ${k.all - 1} other(s) at ${m.table.now}`);
+      if (cap !== null && k.all > cap) this.fail(`${who}: ${key} has ${k.all} holders, capacity ${cap}, at ${m.table.now}`);
+    }
+  }
+
+  checkFencePair(who: string, m: ClaimsMachine, p: FencePair): void {
+    if (!(p.t2 > p.t1)) this.fail(`${who}: re-grant of ${p.key} carries token ${p.t2}, not above the stale ${p.t1}`);
+    if (m.table.checkFence(p.key, p.t1)) this.fail(`${who}: stale token ${p.t1} on ${p.key} accepted after it lapsed and was re-granted as ${p.t2}`);
+    if (!m.table.checkFence(p.key, p.t2)) this.fail(`${who}: current token ${p.t2} on ${p.key} rejected`);
+  }
+
+  runWaiters(n: SimNode): void {
+    if (n.waiters.length === 0) return;
+    const due = n.waiters.filter((w) => n.machine.applied >= w.index);
+    n.waiters = n.waiters.filter((w) => n.machine.applied < w.index);
+    for (const w of due) w.fn();
+  }
+
+  tickLoop(n: SimNode): void {
+    const inc = n.incarnation;
+    this.at(Math.max(1, Math.round(TICK_MS / n.rate)), () => {
+      if (!n.alive || n.incarnation !== inc) return null;
+      n.core.tick(this.localNow(n));
+      this.poke(n);
+      this.tickLoop(n);
+      return n.id;
+    });
+  }
+
+  // ------------------------------------------------------------------ network
+
+  blocked(from: string, to: string): boolean {
+    return this.cuts.has(`${from}>${to}`) || (this.group.get(from) ?? 0) !== (this.group.get(to) ?? 0);
+  }
+
+  send(from: SimNode, to: string, message: Message): void {
+    const frame = encodeMessage(message);
+    const target = this.byId.get(to);
+    if (target === undefined || this.blocked(from.id, to)) return;
+    const r = this.netRandom;
+    if (r() < (this.settling ? 0 : this.dropRate)) return;
+    const copies = r() < (this.settling ? 0 : this.dupRate) ? 2 : 1;
+    const [lo, hi] = this.delayMs;
+    for (let c = 0; c < copies; c++) {
+      this.at(lo + Math.floor(r() * (hi - lo + 1)), () => {
+        if (!target.alive || this.blocked(from.id, to)) return null;
+        const m = decodeMessage(frame);
+        if (m === null) this.fail(`frame from ${from.id} did not decode`);
+        target.core.step(from.id, m);
+        this.poke(target);
+        return target.id;
+      });
+    }
+  }
+
+  // ------------------------------------------------------------------ invariants on every step
+
+  checkNode(n: SimNode): void {
+    const c = n.core;
+    if (c.state === "leader") {
+      const prior = this.leaders.get(c.term);
+      if (prior !== undefined && prior !== n.id) this.fail(`two leaders in term ${c.term}: ${prior} and ${n.id}`);
+      this.leaders.set(c.term, n.id);
+    }
+    if (c.commitIndex < n.lastCommit) this.fail(`${n.id}: commitIndex went back from ${n.lastCommit} to ${c.commitIndex}`);
+    for (let i = n.lastCommit + 1; i <= c.commitIndex; i++) {
+      const e = c.entryAt(i)!;
+      const ref = this.committed.get(i);
+      if (ref === undefined) this.committed.set(i, e);
+      else if (!sameEntry(ref, e)) this.fail(`${n.id}: committed a different entry at ${i} (a committed entry was lost)`);
+    }
+    if (c.commitIndex > this.maxCommitted) this.maxCommitted = c.commitIndex;
+    n.lastCommit = c.commitIndex;
+  }
+
+  // ------------------------------------------------------------------ clients
+
+  pickNode(): SimNode | undefined {
+    const live = this.nodes.filter((n) => n.alive);
+    return live[Math.floor(this.clientRandom() * live.length)];
+  }
+
+  randomCommand(client: number): ClaimsCommand {
+    const r = this.clientRandom;
+    const holder = `m${client}`;
+    const x = r();
+    if (x < 0.7) {
+      const first = Math.floor(r() * KEYS.length);
+      const count = r() < 0.3 ? 2 : 1;
+      const resources: { key: string; mode: ClaimMode }[] = [];
+      for (let i = 0; i < count; i++) resources.push({ key: KEYS[(first + i) % KEYS.length]!, mode: r() < 0.4 ? "exclusive" : "shared" });
+      const request: { -readonly [K in keyof TakeRequest]: TakeRequest[K] } = { holder, resources };
+      if (r() < 0.9) request.ttlMs = 50 + Math.floor(r() * 1_500);
+      if (r() < 0.3) request.scope = `s${client}`;
+      return { op: "take", request };
+    }
+    const key = KEYS[Math.floor(r() * KEYS.length)]!;
+    if (x < 0.8) return { op: "release", holder, key };
+    if (x < 0.9) return { op: "renew", holder, key };
+    if (x < 0.95) return { op: "releaseAll", holder };
+    return { op: "releaseScope", scope: `s${client}` };
+  }
+
+  clientLoop(client: number, seq: number): void {
+    if (this.stopClients) return;
+    this.at(Math.floor(this.clientRandom() * THINK_MS), () => {
+      if (this.stopClients) return null;
+      const cmd = this.randomCommand(client);
+      this.submit(`c${client}`, seq, cmd, () => this.clientLoop(client, seq + 1));
+      return null;
+    });
+  }
+
+  /**
+   * Proposes `cmd` under `(client, seq)` through a random live peer, retrying on other peers (same key) after a
+   * lost leadership or a crash, until acknowledged or the deadline passes. `done` gets the acknowledged outcome
+   * text, or `undefined` when the outcome stayed unknown.
+   */
+  submit(client: string, seq: number, cmd: ClaimsCommand, done: (text: string | undefined) => void): void {
+    const deadline = this.now + OP_TIMEOUT_MS;
+    const bytes = encodeClaimsCommand(cmd);
+    const attempt = (tries: number): void => {
+      const n = this.pickNode();
+      if (n === undefined || tries >= 8 || this.now >= deadline) return done(undefined);
+      const id = this.nextRequestId++;
+      const inc = n.incarnation;
+      let settled = false;
+      const retry = (): void => {
+        if (settled) return;
+        settled = true;
+        this.at(5 + Math.floor(this.clientRandom() * 20), () => {
+          attempt(tries + 1);
+          return null;
+        });
+      };
+      n.attempts.add(retry);
+      this.handlers.set(id, (o) => {
+        if (!n.alive || n.incarnation !== inc || settled) return;
+        if (!o.ok) {
+          if (o.refusal === "leadership-lost" || o.refusal === "not-leader") return retry();
+          settled = true;
+          n.attempts.delete(retry);
+          return done(undefined);
+        }
+        n.waiters.push({
+          index: o.index,
+          fn: () => {
+            if (!n.alive || n.incarnation !== inc || settled) return;
+            settled = true;
+            n.attempts.delete(retry);
+            const text = n.machine.outcome(client, seq);
+            if (text === undefined) this.fail(`${client} seq ${seq}: committed at ${o.index} but no outcome recorded on ${n.id}`);
+            this.acks.push({ client, seq, index: o.index, text, node: n.id });
+            done(text);
+          },
+        });
+        this.runWaiters(n);
+      });
+      n.core.propose(id, bytes, { client, seq });
+      this.poke(n);
+      this.at(deadline - this.now, () => {
+        if (settled) return null;
+        settled = true;
+        n.attempts.delete(retry);
+        this.handlers.delete(id);
+        if (n.alive && n.incarnation === inc) n.core.abort(id);
+        done(undefined);
+        return null;
+      });
+    };
+    attempt(0);
+  }
+
+  /**
+   * The stale-token scenario, over and over: member A takes `fence/i` with a short lease (token t1); once A's
+   * lease has lapsed in stamped time, member B takes it (token t2). Every replica, on applying B's grant, must
+   * reject t1 and accept t2.
+   */
+  fenceLoop(round: number, seq: number): void {
+    if (this.stopClients) return;
+    const key = `fence/${round}`;
+    const take = (holder: string, ttlMs: number): ClaimsCommand => ({ op: "take", request: { holder, resources: [{ key, mode: "exclusive" }], ttlMs } });
+    this.submit("fence", seq, take(`a${round}`, FENCE_TTL_MS), (text) => {
+      const t1 = grantedToken(text, key);
+      if (t1 === undefined) return this.at(50, () => (this.fenceLoop(round + 1, seq + 1), null));
+      let s = seq + 1;
+      const tryB = (): void => {
+        if (this.stopClients) return;
+        this.submit("fence", s, take(`b${round}`, 10_000_000), (textB) => {
+          s++;
+          const t2 = grantedToken(textB, key);
+          if (t2 === undefined) {
+            this.at(FENCE_TTL_MS, () => (tryB(), null)); // A's lease may not have lapsed yet in stamped time
+            return;
+          }
+          // tokens are log indexes: B's grant is entry t2 (even when a retry found it already granted)
+          const pair: FencePair = { key, t1, t2 };
+          this.fencePairs.push(pair);
+          this.fenceAt.set(t2, pair);
+          for (const n of this.nodes) if (n.alive && n.machine.applied >= t2) this.checkFencePair(n.id, n.machine, pair);
+          this.at(50, () => (this.fenceLoop(round + 1, s), null));
+        });
+      };
+      this.at(FENCE_TTL_MS, () => (tryB(), null));
+    });
+  }
+
+  // ------------------------------------------------------------------ faults
+
+  crash(n: SimNode): void {
+    if (!n.alive) return;
+    this.trace(`${n.id} CRASH`);
+    if (n.writing !== null) {
+      const steps = (n.writing.hardState !== null ? 1 : 0) + n.writing.storage.length;
+      this.persist(n, n.writing, Math.floor(this.faultRandom() * (steps + 1)));
+    }
+    n.alive = false;
+    n.incarnation++;
+    n.writing = null;
+    n.processScheduled = false;
+    n.waiters = [];
+    const attempts = [...n.attempts];
+    n.attempts.clear();
+    for (const retry of attempts) retry();
+  }
+
+  restart(n: SimNode): void {
+    if (n.alive) return;
+    this.trace(`${n.id} RESTART`);
+    this.restarts++;
+    n.alive = true;
+    n.machine = new ClaimsMachine(SIM_CLAIMS_OPTIONS);
+    n.lastCommit = 0;
+    n.core = this.buildCore(n);
+    this.tickLoop(n);
+    this.poke(n);
+  }
+
+  faultLoop(): void {
+    this.at(200 + Math.floor(this.faultRandom() * 900), () => {
+      if (this.now >= DURATION_MS) return null;
+      this.injectFault();
+      this.faultLoop();
+      return null;
+    });
+  }
+
+  injectFault(): void {
+    const r = this.faultRandom;
+    const ids = this.nodes.map((n) => n.id);
+    const choice = r();
+    const leader = this.nodes.find((n) => n.alive && n.core.state === "leader");
+    if (choice < 0.15 && leader !== undefined) {
+      // strand the leader in a minority: it keeps believing it leads until check-quorum, and may not grant
+      const minority = new Set([leader.id]);
+      const others = ids.filter((id) => id !== leader.id);
+      while (minority.size < Math.floor(this.voters / 2)) minority.add(others[Math.floor(r() * others.length)]!);
+      this.group = new Map(ids.map((id) => [id, minority.has(id) ? 1 : 0]));
+      this.minorityLeaders++;
+      this.trace(`MINORITY LEADER ${leader.id} with ${[...minority].join(",")}`);
+      return;
+    }
+    if (choice < 0.35) {
+      if (r() < 0.3) {
+        const a = ids[Math.floor(r() * ids.length)]!;
+        const b = ids[Math.floor(r() * ids.length)]!;
+        if (a !== b) this.cuts.add(`${a}>${b}`);
+        this.trace(`CUT ${a}>${b}`);
+      } else {
+        this.group = new Map(ids.map((id) => [id, Math.floor(r() * 2)]));
+        this.trace(`PARTITION ${JSON.stringify([...this.group])}`);
+      }
+      return;
+    }
+    if (choice < 0.55) {
+      this.group = new Map();
+      this.cuts.clear();
+      this.trace("HEAL");
+      return;
+    }
+    const live = this.nodes.filter((n) => n.alive);
+    const dead = this.nodes.filter((n) => !n.alive);
+    if (r() < 0.04) {
+      this.trace("POWER LOSS");
+      for (const n of live) this.crash(n);
+      this.at(50 + Math.floor(r() * 400), () => {
+        for (const n of this.nodes) this.restart(n);
+        return null;
+      });
+      return;
+    }
+    if (dead.length > 0 && (r() < 0.5 || live.length <= 1)) return this.restart(dead[Math.floor(r() * dead.length)]!);
+    const victim = leader !== undefined && r() < 0.5 ? leader : live[Math.floor(r() * live.length)];
+    if (victim === undefined) return;
+    this.crash(victim);
+    if (r() < 0.6) this.at(50 + Math.floor(r() * 700), () => (this.restart(victim), victim.id));
+  }
+
+  // ------------------------------------------------------------------ run
+
+  run(): ClaimsSimResult {
+    for (const n of this.nodes) {
+      this.tickLoop(n);
+      this.poke(n);
+    }
+    for (let c = 0; c < 4; c++) this.clientLoop(c, 1);
+    this.fenceLoop(0, 1);
+    this.faultLoop();
+    this.loopUntil(DURATION_MS);
+    this.group = new Map();
+    this.cuts.clear();
+    this.stopClients = true;
+    this.settling = true;
+    for (const n of this.nodes) this.restart(n);
+    this.trace("SETTLE");
+    this.loopUntil(DURATION_MS + SETTLE_MS);
+    this.checkConverged();
+    const replay = this.replay();
+    for (const n of this.nodes) if (n.machine.stateText() !== replay.stateText()) this.fail(`${n.id}: state differs from the replay of the committed log`);
+    const takes = replay.takes;
+    return {
+      seed: this.seed,
+      voters: this.voters,
+      committed: this.maxCommitted,
+      ackedTakes: this.acks.filter((a) => a.text.startsWith('{"op":"take"')).length,
+      grantedTakes: takes.granted,
+      refusedTakes: takes.refused,
+      fencePairs: this.fencePairs.length,
+      restarts: this.restarts,
+      minorityLeaders: this.minorityLeaders,
+      elections: this.elections,
+    };
+  }
+
+  checkConverged(): void {
+    const leaders = this.nodes.filter((n) => n.core.state === "leader");
+    if (leaders.length === 0) this.fail("no leader after the settle period (liveness)");
+    const leader = leaders.reduce((a, b) => (a.core.term >= b.core.term ? a : b));
+    if (leader.core.termAt(leader.core.commitIndex) !== leader.core.term) this.fail(`leader ${leader.id} has not committed an entry of its term after settling`);
+    for (const n of this.nodes) {
+      if (n.machine.applied !== this.maxCommitted) this.fail(`${n.id} applied ${n.machine.applied} of ${this.maxCommitted} committed after settling`);
+    }
+  }
+
+  /** Replays the committed log from index 1 into a fresh table, checked against an independent reference. */
+  replay(): ClaimsMachine & { takes: { granted: number; refused: number } } {
+    const m = new ClaimsMachine(SIM_CLAIMS_OPTIONS);
+    const ref = new ReferenceHolders((why) => this.fail(`replay: ${why}`));
+    const takes = { granted: 0, refused: 0 };
+    for (let i = 1; i <= this.maxCommitted; i++) {
+      const e = this.committed.get(i);
+      if (e === undefined) this.fail(`replay: committed log has a hole at ${i}`);
+      const a = m.apply(e.kind === "app" ? { kind: "entry", entry: e } : { kind: "internal", index: i });
+      if (a === null) continue;
+      if (this.outcomeAt.get(i) !== a.text) this.fail(`replay: decided ${a.text} at ${i}, replicas decided ${String(this.outcomeAt.get(i))}`);
+      if (!a.duplicate) {
+        ref.step(m, a);
+        if (a.result.op === "take") a.result.outcome.ok ? takes.granted++ : takes.refused++;
+      }
+      const pair = this.fenceAt.get(i);
+      if (pair !== undefined) this.checkFencePair("replay", m, pair);
+    }
+    for (const ack of this.acks) {
+      const e = this.committed.get(ack.index);
+      if (e === undefined || e.key === null || e.key.client !== ack.client || e.key.seq !== ack.seq) {
+        this.fail(`acknowledged ${ack.client}/${ack.seq} at ${ack.index} (via ${ack.node}) is not that entry of the committed log`);
+      }
+      if (m.outcome(ack.client, ack.seq) !== ack.text) this.fail(`acknowledged ${ack.client}/${ack.seq} as ${ack.text}; the log decided ${String(m.outcome(ack.client, ack.seq))}`);
+    }
+    return Object.assign(m, { takes });
+  }
+}
+
+function grantedToken(text: string | undefined, key: string): number | undefined {
+  if (text === undefined) return undefined;
+  const r = JSON.parse(text) as { op: string; outcome?: { ok: boolean; grants?: { key: string; token: number }[] } };
+  if (r.op !== "take" || r.outcome?.ok !== true) return undefined;
+  const g = r.outcome.grants?.find((x) => x.key === key);
+  return g?.token;
+}
+
+interface RefClaim {
+  readonly holder: string;
+  readonly mode: ClaimMode;
+  readonly token: number;
+  readonly ttlMs: number | undefined;
+  expiresAt: number | undefined;
+  readonly scope: string | undefined;
+}
+
+/**
+ * An independent account of who holds what, kept from the commands of the log and the time each was applied at:
+ * written without the table's code, it says when a grant would overlap another, when a refusal was unjustified,
+ * and which tokens are stale.
+ */
+class ReferenceHolders {
+  readonly byKey = new Map<string, RefClaim[]>();
+  readonly tokens = new Map<string, Set<number>>();
+  readonly fail: (why: string) => never;
+
+  constructor(fail: (why: string) => never) {
+    this.fail = fail;
+  }
+
+  live(key: string, now: number): RefClaim[] {
+    return (this.byKey.get(key) ?? []).filter((c) => c.expiresAt === undefined || now < c.expiresAt);
+  }
+
+  drop(pred: (key: string, c: RefClaim) => boolean, now: number): string[] {
+    const gone: string[] = [];
+    for (const [key, list] of this.byKey) {
+      const keep = list.filter((c) => {
+        if (!pred(key, c)) return true;
+        if (c.expiresAt === undefined || now < c.expiresAt) gone.push(key);
+        return false;
+      });
+      this.byKey.set(key, keep);
+    }
+    return gone.sort();
+  }
+
+  step(m: ClaimsMachine, a: AppliedClaims): void {
+    const now = a.now;
+    const c = a.command;
+    const at = `entry ${a.entry.index} (now ${now})`;
+    const touched = new Set<string>();
+    if (c === null || a.result.op === "malformed") this.fail(`${at}: a well-formed proposal decoded as malformed`);
+    if (c.op === "take" && a.result.op === "take") {
+      const o = a.result.outcome;
+      if (o.ok) {
+        for (const g of o.grants) {
+          touched.add(g.key);
+          const others = this.live(g.key, now).filter((x) => x.holder !== c.request.holder);
+          if (g.existing) {
+            const own = this.live(g.key, now).find((x) => x.holder === c.request.holder);
+            if (own === undefined || own.token !== g.token) this.fail(`${at}: ${g.key} re-taken as existing with token ${g.token}, reference holds ${JSON.stringify(own)}`);
+            continue;
+          }
+          if (g.token !== a.entry.index) this.fail(`${at}: ${g.key} granted with token ${g.token}, not the entry's index`);
+          const cap = CAPACITY(g.key);
+          if (g.mode === "exclusive" && others.length > 0) this.fail(`${at}: ${c.request.holder} granted ${g.key} exclusively beside ${others.map((x) => x.holder).join(",")}`);
+          if (others.some((x) => x.mode === "exclusive")) this.fail(`${at}: ${c.request.holder} granted ${g.key} beside exclusive holder`);
+          if (cap !== null && others.length + 1 > cap) this.fail(`${at}: ${g.key} granted to ${others.length + 1} holders, capacity ${cap}`);
+          const mode = c.request.resources.find((r) => r.key === g.key)!.mode;
+          const list = (this.byKey.get(g.key) ?? []).filter((x) => x.holder !== c.request.holder);
+          list.push({ holder: c.request.holder, mode, token: g.token, ttlMs: c.request.ttlMs, expiresAt: c.request.ttlMs === undefined ? undefined : now + c.request.ttlMs, scope: c.request.scope });
+          this.byKey.set(g.key, list);
+          const ts = this.tokens.get(g.key) ?? new Set();
+          ts.add(g.token);
+          this.tokens.set(g.key, ts);
+        }
+      } else {
+        if (o.invalid !== undefined) this.fail(`${at}: a well-formed take was refused as invalid (${o.invalid})`);
+        for (const b of o.blocked) {
+          const mode = c.request.resources.find((r) => r.key === b.key)?.mode;
+          const others = this.live(b.key, now).filter((x) => x.holder !== c.request.holder);
+          const cap = CAPACITY(b.key);
+          const justified = mode === "exclusive" ? others.length > 0 : others.some((x) => x.mode === "exclusive") || (cap !== null && others.length + 1 > cap);
+          if (!justified) this.fail(`${at}: take of ${b.key} refused (${b.reason}) though the reference has room: ${JSON.stringify(others)}`);
+        }
+        if (o.blocked.length === 0) this.fail(`${at}: take refused without naming a blocked resource`);
+      }
+    } else if ((c.op === "release" || c.op === "renew") && (a.result.op === "release" || a.result.op === "renew")) {
+      touched.add(c.key);
+      const own = this.live(c.key, now).find((x) => x.holder === c.holder);
+      if (a.result.held !== (own !== undefined)) this.fail(`${at}: ${c.op} of ${c.key} by ${c.holder} answered ${a.result.held}, reference says ${own !== undefined}`);
+      if (c.op === "release") this.drop((key, x) => key === c.key && x.holder === c.holder, now);
+      else if (own !== undefined && own.ttlMs !== undefined) own.expiresAt = now + own.ttlMs;
+    } else if ((c.op === "releaseAll" || c.op === "releaseScope") && (a.result.op === "releaseAll" || a.result.op === "releaseScope")) {
+      const gone = this.drop((_, x) => (c.op === "releaseAll" ? x.holder === c.holder : x.scope === c.scope), now);
+      for (const k of gone) touched.add(k);
+      const said = [...a.result.released].sort();
+      if (JSON.stringify(said) !== JSON.stringify(gone)) this.fail(`${at}: ${c.op} released ${JSON.stringify(said)}, reference says ${JSON.stringify(gone)}`);
+    } else this.fail(`${at}: result ${a.result.op} does not answer command ${c.op}`);
+    // the whole table agrees with the reference on who holds what, and every token but the live ones is stale
+    const open = m.table.open().map((h) => `${h.key}|${h.holder}|${h.mode}|${h.token}`).sort();
+    const mine: string[] = [];
+    for (const key of this.byKey.keys()) for (const x of this.live(key, now)) mine.push(`${key}|${x.holder}|${x.mode}|${x.token}`);
+    mine.sort();
+    if (JSON.stringify(open) !== JSON.stringify(mine)) this.fail(`${at}: table holds ${JSON.stringify(open)}, reference ${JSON.stringify(mine)}`);
+    for (const key of touched) {
+      const live = new Set(this.live(key, now).map((x) => x.token));
+      for (const t of this.tokens.get(key) ?? []) {
+        if (m.table.checkFence(key, t) !== live.has(t)) this.fail(`${at}: checkFence(${key}, ${t}) is ${!live.has(t)} but the token is ${live.has(t) ? "live" : "stale"}`);
+      }
+    }
+  }
+}
