@@ -123,7 +123,7 @@ async function runDriverSimulation(seed: number): Promise<{ ops: number; committ
       if (stop) return;
       const key = `k${Math.floor(clientRnd() * 2)}`;
       const r = clientRnd();
-      const input: KvInput = r < 0.3 ? { op: "get", key } : { op: "append", key, value: `${client}.${seq};` };
+      const input: KvInput = r < 0.3 ? { op: "get", key } : { op: "append", key, value: `[${client}.${seq}]` };
       const op = { client, input, output: undefined as string | undefined, call: timers.now(), ret: Infinity };
       history.push(op);
       const deadline = timers.now() + 2_000;

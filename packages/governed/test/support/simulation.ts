@@ -572,7 +572,7 @@ class Simulation {
       // Six keys and frequent puts keep each key's history small enough for an exhaustive linearizability search
       // even with ops whose outcome stayed unknown (they may land anywhere after their call).
       const key = `k${Math.floor(this.clientRandom() * 6)}`;
-      const input: KvInput = r < 0.35 ? { op: "get", key } : r < 0.65 ? { op: "append", key, value: `${client}.${seq};` } : { op: "put", key, value: `${client}.${seq}` };
+      const input: KvInput = r < 0.35 ? { op: "get", key } : r < 0.65 ? { op: "append", key, value: `[${client}.${seq}]` } : { op: "put", key, value: `[${client}.${seq}]` };
       const op: ClientOp = { client, input, output: undefined, call: this.now, ret: Infinity };
       this.history.push(op);
       this.attempt(op, seq, 0, this.now + OP_TIMEOUT_MS, () => this.clientLoop(client, seq + 1));
