@@ -14,12 +14,13 @@
  * independent reference of who holds what (no overlap, every refusal justified, every stale token rejected),
  * and every take acknowledged to a client is in that log with the outcome the client was told.
  */
-import { seededRandom } from "@heddle/node";
+import { seededRandom, VirtualTimers } from "@heddle/node";
 import type { ClaimMode, ClaimsOptions, TakeRequest } from "@heddle/claims";
 import { decodeMessage, encodeMessage, raftConfig, RaftCore, sameEntry } from "../../src/index.ts";
 import type { ClusterConfig, LogEntry, Message, Outcome, RaftConfig, Ready } from "../../src/index.ts";
 import { ClaimsMachine, encodeClaimsCommand } from "./claims-machine.ts";
 import type { AppliedClaims, ClaimsCommand } from "./claims-machine.ts";
+import { SimNetwork } from "./sim-network.ts";
 
 /** Deliberate faults, to show the checks catch what they break. */
 export type ClaimsSabotage =
@@ -99,12 +100,6 @@ interface FencePair {
   readonly t2: number;
 }
 
-interface Event {
-  readonly time: number;
-  readonly seq: number;
-  readonly fn: () => string | null;
-}
-
 /** Runs one seeded simulation; throws `ClaimsSimulationFailure` (naming the seed) on any violation. */
 export function runClaimsSimulation(seed: number, sabotage?: ClaimsSabotage): ClaimsSimResult {
   return new ClaimsSimulation(seed, sabotage).run();
@@ -114,22 +109,14 @@ class ClaimsSimulation {
   readonly seed: number;
   readonly sabotage: ClaimsSabotage | undefined;
   readonly voters: number;
-  readonly dropRate: number;
-  readonly dupRate: number;
-  readonly delayMs: readonly [number, number];
   readonly cfg: RaftConfig;
-  readonly netRandom: () => number;
+  readonly net: SimNetwork;
   readonly faultRandom: () => number;
   readonly clientRandom: () => number;
   readonly nodes: SimNode[] = [];
   readonly byId = new Map<string, SimNode>();
   readonly bootstrap: ClusterConfig;
-  readonly queue: Event[] = [];
-  seq = 0;
-  now = 0;
-  group = new Map<string, number>();
-  readonly cuts = new Set<string>();
-  settling = false;
+  readonly timers = new VirtualTimers();
   stopClients = false;
   readonly traceRing: string[] = [];
   // global records
@@ -152,10 +139,9 @@ class ClaimsSimulation {
     this.sabotage = sabotage;
     const pr = seededRandom(seed * 7919 + 1);
     this.voters = seed % 2 === 0 ? 3 : 5;
-    this.dropRate = pr() * 0.15;
-    this.dupRate = pr() * 0.15;
-    this.delayMs = [0, 2 + Math.floor(pr() * 25)];
-    this.netRandom = seededRandom(seed * 7919 + 2);
+    const dropRate = pr() * 0.15;
+    const dupRate = pr() * 0.15;
+    this.net = new SimNetwork({ dropRate, dupRate, delayMs: [0, 2 + Math.floor(pr() * 25)] }, seededRandom(seed * 7919 + 2));
     this.faultRandom = seededRandom(seed * 7919 + 3);
     this.clientRandom = seededRandom(seed * 7919 + 4);
     this.cfg = raftConfig({ maxEntriesPerMessage: 32, maxInflightMessages: 8 });
@@ -213,59 +199,25 @@ class ClaimsSimulation {
     return Math.floor(n.offset + this.now * n.rate);
   }
 
-  // ------------------------------------------------------------------ event queue (binary heap)
+  // ------------------------------------------------------------------ virtual time
 
+  get now(): number {
+    return this.timers.now();
+  }
+
+  /** Schedules `fn` after `delay`; once it has run, the node whose id it returns is checked. */
   at(delay: number, fn: () => string | null): void {
-    const h = this.queue;
-    h.push({ time: this.now + Math.max(0, delay), seq: this.seq++, fn });
-    let i = h.length - 1;
-    while (i > 0) {
-      const p = (i - 1) >> 1;
-      if (!this.before(h[i]!, h[p]!)) break;
-      [h[i], h[p]] = [h[p]!, h[i]!];
-      i = p;
-    }
-  }
-
-  before(x: Event, y: Event): boolean {
-    return x.time < y.time || (x.time === y.time && x.seq < y.seq);
-  }
-
-  pop(): Event | undefined {
-    const h = this.queue;
-    const top = h[0];
-    if (top === undefined) return undefined;
-    const last = h.pop()!;
-    if (h.length > 0) {
-      h[0] = last;
-      let i = 0;
-      for (;;) {
-        const l = 2 * i + 1;
-        const r = l + 1;
-        let m = i;
-        if (l < h.length && this.before(h[l]!, h[m]!)) m = l;
-        if (r < h.length && this.before(h[r]!, h[m]!)) m = r;
-        if (m === i) break;
-        [h[i], h[m]] = [h[m]!, h[i]!];
-        i = m;
-      }
-    }
-    return top;
-  }
-
-  loopUntil(t: number): void {
-    for (;;) {
-      const top = this.queue[0];
-      if (top === undefined || top.time > t) break;
-      const e = this.pop()!;
-      this.now = e.time;
-      const touched = e.fn();
+    this.timers.set(() => {
+      const touched = fn();
       if (touched !== null) {
         const n = this.byId.get(touched)!;
         if (n.alive) this.checkNode(n);
       }
-    }
-    this.now = t;
+    }, Math.max(0, delay));
+  }
+
+  loopUntil(t: number): void {
+    this.timers.advanceBy(t - this.now);
   }
 
   // ------------------------------------------------------------------ node driver
@@ -421,28 +373,20 @@ class ClaimsSimulation {
 
   // ------------------------------------------------------------------ network
 
-  blocked(from: string, to: string): boolean {
-    return this.cuts.has(`${from}>${to}`) || (this.group.get(from) ?? 0) !== (this.group.get(to) ?? 0);
-  }
-
   send(from: SimNode, to: string, message: Message): void {
     const frame = encodeMessage(message);
     const target = this.byId.get(to);
-    if (target === undefined || this.blocked(from.id, to)) return;
-    const r = this.netRandom;
-    if (r() < (this.settling ? 0 : this.dropRate)) return;
-    const copies = r() < (this.settling ? 0 : this.dupRate) ? 2 : 1;
-    const [lo, hi] = this.delayMs;
-    for (let c = 0; c < copies; c++) {
-      this.at(lo + Math.floor(r() * (hi - lo + 1)), () => {
-        if (!target.alive || this.blocked(from.id, to)) return null;
+    if (target === undefined) return;
+    this.net.transmit(from.id, to, (delay) =>
+      this.at(delay, () => {
+        if (!target.alive || this.net.blocked(from.id, to)) return null;
         const m = decodeMessage(frame);
         if (m === null) this.fail(`frame from ${from.id} did not decode`);
         target.core.step(from.id, m);
         this.poke(target);
         return target.id;
-      });
-    }
+      }),
+    );
   }
 
   // ------------------------------------------------------------------ invariants on every step
@@ -647,26 +591,17 @@ class ClaimsSimulation {
       const minority = new Set([leader.id]);
       const others = ids.filter((id) => id !== leader.id);
       while (minority.size < Math.floor(this.voters / 2)) minority.add(others[Math.floor(r() * others.length)]!);
-      this.group = new Map(ids.map((id) => [id, minority.has(id) ? 1 : 0]));
+      this.net.group = new Map(ids.map((id) => [id, minority.has(id) ? 1 : 0]));
       this.minorityLeaders++;
       this.trace(`MINORITY LEADER ${leader.id} with ${[...minority].join(",")}`);
       return;
     }
     if (choice < 0.35) {
-      if (r() < 0.3) {
-        const a = ids[Math.floor(r() * ids.length)]!;
-        const b = ids[Math.floor(r() * ids.length)]!;
-        if (a !== b) this.cuts.add(`${a}>${b}`);
-        this.trace(`CUT ${a}>${b}`);
-      } else {
-        this.group = new Map(ids.map((id) => [id, Math.floor(r() * 2)]));
-        this.trace(`PARTITION ${JSON.stringify([...this.group])}`);
-      }
+      this.trace(this.net.splitOrCut(r, ids, 0.3));
       return;
     }
     if (choice < 0.55) {
-      this.group = new Map();
-      this.cuts.clear();
+      this.net.heal();
       this.trace("HEAL");
       return;
     }
@@ -699,10 +634,9 @@ class ClaimsSimulation {
     this.fenceLoop(0, 1);
     this.faultLoop();
     this.loopUntil(DURATION_MS);
-    this.group = new Map();
-    this.cuts.clear();
+    this.net.heal();
     this.stopClients = true;
-    this.settling = true;
+    this.net.settling = true;
     for (const n of this.nodes) this.restart(n);
     this.trace("SETTLE");
     this.loopUntil(DURATION_MS + SETTLE_MS);

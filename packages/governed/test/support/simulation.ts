@@ -7,7 +7,7 @@
  * run at skewed rates. After every event the invariants of §5.2 are checked; at the end every client history
  * is checked linearizable and, when clocks were near-true, liveness and convergence are asserted.
  */
-import { seededRandom } from "@heddle/node";
+import { seededRandom, VirtualTimers } from "@heddle/node";
 import {
   checkLinearizable,
   decodeMessage,
@@ -19,6 +19,7 @@ import {
 } from "../../src/index.ts";
 import type { ClusterConfig, KvInput, LogEntry, Operation, Outcome, RaftConfig, RaftTraceEvent, Ready, StoredSnapshot } from "../../src/index.ts";
 import { KvMachine, kvCommand } from "./kv-machine.ts";
+import { SimNetwork } from "./sim-network.ts";
 
 /** A fault profile: which kinds of trouble a run injects. */
 export interface SimProfile {
@@ -82,7 +83,6 @@ function diskTermAt(d: Disk, index: number): number | undefined {
 
 interface PendingWrite {
   readonly ready: Ready;
-  readonly seq: number;
 }
 
 interface SimNode {
@@ -111,12 +111,6 @@ interface ClientOp {
   output: string | undefined;
   readonly call: number;
   ret: number;
-}
-
-interface Event {
-  readonly time: number;
-  readonly seq: number;
-  readonly fn: () => string | null;
 }
 
 /** Summary of one run, for tests to assert on. */
@@ -185,18 +179,14 @@ class Simulation {
   readonly family: Family;
   readonly profile: SimProfile;
   readonly cfg: RaftConfig;
-  readonly netRandom: () => number;
+  readonly net: SimNetwork;
   readonly faultRandom: () => number;
   readonly clientRandom: () => number;
   readonly nodes: SimNode[] = [];
   readonly byId = new Map<string, SimNode>();
   readonly bootstrap: ClusterConfig;
-  readonly queue: Event[] = [];
-  seq = 0;
-  now = 0;
+  readonly timers = new VirtualTimers();
   events = 0;
-  group = new Map<string, number>();
-  cuts = new Set<string>();
   readonly traceRing: { t: number; node: string; ev: RaftTraceEvent | string }[] = [];
   // global invariant state
   readonly leaders = new Map<number, string>();
@@ -215,7 +205,6 @@ class Simulation {
   unknownOps = 0;
   stopClients = false;
   membershipBusy = false;
-  settling = false;
 
   readonly sabotage: Sabotage | undefined;
 
@@ -225,7 +214,7 @@ class Simulation {
     this.family = family;
     const pr = seededRandom(seed * 1000 + 1);
     this.profile = profileFor(family, pr);
-    this.netRandom = seededRandom(seed * 1000 + 2);
+    this.net = new SimNetwork(this.profile, seededRandom(seed * 1000 + 2));
     this.faultRandom = seededRandom(seed * 1000 + 3);
     this.clientRandom = seededRandom(seed * 1000 + 4);
     this.cfg = raftConfig({
@@ -289,43 +278,20 @@ class Simulation {
     return Math.floor(n.offset + this.now * n.rate);
   }
 
-  at(delay: number, fn: () => string | null): void {
-    const e: Event = { time: this.now + Math.max(0, delay), seq: this.seq++, fn };
-    const h = this.queue;
-    h.push(e);
-    let i = h.length - 1;
-    while (i > 0) {
-      const p = (i - 1) >> 1;
-      const a = h[i]!;
-      const b = h[p]!;
-      if (b.time < a.time || (b.time === a.time && b.seq < a.seq)) break;
-      h[i] = b;
-      h[p] = a;
-      i = p;
-    }
+  get now(): number {
+    return this.timers.now();
   }
 
-  pop(): Event | undefined {
-    const h = this.queue;
-    const top = h[0];
-    if (top === undefined) return undefined;
-    const last = h.pop()!;
-    if (h.length > 0) {
-      h[0] = last;
-      let i = 0;
-      for (;;) {
-        const l = 2 * i + 1;
-        const r = l + 1;
-        let m = i;
-        const lt = (x: Event, y: Event): boolean => x.time < y.time || (x.time === y.time && x.seq < y.seq);
-        if (l < h.length && lt(h[l]!, h[m]!)) m = l;
-        if (r < h.length && lt(h[r]!, h[m]!)) m = r;
-        if (m === i) break;
-        [h[i], h[m]] = [h[m]!, h[i]!];
-        i = m;
+  /** Schedules `fn` after `delay`; once it has run, the node whose id it returns is checked. */
+  at(delay: number, fn: () => string | null): void {
+    this.timers.set(() => {
+      this.events++;
+      const touched = fn();
+      if (touched !== null) {
+        const n = this.byId.get(touched)!;
+        if (n.alive) this.checkNode(n);
       }
-    }
-    return top;
+    }, Math.max(0, delay));
   }
 
   // ------------------------------------------------------------------ node driver
@@ -350,7 +316,7 @@ class Simulation {
     for (const env of rd.earlyMessages) this.send(n, env.to, env.message);
     const hasWrites = rd.hardState !== null || rd.storage.length > 0;
     if (!hasWrites) return this.finishReady(n, rd);
-    const w: PendingWrite = { ready: rd, seq: this.seq };
+    const w: PendingWrite = { ready: rd };
     n.writing = w;
     const inc = n.incarnation;
     const diskDelay = Math.floor(this.faultRandom() * 4);
@@ -479,32 +445,21 @@ class Simulation {
 
   // ------------------------------------------------------------------ network
 
-  blocked(from: string, to: string): boolean {
-    if (this.cuts.has(`${from}>${to}`)) return true;
-    return (this.group.get(from) ?? 0) !== (this.group.get(to) ?? 0);
-  }
-
   send(from: SimNode, to: string, message: Parameters<typeof encodeMessage>[0]): void {
     const frame = encodeMessage(message);
     if (frame.length > this.cfg.maxMessageBytes) this.fail(`${from.id}: emitted a ${frame.length}-byte ${message.type} frame over the ${this.cfg.maxMessageBytes}-byte budget`);
     const target = this.byId.get(to);
-    if (target === undefined || this.blocked(from.id, to)) return;
-    const r = this.netRandom;
-    // the settle period heals links too: liveness is asserted only after every fault is gone
-    if (r() < (this.settling ? 0 : this.profile.dropRate)) return;
-    const copies = r() < (this.settling ? 0 : this.profile.dupRate) ? 2 : 1;
-    const [lo, hi] = this.profile.delayMs;
-    for (let c = 0; c < copies; c++) {
-      const delay = lo + Math.floor(r() * (hi - lo + 1));
+    if (target === undefined) return;
+    this.net.transmit(from.id, to, (delay) =>
       this.at(delay, () => {
-        if (!target.alive || this.blocked(from.id, to)) return null;
+        if (!target.alive || this.net.blocked(from.id, to)) return null;
         const m = decodeMessage(frame);
         if (m === null) this.fail(`frame from ${from.id} did not decode`);
         target.core.step(from.id, m);
         this.poke(target);
         return target.id;
-      });
-    }
+      }),
+    );
   }
 
   // ------------------------------------------------------------------ invariants (§5.2)
@@ -689,20 +644,11 @@ class Simulation {
     if (p.joiner && r() < 0.5) return this.membershipStep();
     const choice = r();
     if (p.partitions && choice < 0.4) {
-      if (r() < 0.25) {
-        const a = ids[Math.floor(r() * ids.length)]!;
-        const b = ids[Math.floor(r() * ids.length)]!;
-        if (a !== b) this.cuts.add(`${a}>${b}`);
-        this.trace(`CUT ${a}>${b}`);
-      } else {
-        this.group = new Map(ids.map((id) => [id, Math.floor(r() * 2)]));
-        this.trace(`PARTITION ${JSON.stringify([...this.group])}`);
-      }
+      this.trace(this.net.splitOrCut(r, ids, 0.25));
       return;
     }
     if (p.partitions && choice < 0.6) {
-      this.group = new Map();
-      this.cuts.clear();
+      this.net.heal();
       this.trace("HEAL");
       return;
     }
@@ -787,10 +733,9 @@ class Simulation {
     this.faultLoop();
     this.loopUntil(DURATION_MS);
     // Settle: heal, restart everyone, stop new client work, let the cluster converge.
-    this.group = new Map();
-    this.cuts.clear();
+    this.net.heal();
     this.stopClients = true;
-    this.settling = true;
+    this.net.settling = true;
     for (const n of this.nodes) this.restart(n);
     this.trace("SETTLE");
     const nearTrue = this.nodes.every((n) => n.rate >= 0.9 && n.rate <= 1.1);
@@ -812,19 +757,7 @@ class Simulation {
   }
 
   loopUntil(t: number): void {
-    for (;;) {
-      const top = this.queue[0];
-      if (top === undefined || top.time > t) break;
-      const e = this.pop()!;
-      this.now = e.time;
-      this.events++;
-      const touched = e.fn();
-      if (touched !== null) {
-        const n = this.byId.get(touched)!;
-        if (n.alive) this.checkNode(n);
-      }
-    }
-    this.now = t;
+    this.timers.advanceBy(t - this.now);
   }
 
   checkLiveness(): void {
