@@ -14,12 +14,14 @@
  * independent reference of who holds what (no overlap, every refusal justified, every stale token rejected),
  * and every take acknowledged to a client is in that log with the outcome the client was told.
  */
-import { seededRandom, VirtualTimers } from "@heddle/node";
+import { seededRandom } from "@heddle/node";
 import type { ClaimMode, ClaimsOptions, TakeRequest } from "@heddle/claims";
-import { decodeMessage, encodeMessage, raftConfig, RaftCore, sameEntry } from "../../src/index.ts";
-import type { ClusterConfig, LogEntry, Message, Outcome, RaftConfig, Ready } from "../../src/index.ts";
+import { raftConfig, RaftCore, sameEntry } from "../../src/index.ts";
+import type { ClusterConfig, LogEntry, Outcome, RaftConfig, RaftTraceEvent, Ready } from "../../src/index.ts";
 import { ClaimsMachine, encodeClaimsCommand } from "./claims-machine.ts";
 import type { AppliedClaims, ClaimsCommand } from "./claims-machine.ts";
+import { emptyDisk, SimCluster } from "./sim-cluster.ts";
+import type { SimPeer } from "./sim-cluster.ts";
 import { SimNetwork } from "./sim-network.ts";
 
 /** Deliberate faults, to show the checks catch what they break. */
@@ -63,27 +65,8 @@ const OP_TIMEOUT_MS = 2_000;
 const THINK_MS = 100;
 const FENCE_TTL_MS = 150;
 
-interface Disk {
-  term: number;
-  votedFor: string | null;
-  entries: LogEntry[];
-}
-
-interface SimNode {
-  readonly id: string;
-  alive: boolean;
-  incarnation: number;
-  core: RaftCore;
+interface SimNode extends SimPeer {
   machine: ClaimsMachine;
-  disk: Disk;
-  readonly rate: number;
-  readonly offset: number;
-  writing: Ready | null;
-  processScheduled: boolean;
-  lastCommit: number;
-  waiters: { index: number; fn: () => void }[];
-  attempts: Set<() => void>;
-  readonly random: () => number;
 }
 
 interface Ack {
@@ -105,18 +88,13 @@ export function runClaimsSimulation(seed: number, sabotage?: ClaimsSabotage): Cl
   return new ClaimsSimulation(seed, sabotage).run();
 }
 
-class ClaimsSimulation {
+class ClaimsSimulation extends SimCluster<SimNode> {
   readonly seed: number;
   readonly sabotage: ClaimsSabotage | undefined;
   readonly voters: number;
   readonly cfg: RaftConfig;
-  readonly net: SimNetwork;
-  readonly faultRandom: () => number;
   readonly clientRandom: () => number;
-  readonly nodes: SimNode[] = [];
-  readonly byId = new Map<string, SimNode>();
   readonly bootstrap: ClusterConfig;
-  readonly timers = new VirtualTimers();
   stopClients = false;
   readonly traceRing: string[] = [];
   // global records
@@ -135,27 +113,28 @@ class ClaimsSimulation {
   elections = 0;
 
   constructor(seed: number, sabotage?: ClaimsSabotage) {
-    this.seed = seed;
-    this.sabotage = sabotage;
     const pr = seededRandom(seed * 7919 + 1);
-    this.voters = seed % 2 === 0 ? 3 : 5;
     const dropRate = pr() * 0.15;
     const dupRate = pr() * 0.15;
-    this.net = new SimNetwork({ dropRate, dupRate, delayMs: [0, 2 + Math.floor(pr() * 25)] }, seededRandom(seed * 7919 + 2));
-    this.faultRandom = seededRandom(seed * 7919 + 3);
+    const net = new SimNetwork({ dropRate, dupRate, delayMs: [0, 2 + Math.floor(pr() * 25)] }, seededRandom(seed * 7919 + 2));
+    // the claims table never compacts: a snapshot or prefix discard on its disks is a failure
+    super(net, seededRandom(seed * 7919 + 3), { compacts: false, tickMs: TICK_MS });
+    this.seed = seed;
+    this.sabotage = sabotage;
+    this.voters = seed % 2 === 0 ? 3 : 5;
     this.clientRandom = seededRandom(seed * 7919 + 4);
     this.cfg = raftConfig({ maxEntriesPerMessage: 32, maxInflightMessages: 8 });
     const ids: string[] = [];
     for (let i = 1; i <= this.voters; i++) ids.push(`n${i}`);
     this.bootstrap = { voters: ids, learners: [] };
     ids.forEach((id, k) => {
-      const node: SimNode = {
+      this.addNode({
         id,
         alive: true,
         incarnation: 0,
         core: undefined as unknown as RaftCore,
         machine: new ClaimsMachine(SIM_CLAIMS_OPTIONS),
-        disk: { term: 0, votedFor: null, entries: [] },
+        disk: emptyDisk(),
         // near-true rates, far-apart offsets: a new leader's clock is often behind the last one's stamps
         rate: 0.9 + pr() * 0.2,
         offset: Math.floor(pr() * 5_000),
@@ -165,26 +144,23 @@ class ClaimsSimulation {
         waiters: [],
         attempts: new Set(),
         random: seededRandom(seed * 7919 + 10 + k),
-      };
-      node.core = this.buildCore(node);
-      this.nodes.push(node);
-      this.byId.set(id, node);
+      });
     });
   }
 
-  fail(why: string): never {
+  override fail(why: string): never {
     const dump = this.traceRing.slice(-60).join("\n");
     throw new ClaimsSimulationFailure(
       `claims-on-raft simulation seed=${this.seed} voters=${this.voters}${this.sabotage === undefined ? "" : ` sabotage=${this.sabotage}`} t=${this.now}: ${why}\n--- last trace ---\n${dump}\nreplay: runClaimsSimulation(${this.seed}${this.sabotage === undefined ? "" : `, "${this.sabotage}"`})`,
     );
   }
 
-  trace(line: string): void {
+  override trace(line: string): void {
     this.traceRing.push(`${this.now} ${line}`);
     if (this.traceRing.length > 300) this.traceRing.splice(0, 150);
   }
 
-  buildCore(n: SimNode): RaftCore {
+  override buildCore(n: SimNode): RaftCore {
     return new RaftCore({
       id: n.id,
       bootstrap: this.bootstrap,
@@ -195,88 +171,14 @@ class ClaimsSimulation {
     });
   }
 
-  localNow(n: SimNode): number {
-    return Math.floor(n.offset + this.now * n.rate);
-  }
-
-  // ------------------------------------------------------------------ virtual time
-
-  get now(): number {
-    return this.timers.now();
-  }
-
-  /** Schedules `fn` after `delay`; once it has run, the node whose id it returns is checked. */
-  at(delay: number, fn: () => string | null): void {
-    this.timers.set(() => {
-      const touched = fn();
-      if (touched !== null) {
-        const n = this.byId.get(touched)!;
-        if (n.alive) this.checkNode(n);
-      }
-    }, Math.max(0, delay));
-  }
-
-  loopUntil(t: number): void {
-    this.timers.advanceBy(t - this.now);
-  }
-
   // ------------------------------------------------------------------ node driver
 
-  poke(n: SimNode): void {
-    if (n.processScheduled || n.writing !== null || !n.alive) return;
-    n.processScheduled = true;
-    const inc = n.incarnation;
-    this.at(0, () => {
-      if (!n.alive || n.incarnation !== inc) return null;
-      n.processScheduled = false;
-      this.process(n);
-      return n.id;
-    });
+  override onTrace(n: SimNode, ev: RaftTraceEvent): void {
+    if (ev.type === "electionWon") this.elections++;
+    if (ev.type === "electionWon" || ev.type === "stepDown") this.trace(`${n.id} ${JSON.stringify(ev)}`);
   }
 
-  process(n: SimNode): void {
-    if (n.writing !== null || !n.core.hasReady()) return;
-    const rd = n.core.ready();
-    for (const ev of rd.trace) {
-      if (ev.type === "electionWon") this.elections++;
-      if (ev.type === "electionWon" || ev.type === "stepDown") this.trace(`${n.id} ${JSON.stringify(ev)}`);
-    }
-    for (const env of rd.earlyMessages) this.send(n, env.to, env.message);
-    if (rd.hardState === null && rd.storage.length === 0) return this.finishReady(n, rd);
-    n.writing = rd;
-    const inc = n.incarnation;
-    this.at(Math.floor(this.faultRandom() * 4), () => {
-      if (!n.alive || n.incarnation !== inc) return null;
-      this.persist(n, rd, Infinity);
-      n.writing = null;
-      this.finishReady(n, rd);
-      return n.id;
-    });
-  }
-
-  /** Makes the first `limit` durable steps of a ready durable (hard state, then storage ops in order). */
-  persist(n: SimNode, rd: Ready, limit: number): void {
-    let steps = 0;
-    if (rd.hardState !== null) {
-      if (steps++ >= limit) return;
-      n.disk.term = rd.hardState.term;
-      n.disk.votedFor = rd.hardState.votedFor;
-    }
-    for (const op of rd.storage) {
-      if (steps++ >= limit) return;
-      const d = n.disk;
-      if (op.op === "truncateFrom") d.entries = d.entries.filter((e) => e.index < op.index);
-      else if (op.op === "append") {
-        const first = op.entries[0];
-        if (first === undefined) continue;
-        d.entries = d.entries.filter((e) => e.index < first.index);
-        if ((d.entries[d.entries.length - 1]?.index ?? 0) + 1 !== first.index) this.fail(`${n.id}: disk append at ${first.index} leaves a gap`);
-        d.entries.push(...op.entries);
-      } else this.fail(`${n.id}: unexpected storage op ${op.op} (the claims simulation never compacts)`);
-    }
-  }
-
-  finishReady(n: SimNode, rd: Ready): void {
+  override finishReady(n: SimNode, rd: Ready): void {
     for (const env of rd.messages) this.send(n, env.to, env.message);
     for (const c of rd.committed) {
       const index = c.kind === "entry" ? c.entry.index : c.kind === "internal" ? c.index : -1;
@@ -360,38 +262,9 @@ class ClaimsSimulation {
     for (const w of due) w.fn();
   }
 
-  tickLoop(n: SimNode): void {
-    const inc = n.incarnation;
-    this.at(Math.max(1, Math.round(TICK_MS / n.rate)), () => {
-      if (!n.alive || n.incarnation !== inc) return null;
-      n.core.tick(this.localNow(n));
-      this.poke(n);
-      this.tickLoop(n);
-      return n.id;
-    });
-  }
-
-  // ------------------------------------------------------------------ network
-
-  send(from: SimNode, to: string, message: Message): void {
-    const frame = encodeMessage(message);
-    const target = this.byId.get(to);
-    if (target === undefined) return;
-    this.net.transmit(from.id, to, (delay) =>
-      this.at(delay, () => {
-        if (!target.alive || this.net.blocked(from.id, to)) return null;
-        const m = decodeMessage(frame);
-        if (m === null) this.fail(`frame from ${from.id} did not decode`);
-        target.core.step(from.id, m);
-        this.poke(target);
-        return target.id;
-      }),
-    );
-  }
-
   // ------------------------------------------------------------------ invariants on every step
 
-  checkNode(n: SimNode): void {
+  override checkNode(n: SimNode): void {
     const c = n.core;
     if (c.state === "leader") {
       const prior = this.leaders.get(c.term);
@@ -543,33 +416,9 @@ class ClaimsSimulation {
 
   // ------------------------------------------------------------------ faults
 
-  crash(n: SimNode): void {
-    if (!n.alive) return;
-    this.trace(`${n.id} CRASH`);
-    if (n.writing !== null) {
-      const steps = (n.writing.hardState !== null ? 1 : 0) + n.writing.storage.length;
-      this.persist(n, n.writing, Math.floor(this.faultRandom() * (steps + 1)));
-    }
-    n.alive = false;
-    n.incarnation++;
-    n.writing = null;
-    n.processScheduled = false;
-    n.waiters = [];
-    const attempts = [...n.attempts];
-    n.attempts.clear();
-    for (const retry of attempts) retry();
-  }
-
-  restart(n: SimNode): void {
-    if (n.alive) return;
-    this.trace(`${n.id} RESTART`);
+  override onRestart(n: SimNode): void {
     this.restarts++;
-    n.alive = true;
     n.machine = new ClaimsMachine(SIM_CLAIMS_OPTIONS);
-    n.lastCommit = 0;
-    n.core = this.buildCore(n);
-    this.tickLoop(n);
-    this.poke(n);
   }
 
   faultLoop(): void {
@@ -607,15 +456,7 @@ class ClaimsSimulation {
     }
     const live = this.nodes.filter((n) => n.alive);
     const dead = this.nodes.filter((n) => !n.alive);
-    if (r() < 0.04) {
-      this.trace("POWER LOSS");
-      for (const n of live) this.crash(n);
-      this.at(50 + Math.floor(r() * 400), () => {
-        for (const n of this.nodes) this.restart(n);
-        return null;
-      });
-      return;
-    }
+    if (r() < 0.04) return this.powerLoss(400);
     if (dead.length > 0 && (r() < 0.5 || live.length <= 1)) return this.restart(dead[Math.floor(r() * dead.length)]!);
     const victim = leader !== undefined && r() < 0.5 ? leader : live[Math.floor(r() * live.length)];
     if (victim === undefined) return;

@@ -7,18 +7,18 @@
  * run at skewed rates. After every event the invariants of §5.2 are checked; at the end every client history
  * is checked linearizable and, when clocks were near-true, liveness and convergence are asserted.
  */
-import { seededRandom, VirtualTimers } from "@heddle/node";
+import { seededRandom } from "@heddle/node";
 import {
   checkLinearizable,
-  decodeMessage,
-  encodeMessage,
   kvModel,
   raftConfig,
   RaftCore,
   sameEntry,
 } from "../../src/index.ts";
-import type { ClusterConfig, KvInput, LogEntry, Operation, Outcome, RaftConfig, RaftTraceEvent, Ready, StoredSnapshot } from "../../src/index.ts";
+import type { ClusterConfig, KvInput, LogEntry, Message, Operation, Outcome, RaftConfig, RaftTraceEvent, Ready } from "../../src/index.ts";
 import { KvMachine, kvCommand } from "./kv-machine.ts";
+import { emptyDisk, SimCluster } from "./sim-cluster.ts";
+import type { SimDisk, SimPeer } from "./sim-cluster.ts";
 import { SimNetwork } from "./sim-network.ts";
 
 /** A fault profile: which kinds of trouble a run injects. */
@@ -61,18 +61,11 @@ export class SimulationFailure extends Error {
   override readonly name = "SimulationFailure";
 }
 
-interface Disk {
-  term: number;
-  votedFor: string | null;
-  snapshot: StoredSnapshot | null;
-  entries: LogEntry[];
-}
-
 /**
  * Term of the disk entry at `index`. Entries above the floor are contiguous, but a crash between saving a
  * snapshot and discarding the prefix can leave older entries below it (R-P4), so look up from the tail.
  */
-function diskTermAt(d: Disk, index: number): number | undefined {
+function diskTermAt(d: SimDisk, index: number): number | undefined {
   const n = d.entries.length;
   const last = d.entries[n - 1];
   if (last === undefined || index > last.index) return undefined;
@@ -81,28 +74,8 @@ function diskTermAt(d: Disk, index: number): number | undefined {
   return d.entries.find((x) => x.index === index)?.term;
 }
 
-interface PendingWrite {
-  readonly ready: Ready;
-}
-
-interface SimNode {
-  readonly id: string;
-  alive: boolean;
-  incarnation: number;
-  core: RaftCore;
+interface SimNode extends SimPeer {
   kv: KvMachine;
-  disk: Disk;
-  rate: number;
-  offset: number;
-  writing: PendingWrite | null;
-  processScheduled: boolean;
-  lastCommit: number;
-  lastState: string;
-  lastTerm: number;
-  waiters: { index: number; fn: () => void }[];
-  /** Client attempts in flight on this node: a crash turns each into a retry elsewhere (same key). */
-  attempts: Set<() => void>;
-  random: () => number;
 }
 
 interface ClientOp {
@@ -174,19 +147,13 @@ export function runSimulation(seed: number, familyOverride?: Family, sabotage?: 
   return sim.run();
 }
 
-class Simulation {
+class Simulation extends SimCluster<SimNode> {
   readonly seed: number;
   readonly family: Family;
   readonly profile: SimProfile;
   readonly cfg: RaftConfig;
-  readonly net: SimNetwork;
-  readonly faultRandom: () => number;
   readonly clientRandom: () => number;
-  readonly nodes: SimNode[] = [];
-  readonly byId = new Map<string, SimNode>();
   readonly bootstrap: ClusterConfig;
-  readonly timers = new VirtualTimers();
-  events = 0;
   readonly traceRing: { t: number; node: string; ev: RaftTraceEvent | string }[] = [];
   // global invariant state
   readonly leaders = new Map<number, string>();
@@ -209,13 +176,13 @@ class Simulation {
   readonly sabotage: Sabotage | undefined;
 
   constructor(seed: number, family: Family, sabotage?: Sabotage) {
+    const pr = seededRandom(seed * 1000 + 1);
+    const profile = profileFor(family, pr);
+    super(new SimNetwork(profile, seededRandom(seed * 1000 + 2)), seededRandom(seed * 1000 + 3), { compacts: true, tickMs: TICK_MS });
     this.sabotage = sabotage;
     this.seed = seed;
     this.family = family;
-    const pr = seededRandom(seed * 1000 + 1);
-    this.profile = profileFor(family, pr);
-    this.net = new SimNetwork(this.profile, seededRandom(seed * 1000 + 2));
-    this.faultRandom = seededRandom(seed * 1000 + 3);
+    this.profile = profile;
     this.clientRandom = seededRandom(seed * 1000 + 4);
     this.cfg = raftConfig({
       maxMessageBytes: this.profile.maxMessageBytes,
@@ -238,30 +205,26 @@ class Simulation {
         rate = 0.9 + pr() * 0.2;
         offset = Math.floor(pr() * 1000);
       }
-      const disk: Disk = { term: 0, votedFor: null, snapshot: null, entries: [] };
       const random = seededRandom(seed * 1000 + 10 + k);
-      const node: SimNode = {
-        id, alive: true, incarnation: 0, disk, rate, offset, writing: null, processScheduled: false,
-        lastCommit: 0, lastState: "follower", lastTerm: 0, waiters: [], attempts: new Set(), random,
+      this.addNode({
+        id, alive: true, incarnation: 0, disk: emptyDisk(), rate, offset, writing: null, processScheduled: false,
+        lastCommit: 0, waiters: [], attempts: new Set(), random,
         core: undefined as unknown as RaftCore, kv: new KvMachine(),
-      };
-      node.core = this.buildCore(node);
-      this.nodes.push(node);
-      this.byId.set(id, node);
+      });
     });
   }
 
-  fail(why: string): never {
+  override fail(why: string): never {
     const dump = this.traceRing.slice(-80).map((r) => `${r.t} ${r.node} ${typeof r.ev === "string" ? r.ev : JSON.stringify(r.ev)}`).join("\n");
     throw new SimulationFailure(`raft simulation seed=${this.seed} family=${this.family} t=${this.now}: ${why}\n--- last trace ---\n${dump}\nreplay: runSimulation(${this.seed})`);
   }
 
-  trace(line: string, node = "", ev?: RaftTraceEvent): void {
+  override trace(line: string, node = "", ev?: RaftTraceEvent): void {
     this.traceRing.push({ t: this.now, node, ev: ev ?? line });
     if (this.traceRing.length > 400) this.traceRing.splice(0, 200);
   }
 
-  buildCore(n: SimNode): RaftCore {
+  override buildCore(n: SimNode): RaftCore {
     // A joiner knows no voters until the log or a snapshot tells it (R-M4 exception).
     const joiner = !this.bootstrap.voters.includes(n.id);
     return new RaftCore({
@@ -274,100 +237,9 @@ class Simulation {
     });
   }
 
-  localNow(n: SimNode): number {
-    return Math.floor(n.offset + this.now * n.rate);
-  }
-
-  get now(): number {
-    return this.timers.now();
-  }
-
-  /** Schedules `fn` after `delay`; once it has run, the node whose id it returns is checked. */
-  at(delay: number, fn: () => string | null): void {
-    this.timers.set(() => {
-      this.events++;
-      const touched = fn();
-      if (touched !== null) {
-        const n = this.byId.get(touched)!;
-        if (n.alive) this.checkNode(n);
-      }
-    }, Math.max(0, delay));
-  }
-
   // ------------------------------------------------------------------ node driver
 
-  /** Schedules a node's ready processing (the driver's "one event-loop turn"). */
-  poke(n: SimNode): void {
-    if (n.processScheduled || n.writing !== null || !n.alive) return;
-    n.processScheduled = true;
-    const inc = n.incarnation;
-    this.at(0, () => {
-      if (!n.alive || n.incarnation !== inc) return null;
-      n.processScheduled = false;
-      this.process(n);
-      return n.id;
-    });
-  }
-
-  process(n: SimNode): void {
-    if (n.writing !== null || !n.core.hasReady()) return;
-    const rd = n.core.ready();
-    for (const ev of rd.trace) this.onTrace(n, ev);
-    for (const env of rd.earlyMessages) this.send(n, env.to, env.message);
-    const hasWrites = rd.hardState !== null || rd.storage.length > 0;
-    if (!hasWrites) return this.finishReady(n, rd);
-    const w: PendingWrite = { ready: rd };
-    n.writing = w;
-    const inc = n.incarnation;
-    const diskDelay = Math.floor(this.faultRandom() * 4);
-    this.at(diskDelay, () => {
-      if (!n.alive || n.incarnation !== inc) return null;
-      this.persist(n, rd, Infinity);
-      n.writing = null;
-      this.finishReady(n, rd);
-      return n.id;
-    });
-  }
-
-  /** Applies the first `limit` durable steps of a ready to the disk (hard state, then storage ops in order). */
-  persist(n: SimNode, rd: Ready, limit: number): void {
-    let steps = 0;
-    if (rd.hardState !== null) {
-      if (steps++ >= limit) return;
-      n.disk.term = rd.hardState.term;
-      n.disk.votedFor = rd.hardState.votedFor;
-    }
-    for (const op of rd.storage) {
-      if (steps++ >= limit) return;
-      const d = n.disk;
-      switch (op.op) {
-        case "snapshot":
-          d.snapshot = op.snapshot;
-          break;
-        case "discardThrough":
-          d.entries = d.entries.filter((e) => e.index > op.index);
-          break;
-        case "truncateFrom":
-          d.entries = d.entries.filter((e) => e.index < op.index);
-          break;
-        case "append": {
-          const first = op.entries[0];
-          if (first === undefined) break;
-          const tail = d.entries[d.entries.length - 1];
-          if (tail !== undefined && tail.index >= first.index) d.entries = d.entries.filter((e) => e.index < first.index);
-          const last = d.entries[d.entries.length - 1];
-          const floor = d.snapshot?.lastIndex ?? 0;
-          if ((last?.index ?? floor) + 1 !== first.index && first.index !== floor + 1) {
-            this.fail(`${n.id}: disk append at ${first.index} leaves a gap after ${last?.index ?? floor}`);
-          }
-          d.entries.push(...op.entries);
-          break;
-        }
-      }
-    }
-  }
-
-  finishReady(n: SimNode, rd: Ready): void {
+  override finishReady(n: SimNode, rd: Ready): void {
     for (const env of rd.messages) this.send(n, env.to, env.message);
     for (const c of rd.committed) {
       if (c.kind === "install") {
@@ -423,7 +295,7 @@ class Simulation {
     }
   }
 
-  onTrace(n: SimNode, ev: RaftTraceEvent): void {
+  override onTrace(n: SimNode, ev: RaftTraceEvent): void {
     this.trace("", n.id, ev);
     if (ev.type === "frameRefused" && ev.reason === "truncate-committed") {
       this.fail(`${n.id}: was asked to truncate a committed entry`);
@@ -431,40 +303,16 @@ class Simulation {
     if (ev.type === "electionWon") this.elections++;
   }
 
-  tickLoop(n: SimNode): void {
-    const inc = n.incarnation;
-    const interval = Math.max(1, Math.round(TICK_MS / n.rate));
-    this.at(interval, () => {
-      if (!n.alive || n.incarnation !== inc) return null;
-      n.core.tick(this.localNow(n));
-      this.poke(n);
-      this.tickLoop(n);
-      return n.id;
-    });
-  }
-
   // ------------------------------------------------------------------ network
 
-  send(from: SimNode, to: string, message: Parameters<typeof encodeMessage>[0]): void {
-    const frame = encodeMessage(message);
+  /** Every emitted frame stays within the configured budget. */
+  override checkFrame(from: SimNode, message: Message, frame: Uint8Array): void {
     if (frame.length > this.cfg.maxMessageBytes) this.fail(`${from.id}: emitted a ${frame.length}-byte ${message.type} frame over the ${this.cfg.maxMessageBytes}-byte budget`);
-    const target = this.byId.get(to);
-    if (target === undefined) return;
-    this.net.transmit(from.id, to, (delay) =>
-      this.at(delay, () => {
-        if (!target.alive || this.net.blocked(from.id, to)) return null;
-        const m = decodeMessage(frame);
-        if (m === null) this.fail(`frame from ${from.id} did not decode`);
-        target.core.step(from.id, m);
-        this.poke(target);
-        return target.id;
-      }),
-    );
   }
 
   // ------------------------------------------------------------------ invariants (§5.2)
 
-  checkNode(n: SimNode): void {
+  override checkNode(n: SimNode): void {
     const c = n.core;
     // Election Safety
     if (c.state === "leader") {
@@ -598,33 +446,9 @@ class Simulation {
 
   // ------------------------------------------------------------------ faults
 
-  crash(n: SimNode): void {
-    if (!n.alive) return;
-    this.trace(`${n.id} CRASH`);
-    if (n.writing !== null) {
-      const steps = (n.writing.ready.hardState !== null ? 1 : 0) + n.writing.ready.storage.length;
-      this.persist(n, n.writing.ready, Math.floor(this.faultRandom() * (steps + 1)));
-    }
-    n.alive = false;
-    n.incarnation++;
-    n.writing = null;
-    n.processScheduled = false;
-    n.waiters = [];
-    const attempts = [...n.attempts];
-    n.attempts.clear();
-    for (const retry of attempts) retry();
-  }
-
-  restart(n: SimNode): void {
-    if (n.alive) return;
-    this.trace(`${n.id} RESTART`);
-    n.alive = true;
-    if (this.sabotage === "wipe-on-restart") n.disk = { term: 0, votedFor: null, snapshot: null, entries: [] };
+  override onRestart(n: SimNode): void {
+    if (this.sabotage === "wipe-on-restart") n.disk = emptyDisk();
     n.kv = new KvMachine();
-    n.lastCommit = 0;
-    n.core = this.buildCore(n);
-    this.tickLoop(n);
-    this.poke(n);
   }
 
   faultLoop(): void {
@@ -655,17 +479,8 @@ class Simulation {
     if (p.crashes && choice < 0.85) {
       const live = this.nodes.filter((n) => n.alive);
       const dead = this.nodes.filter((n) => !n.alive);
-      if (r() < 0.05) {
-        // power loss: every node at once, each losing whatever write it had in flight
-        this.trace("POWER LOSS");
-        for (const n of live) this.crash(n);
-        const back = 50 + Math.floor(r() * 500);
-        this.at(back, () => {
-          for (const n of this.nodes) this.restart(n);
-          return null;
-        });
-        return;
-      }
+      // power loss: every node at once, each losing whatever write it had in flight
+      if (r() < 0.05) return this.powerLoss(500);
       if (dead.length > 0 && (r() < 0.5 || live.length <= 1)) {
         this.restart(dead[Math.floor(r() * dead.length)]!);
         return;
@@ -754,10 +569,6 @@ class Simulation {
       snapshotsInstalled: this.snapshotsInstalled,
       membershipChanges: this.membershipChanges,
     };
-  }
-
-  loopUntil(t: number): void {
-    this.timers.advanceBy(t - this.now);
   }
 
   checkLiveness(): void {

@@ -1,0 +1,256 @@
+/**
+ * The part the Raft simulations (`simulation.ts`, `claims-simulation.ts`) share: a cluster of unmodified
+ * `RaftCore` peers driven through the driver contract (persist, then send, then apply, then advance) in virtual
+ * time (`VirtualTimers`), over a `SimNetwork`, onto simulated disks that keep only completed writes — a crash
+ * mid-write keeps a random prefix of that write's steps — with per-peer clocks at their own rate and offset.
+ * Each simulation subclasses it with its state machine, its checks and its fault plan. Every random draw here
+ * comes from the fault generator or the network's in a fixed order, so a seed still drives one run.
+ */
+import { VirtualTimers } from "@heddle/node";
+import { decodeMessage, encodeMessage, RaftCore } from "../../src/index.ts";
+import type { LogEntry, Message, RaftTraceEvent, Ready, StoredSnapshot } from "../../src/index.ts";
+import type { SimNetwork } from "./sim-network.ts";
+
+/** What a peer has made durable: only writes that completed before a crash. */
+export interface SimDisk {
+  term: number;
+  votedFor: string | null;
+  snapshot: StoredSnapshot | null;
+  entries: LogEntry[];
+}
+
+/** A fresh, empty disk. */
+export function emptyDisk(): SimDisk {
+  return { term: 0, votedFor: null, snapshot: null, entries: [] };
+}
+
+/** One simulated peer: its core, disk, clock and the client work waiting on it. */
+export interface SimPeer {
+  readonly id: string;
+  alive: boolean;
+  /** Bumped by each crash, so events scheduled for an earlier life find themselves stale. */
+  incarnation: number;
+  core: RaftCore;
+  disk: SimDisk;
+  readonly rate: number;
+  readonly offset: number;
+  /** The ready whose writes are on their way to disk, if any. */
+  writing: Ready | null;
+  processScheduled: boolean;
+  lastCommit: number;
+  waiters: { index: number; fn: () => void }[];
+  /** Client attempts in flight on this peer: a crash turns each into a retry elsewhere (same key). */
+  attempts: Set<() => void>;
+  readonly random: () => number;
+}
+
+/** A cluster of `SimPeer`s driven over virtual time; subclasses supply the machine, the checks and the faults. */
+export abstract class SimCluster<N extends SimPeer> {
+  readonly timers = new VirtualTimers();
+  readonly net: SimNetwork;
+  readonly faultRandom: () => number;
+  readonly nodes: N[] = [];
+  readonly byId = new Map<string, N>();
+  /** Whether disks accept snapshots and prefix discards (a simulation that never compacts refuses them). */
+  readonly compacts: boolean;
+  /** Virtual milliseconds between ticks of a peer's true-rate clock. */
+  readonly tickMs: number;
+  events = 0;
+
+  constructor(net: SimNetwork, faultRandom: () => number, shape: { readonly compacts: boolean; readonly tickMs: number }) {
+    this.net = net;
+    this.faultRandom = faultRandom;
+    this.compacts = shape.compacts;
+    this.tickMs = shape.tickMs;
+  }
+
+  /** Throws the simulation's failure, naming the seed. */
+  abstract fail(why: string): never;
+  abstract trace(line: string): void;
+  /** A core for `n` from what its disk holds. */
+  abstract buildCore(n: N): RaftCore;
+  /** Sees one trace event of a ready, before anything of the ready is acted on. */
+  abstract onTrace(n: N, ev: RaftTraceEvent): void;
+  /** Sends, applies and advances a ready whose writes are durable. */
+  abstract finishReady(n: N, rd: Ready): void;
+  /** The invariants checked on a peer after every event that touched it. */
+  abstract checkNode(n: N): void;
+  /** Resets what a restarted peer rebuilds from its disk (its state machine), before its core is rebuilt. */
+  abstract onRestart(n: N): void;
+
+  /** Adds a peer (its core built from its disk). */
+  addNode(node: N): void {
+    node.core = this.buildCore(node);
+    this.nodes.push(node);
+    this.byId.set(node.id, node);
+  }
+
+  get now(): number {
+    return this.timers.now();
+  }
+
+  /** Schedules `fn` after `delay`; once it has run, the live peer whose id it returns is checked. */
+  at(delay: number, fn: () => string | null): void {
+    this.timers.set(() => {
+      this.events++;
+      const touched = fn();
+      if (touched !== null) {
+        const n = this.byId.get(touched)!;
+        if (n.alive) this.checkNode(n);
+      }
+    }, Math.max(0, delay));
+  }
+
+  /** Runs every event due up to virtual time `t`. */
+  loopUntil(t: number): void {
+    this.timers.advanceBy(t - this.now);
+  }
+
+  /** `n`'s own clock reading now. */
+  localNow(n: N): number {
+    return Math.floor(n.offset + this.now * n.rate);
+  }
+
+  /** Schedules a peer's ready processing (the driver's "one event-loop turn"). */
+  poke(n: N): void {
+    if (n.processScheduled || n.writing !== null || !n.alive) return;
+    n.processScheduled = true;
+    const inc = n.incarnation;
+    this.at(0, () => {
+      if (!n.alive || n.incarnation !== inc) return null;
+      n.processScheduled = false;
+      this.process(n);
+      return n.id;
+    });
+  }
+
+  /** Takes a ready: early messages go out at once; writes reach disk after a random delay, then the rest. */
+  process(n: N): void {
+    if (n.writing !== null || !n.core.hasReady()) return;
+    const rd = n.core.ready();
+    for (const ev of rd.trace) this.onTrace(n, ev);
+    for (const env of rd.earlyMessages) this.send(n, env.to, env.message);
+    if (rd.hardState === null && rd.storage.length === 0) return this.finishReady(n, rd);
+    n.writing = rd;
+    const inc = n.incarnation;
+    this.at(Math.floor(this.faultRandom() * 4), () => {
+      if (!n.alive || n.incarnation !== inc) return null;
+      this.persist(n, rd, Infinity);
+      n.writing = null;
+      this.finishReady(n, rd);
+      return n.id;
+    });
+  }
+
+  /** Applies the first `limit` durable steps of a ready to the disk (hard state, then storage ops in order). */
+  persist(n: N, rd: Ready, limit: number): void {
+    let steps = 0;
+    if (rd.hardState !== null) {
+      if (steps++ >= limit) return;
+      n.disk.term = rd.hardState.term;
+      n.disk.votedFor = rd.hardState.votedFor;
+    }
+    for (const op of rd.storage) {
+      if (steps++ >= limit) return;
+      const d = n.disk;
+      if ((op.op === "snapshot" || op.op === "discardThrough") && !this.compacts) this.fail(`${n.id}: unexpected storage op ${op.op} (this simulation never compacts)`);
+      switch (op.op) {
+        case "snapshot":
+          d.snapshot = op.snapshot;
+          break;
+        case "discardThrough":
+          d.entries = d.entries.filter((e) => e.index > op.index);
+          break;
+        case "truncateFrom":
+          d.entries = d.entries.filter((e) => e.index < op.index);
+          break;
+        case "append": {
+          const first = op.entries[0];
+          if (first === undefined) break;
+          const tail = d.entries[d.entries.length - 1];
+          if (tail !== undefined && tail.index >= first.index) d.entries = d.entries.filter((e) => e.index < first.index);
+          const last = d.entries[d.entries.length - 1];
+          const floor = d.snapshot?.lastIndex ?? 0;
+          if ((last?.index ?? floor) + 1 !== first.index && first.index !== floor + 1) {
+            this.fail(`${n.id}: disk append at ${first.index} leaves a gap after ${last?.index ?? floor}`);
+          }
+          d.entries.push(...op.entries);
+          break;
+        }
+      }
+    }
+  }
+
+  /** Re-arms `n`'s tick at its clock's rate, for as long as this life of `n` lasts. */
+  tickLoop(n: N): void {
+    const inc = n.incarnation;
+    this.at(Math.max(1, Math.round(this.tickMs / n.rate)), () => {
+      if (!n.alive || n.incarnation !== inc) return null;
+      n.core.tick(this.localNow(n));
+      this.poke(n);
+      this.tickLoop(n);
+      return n.id;
+    });
+  }
+
+  /** Encodes `message` and hands it to the network; each copy that arrives is decoded and stepped into `to`. */
+  send(from: N, to: string, message: Message): void {
+    const frame = encodeMessage(message);
+    this.checkFrame(from, message, frame);
+    const target = this.byId.get(to);
+    if (target === undefined) return;
+    this.net.transmit(from.id, to, (delay) =>
+      this.at(delay, () => {
+        if (!target.alive || this.net.blocked(from.id, to)) return null;
+        const m = decodeMessage(frame);
+        if (m === null) this.fail(`frame from ${from.id} did not decode`);
+        target.core.step(from.id, m);
+        this.poke(target);
+        return target.id;
+      }),
+    );
+  }
+
+  /** A check on every frame a peer emits (none by default). */
+  checkFrame(_from: N, _message: Message, _frame: Uint8Array): void {}
+
+  /** Crashes `n`: its in-flight write keeps a random prefix, its pending work is dropped, its clients retry. */
+  crash(n: N): void {
+    if (!n.alive) return;
+    this.trace(`${n.id} CRASH`);
+    if (n.writing !== null) {
+      const steps = (n.writing.hardState !== null ? 1 : 0) + n.writing.storage.length;
+      this.persist(n, n.writing, Math.floor(this.faultRandom() * (steps + 1)));
+    }
+    n.alive = false;
+    n.incarnation++;
+    n.writing = null;
+    n.processScheduled = false;
+    n.waiters = [];
+    const attempts = [...n.attempts];
+    n.attempts.clear();
+    for (const retry of attempts) retry();
+  }
+
+  /** Restarts a crashed `n` from its disk. */
+  restart(n: N): void {
+    if (n.alive) return;
+    this.trace(`${n.id} RESTART`);
+    n.alive = true;
+    this.onRestart(n);
+    n.lastCommit = 0;
+    n.core = this.buildCore(n);
+    this.tickLoop(n);
+    this.poke(n);
+  }
+
+  /** Power loss: every live peer crashes at once; all come back after 50 ms plus a random part of `spreadMs`. */
+  powerLoss(spreadMs: number): void {
+    this.trace("POWER LOSS");
+    for (const n of this.nodes.filter((x) => x.alive)) this.crash(n);
+    this.at(50 + Math.floor(this.faultRandom() * spreadMs), () => {
+      for (const n of this.nodes) this.restart(n);
+      return null;
+    });
+  }
+}
