@@ -17,7 +17,7 @@
 import { seededRandom } from "@heddle/node";
 import type { ClaimMode, ClaimsOptions, TakeRequest } from "@heddle/claims";
 import { raftConfig, RaftCore, sameEntry } from "../../src/index.ts";
-import type { ClusterConfig, LogEntry, Outcome, RaftConfig, RaftTraceEvent, Ready } from "../../src/index.ts";
+import type { ClusterConfig, LogEntry, RaftConfig, RaftTraceEvent, Ready } from "../../src/index.ts";
 import { ClaimsMachine, encodeClaimsCommand } from "./claims-machine.ts";
 import type { AppliedClaims, ClaimsCommand } from "./claims-machine.ts";
 import { emptyDisk, SimCluster } from "./sim-cluster.ts";
@@ -60,6 +60,9 @@ const KEYS = ["mutex/a", "mutex/b", "pool/x", "pool/y", "rw"];
 
 const TICK_MS = 10;
 const DURATION_MS = 7_000;
+/** A fault is injected every FAULT_MIN_GAP_MS plus a random part of FAULT_GAP_SPREAD_MS. */
+const FAULT_MIN_GAP_MS = 200;
+const FAULT_GAP_SPREAD_MS = 900;
 const SETTLE_MS = 4_000;
 const OP_TIMEOUT_MS = 2_000;
 const THINK_MS = 100;
@@ -106,8 +109,6 @@ class ClaimsSimulation extends SimCluster<SimNode> {
   readonly acks: Ack[] = [];
   readonly fencePairs: FencePair[] = [];
   readonly fenceAt = new Map<number, FencePair>();
-  nextRequestId = 1;
-  readonly handlers = new Map<number, (o: Outcome) => void>();
   restarts = 0;
   minorityLeaders = 0;
   elections = 0;
@@ -188,13 +189,7 @@ class ClaimsSimulation extends SimCluster<SimNode> {
       if (c.kind === "entry" && !sameEntry(ref, c.entry)) this.fail(`${n.id}: applied a different entry at ${index} (State Machine Safety)`);
       this.applyOn(n, c.kind === "entry" ? { kind: "entry", entry: c.entry } : { kind: "internal", index });
     }
-    for (const o of rd.outcomes) {
-      const h = this.handlers.get(o.id);
-      if (h !== undefined) {
-        this.handlers.delete(o.id);
-        h(o);
-      }
-    }
+    this.answer(rd);
     n.core.advance(rd);
     this.checkNode(n);
     if (this.sabotage === "apply-uncommitted" && n.core.state !== "leader") {
@@ -255,11 +250,8 @@ class ClaimsSimulation extends SimCluster<SimNode> {
     if (!m.table.checkFence(p.key, p.t2)) this.fail(`${who}: current token ${p.t2} on ${p.key} rejected`);
   }
 
-  runWaiters(n: SimNode): void {
-    if (n.waiters.length === 0) return;
-    const due = n.waiters.filter((w) => n.machine.applied >= w.index);
-    n.waiters = n.waiters.filter((w) => n.machine.applied < w.index);
-    for (const w of due) w.fn();
+  override applied(n: SimNode): number {
+    return n.machine.applied;
   }
 
   // ------------------------------------------------------------------ invariants on every step
@@ -285,8 +277,7 @@ class ClaimsSimulation extends SimCluster<SimNode> {
   // ------------------------------------------------------------------ clients
 
   pickNode(): SimNode | undefined {
-    const live = this.nodes.filter((n) => n.alive);
-    return live[Math.floor(this.clientRandom() * live.length)];
+    return this.pickLive(this.clientRandom);
   }
 
   randomCommand(client: number): ClaimsCommand {
@@ -343,7 +334,7 @@ class ClaimsSimulation extends SimCluster<SimNode> {
         });
       };
       n.attempts.add(retry);
-      this.handlers.set(id, (o) => {
+      this.requestHandlers.set(id, (o) => {
         if (!n.alive || n.incarnation !== inc || settled) return;
         if (!o.ok) {
           if (o.refusal === "leadership-lost" || o.refusal === "not-leader") return retry();
@@ -371,7 +362,7 @@ class ClaimsSimulation extends SimCluster<SimNode> {
         if (settled) return null;
         settled = true;
         n.attempts.delete(retry);
-        this.handlers.delete(id);
+        this.requestHandlers.delete(id);
         if (n.alive && n.incarnation === inc) n.core.abort(id);
         done(undefined);
         return null;
@@ -421,16 +412,7 @@ class ClaimsSimulation extends SimCluster<SimNode> {
     n.machine = new ClaimsMachine(SIM_CLAIMS_OPTIONS);
   }
 
-  faultLoop(): void {
-    this.at(200 + Math.floor(this.faultRandom() * 900), () => {
-      if (this.now >= DURATION_MS) return null;
-      this.injectFault();
-      this.faultLoop();
-      return null;
-    });
-  }
-
-  injectFault(): void {
+  override injectFault(): void {
     const r = this.faultRandom;
     const ids = this.nodes.map((n) => n.id);
     const choice = r();
@@ -467,19 +449,13 @@ class ClaimsSimulation extends SimCluster<SimNode> {
   // ------------------------------------------------------------------ run
 
   run(): ClaimsSimResult {
-    for (const n of this.nodes) {
-      this.tickLoop(n);
-      this.poke(n);
-    }
+    this.start();
     for (let c = 0; c < 4; c++) this.clientLoop(c, 1);
     this.fenceLoop(0, 1);
-    this.faultLoop();
+    this.faultLoop(FAULT_MIN_GAP_MS, FAULT_GAP_SPREAD_MS, DURATION_MS);
     this.loopUntil(DURATION_MS);
-    this.net.heal();
     this.stopClients = true;
-    this.net.settling = true;
-    for (const n of this.nodes) this.restart(n);
-    this.trace("SETTLE");
+    this.settle();
     this.loopUntil(DURATION_MS + SETTLE_MS);
     this.checkConverged();
     const replay = this.replay();
@@ -500,10 +476,7 @@ class ClaimsSimulation extends SimCluster<SimNode> {
   }
 
   checkConverged(): void {
-    const leaders = this.nodes.filter((n) => n.core.state === "leader");
-    if (leaders.length === 0) this.fail("no leader after the settle period (liveness)");
-    const leader = leaders.reduce((a, b) => (a.core.term >= b.core.term ? a : b));
-    if (leader.core.termAt(leader.core.commitIndex) !== leader.core.term) this.fail(`leader ${leader.id} has not committed an entry of its term after settling`);
+    this.settledLeader("no leader after the settle period (liveness)");
     for (const n of this.nodes) {
       if (n.machine.applied !== this.maxCommitted) this.fail(`${n.id} applied ${n.machine.applied} of ${this.maxCommitted} committed after settling`);
     }

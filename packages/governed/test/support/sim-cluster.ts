@@ -8,7 +8,7 @@
  */
 import { VirtualTimers } from "@heddle/node";
 import { decodeMessage, encodeMessage, RaftCore } from "../../src/index.ts";
-import type { LogEntry, Message, RaftTraceEvent, Ready, StoredSnapshot } from "../../src/index.ts";
+import type { LogEntry, Message, Outcome, RaftTraceEvent, Ready, StoredSnapshot } from "../../src/index.ts";
 import type { SimNetwork } from "./sim-network.ts";
 
 /** What a peer has made durable: only writes that completed before a crash. */
@@ -56,6 +56,9 @@ export abstract class SimCluster<N extends SimPeer> {
   /** Virtual milliseconds between ticks of a peer's true-rate clock. */
   readonly tickMs: number;
   events = 0;
+  nextRequestId = 1;
+  /** Who waits on the outcome of each request id proposed to a core. */
+  readonly requestHandlers = new Map<number, (o: Outcome) => void>();
 
   constructor(net: SimNetwork, faultRandom: () => number, shape: { readonly compacts: boolean; readonly tickMs: number }) {
     this.net = net;
@@ -77,6 +80,10 @@ export abstract class SimCluster<N extends SimPeer> {
   abstract checkNode(n: N): void;
   /** Resets what a restarted peer rebuilds from its disk (its state machine), before its core is rebuilt. */
   abstract onRestart(n: N): void;
+  /** The highest index `n`'s state machine has applied. */
+  abstract applied(n: N): number;
+  /** One step of the simulation's fault plan. */
+  abstract injectFault(): void;
 
   /** Adds a peer (its core built from its disk). */
   addNode(node: N): void {
@@ -181,6 +188,17 @@ export abstract class SimCluster<N extends SimPeer> {
     }
   }
 
+  /** Hands each outcome of a ready to whoever waits on its request id (once). */
+  answer(rd: Ready): void {
+    for (const o of rd.outcomes) {
+      const h = this.requestHandlers.get(o.id);
+      if (h !== undefined) {
+        this.requestHandlers.delete(o.id);
+        h(o);
+      }
+    }
+  }
+
   /** Re-arms `n`'s tick at its clock's rate, for as long as this life of `n` lasts. */
   tickLoop(n: N): void {
     const inc = n.incarnation;
@@ -242,6 +260,58 @@ export abstract class SimCluster<N extends SimPeer> {
     n.core = this.buildCore(n);
     this.tickLoop(n);
     this.poke(n);
+  }
+
+  /** Starts every peer's clock and its first ready processing. */
+  start(): void {
+    for (const n of this.nodes) {
+      this.tickLoop(n);
+      this.poke(n);
+    }
+  }
+
+  /** Injects a fault every `minGapMs` plus a random part of `spreadMs`, until virtual time `untilMs`. */
+  faultLoop(minGapMs: number, spreadMs: number, untilMs: number): void {
+    this.at(minGapMs + Math.floor(this.faultRandom() * spreadMs), () => {
+      if (this.now >= untilMs) return null;
+      this.injectFault();
+      this.faultLoop(minGapMs, spreadMs, untilMs);
+      return null;
+    });
+  }
+
+  /** Ends the faults: links heal and stop losing frames, every peer is restarted. */
+  settle(): void {
+    this.net.heal();
+    this.net.settling = true;
+    for (const n of this.nodes) this.restart(n);
+    this.trace("SETTLE");
+  }
+
+  /**
+   * The leader of the highest term once settled, which must have committed an entry of its term; `noLeader`
+   * names the failure when there is none.
+   */
+  settledLeader(noLeader: string): N {
+    const leaders = this.nodes.filter((n) => n.core.state === "leader");
+    if (leaders.length === 0) this.fail(noLeader);
+    const leader = leaders.reduce((a, b) => (a.core.term >= b.core.term ? a : b));
+    if (leader.core.termAt(leader.core.commitIndex) !== leader.core.term) this.fail(`leader ${leader.id} has not committed an entry of its term after settling`);
+    return leader;
+  }
+
+  /** A live peer picked with `r`, or none when all are down. */
+  pickLive(r: () => number): N | undefined {
+    const live = this.nodes.filter((n) => n.alive);
+    return live[Math.floor(r() * live.length)];
+  }
+
+  /** Runs the waiters of `n` whose index its state machine has reached. */
+  runWaiters(n: N): void {
+    if (n.waiters.length === 0) return;
+    const due = n.waiters.filter((w) => this.applied(n) >= w.index);
+    n.waiters = n.waiters.filter((w) => this.applied(n) < w.index);
+    for (const w of due) w.fn();
   }
 
   /** Power loss: every live peer crashes at once; all come back after 50 ms plus a random part of `spreadMs`. */

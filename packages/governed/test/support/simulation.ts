@@ -15,7 +15,7 @@ import {
   RaftCore,
   sameEntry,
 } from "../../src/index.ts";
-import type { ClusterConfig, KvInput, LogEntry, Message, Operation, Outcome, RaftConfig, RaftTraceEvent, Ready } from "../../src/index.ts";
+import type { ClusterConfig, KvInput, LogEntry, Message, Operation, RaftConfig, RaftTraceEvent, Ready } from "../../src/index.ts";
 import { KvMachine, kvCommand } from "./kv-machine.ts";
 import { emptyDisk, SimCluster } from "./sim-cluster.ts";
 import type { SimDisk, SimPeer } from "./sim-cluster.ts";
@@ -101,6 +101,9 @@ export interface SimResult {
 
 const TICK_MS = 10;
 const DURATION_MS = 20_000;
+/** A fault is injected every FAULT_MIN_GAP_MS plus a random part of FAULT_GAP_SPREAD_MS. */
+const FAULT_MIN_GAP_MS = 300;
+const FAULT_GAP_SPREAD_MS = 1500;
 const SETTLE_MS = 8_000;
 const OP_TIMEOUT_MS = 3_000;
 const STATE_SAMPLE = 16;
@@ -166,8 +169,6 @@ class Simulation extends SimCluster<SimNode> {
   membershipChanges = 0;
   // clients
   readonly history: ClientOp[] = [];
-  nextRequestId = 1;
-  readonly requestHandlers = new Map<number, (o: Outcome) => void>();
   completedOps = 0;
   unknownOps = 0;
   stopClients = false;
@@ -266,13 +267,7 @@ class Simulation extends SimCluster<SimNode> {
         if (known === undefined) this.stateAt.set(index, text);
       }
     }
-    for (const o of rd.outcomes) {
-      const h = this.requestHandlers.get(o.id);
-      if (h !== undefined) {
-        this.requestHandlers.delete(o.id);
-        h(o);
-      }
-    }
+    this.answer(rd);
     n.core.advance(rd);
     this.checkNode(n);
     this.runWaiters(n);
@@ -280,11 +275,8 @@ class Simulation extends SimCluster<SimNode> {
     if (n.core.hasReady()) this.poke(n);
   }
 
-  runWaiters(n: SimNode): void {
-    if (n.waiters.length === 0) return;
-    const ready = n.waiters.filter((w) => n.kv.applied >= w.index);
-    n.waiters = n.waiters.filter((w) => n.kv.applied < w.index);
-    for (const w of ready) w.fn();
+  override applied(n: SimNode): number {
+    return n.kv.applied;
   }
 
   maybeCompact(n: SimNode): void {
@@ -384,8 +376,7 @@ class Simulation extends SimCluster<SimNode> {
   }
 
   pickNode(): SimNode | undefined {
-    const live = this.nodes.filter((n) => n.alive);
-    return live[Math.floor(this.clientRandom() * live.length)];
+    return this.pickLive(this.clientRandom);
   }
 
   attempt(op: ClientOp, seq: number, tries: number, deadline: number, next: () => void): void {
@@ -451,17 +442,7 @@ class Simulation extends SimCluster<SimNode> {
     n.kv = new KvMachine();
   }
 
-  faultLoop(): void {
-    const gap = 300 + Math.floor(this.faultRandom() * 1500);
-    this.at(gap, () => {
-      if (this.now >= DURATION_MS) return null;
-      this.injectFault();
-      this.faultLoop();
-      return null;
-    });
-  }
-
-  injectFault(): void {
+  override injectFault(): void {
     const r = this.faultRandom;
     const p = this.profile;
     const ids = this.nodes.map((n) => n.id);
@@ -540,19 +521,13 @@ class Simulation extends SimCluster<SimNode> {
   // ------------------------------------------------------------------ run
 
   run(): SimResult {
-    for (const n of this.nodes) {
-      this.tickLoop(n);
-      this.poke(n);
-    }
+    this.start();
     for (let c = 0; c < this.profile.clients; c++) this.clientLoop(c, 1);
-    this.faultLoop();
+    this.faultLoop(FAULT_MIN_GAP_MS, FAULT_GAP_SPREAD_MS, DURATION_MS);
     this.loopUntil(DURATION_MS);
     // Settle: heal, restart everyone, stop new client work, let the cluster converge.
-    this.net.heal();
     this.stopClients = true;
-    this.net.settling = true;
-    for (const n of this.nodes) this.restart(n);
-    this.trace("SETTLE");
+    this.settle();
     const nearTrue = this.nodes.every((n) => n.rate >= 0.9 && n.rate <= 1.1);
     this.loopUntil(DURATION_MS + SETTLE_MS);
     if (nearTrue) this.checkLiveness();
@@ -572,12 +547,8 @@ class Simulation extends SimCluster<SimNode> {
   }
 
   checkLiveness(): void {
-    const leaders = this.nodes.filter((n) => n.core.state === "leader");
-    if (leaders.length === 0) this.fail("no leader after the settle period with near-true clocks (liveness)");
-    const leader = leaders.reduce((a, b) => (a.core.term >= b.core.term ? a : b));
+    const leader = this.settledLeader("no leader after the settle period with near-true clocks (liveness)");
     const members = new Set([...leader.core.config.voters, ...leader.core.config.learners]);
-    const commit = leader.core.commitIndex;
-    if (leader.core.termAt(commit) !== leader.core.term) this.fail(`leader ${leader.id} has not committed an entry of its term after settling`);
     const text = leader.kv.stateText();
     for (const n of this.nodes) {
       if (!members.has(n.id)) continue;
