@@ -24,6 +24,7 @@ const TYPE_CODE: Record<Message["type"], number> = {
   snapshotReply: 8,
   forward: 9,
   forwardReply: 10,
+  timeoutNow: 11,
 };
 const KIND_CODE: Record<EntryKind, number> = { app: 1, noop: 2, config: 3 };
 const KIND_OF: readonly (EntryKind | undefined)[] = [undefined, "app", "noop", "config"];
@@ -241,6 +242,8 @@ export function encodeMessage(m: Message): Uint8Array {
       w.num(m.lastLogIndex);
       w.num(m.lastLogTerm);
       w.num(m.type === "preVote" ? m.round : 0);
+      // appended in a later revision: older decoders ignore the trailing byte (rolling upgrades)
+      if (m.type === "vote") w.u8(m.transfer === true ? 1 : 0);
       break;
     case "preVoteReply":
     case "voteReply":
@@ -297,6 +300,9 @@ export function encodeMessage(m: Message): Uint8Array {
       w.num(m.index);
       w.num(m.term);
       break;
+    case "timeoutNow":
+      w.num(m.term);
+      break;
   }
   return w.done();
 }
@@ -314,7 +320,10 @@ export function decodeMessage(frame: Uint8Array): Message | null {
         const lastLogIndex = r.nat();
         const lastLogTerm = r.nat();
         const round = r.nat();
-        return t === 1 ? { type: "preVote", term, lastLogIndex, lastLogTerm, round } : { type: "vote", term, lastLogIndex, lastLogTerm };
+        if (t === 1) return { type: "preVote", term, lastLogIndex, lastLogTerm, round };
+        // a frame from a sender that predates the transfer flag ends here
+        const transfer = r.pos < frame.length ? r.bool() : false;
+        return transfer ? { type: "vote", term, lastLogIndex, lastLogTerm, transfer } : { type: "vote", term, lastLogIndex, lastLogTerm };
       }
       case 2:
       case 4: {
@@ -378,6 +387,8 @@ export function decodeMessage(frame: Uint8Array): Message | null {
         const term = r.nat();
         return { type: "forwardReply", corrId, outcome, index, term };
       }
+      case 11:
+        return { type: "timeoutNow", term: r.nat() };
       default:
         return null;
     }

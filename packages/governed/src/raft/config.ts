@@ -27,6 +27,12 @@ export interface RaftConfig {
   readonly snapshotChunkBytes: number;
   /** Reassembly cap for an incoming snapshot; overflow discards and restarts from offset 0 (R-S2). */
   readonly snapshotMaxBytes: number;
+  /**
+   * Most proposal keys the leader remembers for coalescing retries (R-D4): a retried key still in flight joins
+   * the original's wait, a recently committed one is answered with its index without appending. 0 turns the
+   * cache off; the state machine's exact dedup stays authoritative either way.
+   */
+  readonly maxDedupKeys: number;
 }
 
 /** Defaults of governed.md §4.1 plus the named limits this implementation adds. */
@@ -44,6 +50,7 @@ export const DEFAULT_RAFT_CONFIG: RaftConfig = {
   maxPendingReads: 4096,
   snapshotChunkBytes: 16 * 1024,
   snapshotMaxBytes: 64 * 1024 * 1024,
+  maxDedupKeys: 4096,
 };
 
 /** Thrown at construction when a configuration breaks a rule of the §4.1 table (R-E8). */
@@ -79,5 +86,6 @@ export function raftConfig(partial: Partial<RaftConfig> = {}): RaftConfig {
   int("maxPendingReads", 1);
   int("snapshotChunkBytes", 1);
   int("snapshotMaxBytes", 1);
+  int("maxDedupKeys", 0, 1 << 20);
   return c;
 }

@@ -13,9 +13,10 @@
 import { APPEND_OVERHEAD_BYTES, entryBytes, forwardBytes, SNAPSHOT_OVERHEAD_BYTES } from "./codec.ts";
 import type { RaftConfig } from "./config.ts";
 import type { AppendMessage, AppendReplyMessage, Envelope, Message, SnapshotMessage, SnapshotReplyMessage } from "./message.ts";
-import type { FrameRefusal, RaftTraceEvent, StepDownReason } from "./trace.ts";
+import type { FrameRefusal, RaftTraceEvent, StepDownReason, TransferFailure } from "./trace.ts";
 import type { ClusterConfig, Committed, HardState, LogEntry, LogIndex, NodeId, PersistedState, ProposalKey, Role, StoredSnapshot } from "./types.ts";
 import { RaftRestoreError } from "./errors.ts";
+import { ProposalDedup } from "./dedup.ts";
 
 /** Why a request did not succeed. The driver maps these to the error classes of `errors.ts`. */
 export type RaftRefusal =
@@ -25,7 +26,10 @@ export type RaftRefusal =
   | "membership-in-progress"
   | "invalid-membership"
   | "overloaded"
-  | "aborted";
+  | "aborted"
+  /** A proposal or config change reached the leader while it was handing leadership over (§4.10). */
+  | "transferring"
+  | `transfer-${TransferFailure}`;
 
 /** The end of one request: `index`/`term` for proposals and config changes, `index` (= read index) for reads. */
 export type Outcome =
@@ -54,6 +58,31 @@ export interface Ready {
 export const MAX_TRACE_PER_READY = 4096;
 
 type State = "follower" | "precandidate" | "candidate" | "leader";
+
+/**
+ * A leadership transfer this node started while leader (R-T1–R-T3). It outlives the step-down it causes: it
+ * ends only when a leader frame from the target at a higher term arrives, another node or this one takes a
+ * later term first, or its deadline passes. The deadline belongs to this record (its `generation`), so the
+ * deadline of an ended transfer can never end a later one.
+ */
+interface Transfer {
+  readonly target: NodeId;
+  readonly ids: number[];
+  readonly term: number;
+  readonly generation: number;
+  readonly deadline: number;
+  timeoutNowSent: boolean;
+}
+
+/** A proposal that reached the leader during a transfer: neither appended nor refused until the transfer ends. */
+type HeldProposal =
+  | { readonly kind: "local"; readonly id: number; readonly key: ProposalKey | null; readonly command: Uint8Array }
+  | { readonly kind: "forward"; readonly from: NodeId; readonly corrId: number; readonly key: ProposalKey | null; readonly command: Uint8Array };
+
+/** A retried proposal coalesced with the in-flight entry that already carries its key (R-D4). */
+type CoalescedWaiter =
+  | { readonly kind: "local"; readonly id: number; readonly term: number }
+  | { readonly kind: "forward"; readonly from: NodeId; readonly corrId: number; readonly term: number };
 
 /** The leader's view of one follower's replication (read-only outside the core). */
 export interface Progress {
@@ -129,6 +158,12 @@ export class RaftCore {
   #pendingConfig: { id: number; index: LogIndex } | null = null;
   #needsBroadcast = false;
   #inSnap: { term: number; lastIndex: LogIndex; lastTerm: number; config: ClusterConfig | null; total: number; chunks: Uint8Array[]; received: number } | null = null;
+  #transfer: Transfer | null = null;
+  #transferGeneration = 0;
+  #heldForTransfer: HeldProposal[] = [];
+  readonly #dedup: ProposalDedup;
+  #coalesced = new Map<LogIndex, CoalescedWaiter[]>();
+  #coalescedCount = 0;
 
   #ops: StorageOp[] = [];
   #msgs: Envelope[] = [];
@@ -149,6 +184,7 @@ export class RaftCore {
     this.#bootstrap = o.bootstrap;
     this.#now = o.now;
     this.#maxMessageBytes = o.config.maxMessageBytes;
+    this.#dedup = new ProposalDedup(o.config.maxDedupKeys);
     this.#restore(o.persisted);
     this.#config = this.#bootstrap;
     this.#recomputeConfig();
@@ -260,6 +296,11 @@ export class RaftCore {
   get entries(): readonly LogEntry[] {
     return this.#log;
   }
+  /** The leadership transfer this node started and that has not ended yet (R-T1–R-T3), if any. */
+  get transfer(): { readonly target: NodeId; readonly term: number; readonly generation: number; readonly deadline: number } | null {
+    const t = this.#transfer;
+    return t === null ? null : { target: t.target, term: t.term, generation: t.generation, deadline: t.deadline };
+  }
   /** The core's current clock reading. */
   get now(): number {
     return this.#now;
@@ -301,10 +342,13 @@ export class RaftCore {
   /** Advances the core's clock to `now` and fires whichever timeouts fell due. */
   tick(now: number): void {
     this.#now = now;
+    if (this.#transfer !== null && now >= this.#transfer.deadline) this.#endTransfer("timed-out");
     if (this.#state === "leader") {
       if (now >= this.#heartbeatDue) {
         this.#heartbeatDue = now + this.cfg.heartbeatMs;
         this.#broadcastHeartbeat();
+        // a lost TimeoutNow is re-sent with each heartbeat; a target already campaigning ignores the stale term
+        this.#maybeSendTimeoutNow(true);
       }
       if (now >= this.#checkQuorumDue) {
         this.#checkQuorumDue = now + this.#randomTimeout();
@@ -325,6 +369,12 @@ export class RaftCore {
    * Proposes an application command under `key` (unchanged, R-D1). A leader appends it; any other node forwards
    * it to the leader it knows, or holds it until one is known (R-F1). The outcome arrives in a later `Ready`:
    * `{ok, index, term}` once committed, or a refusal.
+   *
+   * On the leader, a key it remembers (R-D4) is not appended again when the command is identical: a retry of an
+   * in-flight key resolves with the original's index, a retry of a committed one at once. During a leadership
+   * transfer the leader holds the proposal and, once the transfer has ended, appends it if it still leads or
+   * refuses it with `transferring` (the driver's `NotLeaderError`, a `LeadershipLostError`) so the caller's retry
+   * reaches the new leader.
    */
   propose(id: number, command: Uint8Array, key: ProposalKey | null): void {
     const probe: LogEntry = { index: 0, term: 0, kind: "app", key, command, stampedAt: 0 };
@@ -332,6 +382,9 @@ export class RaftCore {
       return this.#finish(id, "payload-too-large");
     }
     if (this.#state === "leader") {
+      if (this.#transfer !== null) return this.#hold({ kind: "local", id, key, command });
+      const earlier = this.#dedup.lookup(key, command, (i) => this.entryAt(i));
+      if (earlier !== undefined) return this.#coalesce(earlier, { kind: "local", id, term: earlier.term });
       if (this.#pendingProposals.size >= this.cfg.maxPendingProposals) return this.#finish(id, "overloaded");
       const e = this.#appendNew("app", key, command);
       this.#pendingProposals.set(e.index, { id, term: this.#term });
@@ -352,8 +405,19 @@ export class RaftCore {
       this.#waitingForLeader.splice(i, 1);
       return true;
     }
+    const h = this.#heldForTransfer.findIndex((w) => w.kind === "local" && w.id === id);
+    if (h >= 0) {
+      this.#heldForTransfer.splice(h, 1);
+      return true;
+    }
     this.#outForwards.delete(id);
     for (const [idx, p] of this.#pendingProposals) if (p.id === id) this.#pendingProposals.delete(idx);
+    for (const [idx, ws] of this.#coalesced) {
+      const keep = ws.filter((w) => w.kind !== "local" || w.id !== id);
+      this.#coalescedCount -= ws.length - keep.length;
+      if (keep.length === 0) this.#coalesced.delete(idx);
+      else this.#coalesced.set(idx, keep);
+    }
     return false;
   }
 
@@ -372,12 +436,43 @@ export class RaftCore {
   /** Appends a single-server configuration change (R-M2); the outcome arrives once it commits. */
   changeMembership(id: number, target: ClusterConfig): void {
     if (this.#state !== "leader") return this.#finish(id, "not-leader");
+    if (this.#transfer !== null) return this.#finish(id, "transferring");
     if (this.termAt(this.#commit) !== this.#term || this.#configIndex > this.#commit || this.#pendingConfig !== null) {
       return this.#finish(id, "membership-in-progress");
     }
     if (!validSingleStep(this.#config, target)) return this.#finish(id, "invalid-membership");
     const e = this.#appendNew("config", null, EMPTY, { voters: [...target.voters], learners: [...target.learners] });
     this.#pendingConfig = { id, index: e.index };
+  }
+
+  /**
+   * Hands leadership to the voter `target` (R-T1–R-T3): the leader stops appending proposals and config changes,
+   * brings the target up to its last index (and, so that nothing it appended fails on the way, waits until that
+   * index commits), then sends TimeoutNow; the target campaigns at once with the transfer flag, which voters
+   * honour inside the leader lease. Succeeds only when a leader frame from the target at a higher term arrives;
+   * ends `timed-out` after one `electionTimeoutMaxMs`, `superseded` when another node (or this one again) takes a
+   * later term first, `invalid-target` for a learner or stranger, `in-progress` while a transfer to another target
+   * runs (a second call for the same target joins the first). A transfer to the leader itself succeeds at once.
+   */
+  transferLeadership(id: number, target: NodeId): void {
+    if (this.#state !== "leader") return this.#finish(id, "not-leader");
+    const running = this.#transfer;
+    if (running !== null) {
+      if (running.target === target) {
+        running.ids.push(id);
+        return;
+      }
+      return this.#finish(id, "transfer-in-progress");
+    }
+    if (target === this.id) {
+      this.#outcomes.push({ id, ok: true, index: this.lastIndex, term: this.#term });
+      return;
+    }
+    if (!this.#config.voters.includes(target)) return this.#finish(id, "transfer-invalid-target");
+    const generation = ++this.#transferGeneration;
+    this.#transfer = { target, ids: [id], term: this.#term, generation, deadline: this.#now + this.cfg.electionTimeoutMaxMs, timeoutNowSent: false };
+    this.#emit({ type: "transferStart", target, term: this.#term, generation });
+    if (!this.#maybeSendTimeoutNow(false)) this.#sendAppend(target, false);
   }
 
   /**
@@ -406,7 +501,7 @@ export class RaftCore {
     if (m.term > this.#term) {
       if (m.type === "preVote" || (m.type === "preVoteReply" && m.granted)) {
         // pre-vote traffic never changes a term (R-E2)
-      } else if (m.type === "vote" && this.#inLease()) {
+      } else if (m.type === "vote" && m.transfer !== true && this.#inLease()) {
         this.#emit({ type: "voteDenied", to: from, term: m.term, preVote: false, reason: "leader lease" });
         return this.#send(from, { type: "voteReply", term: this.#term, granted: false });
       } else {
@@ -431,6 +526,12 @@ export class RaftCore {
         default:
           return;
       }
+    }
+    // R-T2: a transfer succeeds only on a leader frame from its target at a later term; one from anyone else
+    // means another node took over first.
+    const t = this.#transfer;
+    if (t !== null && (m.type === "append" || m.type === "snapshot") && m.term > t.term) {
+      this.#endTransfer(from === t.target ? "succeeded" : "superseded");
     }
 
     switch (m.type) {
@@ -472,6 +573,8 @@ export class RaftCore {
         return this.#onAppendReply(from, m);
       case "snapshotReply":
         return this.#onSnapshotReply(from, m);
+      case "timeoutNow":
+        return this.#onTimeoutNow(from);
     }
   }
 
@@ -541,7 +644,10 @@ export class RaftCore {
     }
     p = Math.min(p, this.#truncFloorSinceReady - 1, this.lastIndex);
     this.#persistedLast = Math.max(this.#persistedLast, p);
-    if (this.#state === "leader") this.#maybeCommit();
+    if (this.#state === "leader") {
+      this.#maybeCommit();
+      this.#maybeSendTimeoutNow(false);
+    }
   }
 
   // ---------------------------------------------------------------- elections
@@ -599,7 +705,8 @@ export class RaftCore {
     }
   }
 
-  #campaign(): void {
+  /** Starts a real election; `transfer` marks one ordered by the leader's TimeoutNow (no pre-vote, R-T1). */
+  #campaign(transfer = false): void {
     this.#term++;
     this.#votedFor = this.id;
     this.#hardStateDirty = true;
@@ -613,7 +720,7 @@ export class RaftCore {
     const lastIndex = this.lastIndex;
     const lastLogTerm = this.termAt(lastIndex)!;
     for (const v of this.#config.voters) {
-      if (v !== this.id) this.#send(v, { type: "vote", term: this.#term, lastLogIndex: lastIndex, lastLogTerm });
+      if (v !== this.id) this.#send(v, transfer ? { type: "vote", term: this.#term, lastLogIndex: lastIndex, lastLogTerm, transfer } : { type: "vote", term: this.#term, lastLogIndex: lastIndex, lastLogTerm });
     }
   }
 
@@ -655,6 +762,10 @@ export class RaftCore {
     this.#noopIndex = noop.index;
     this.#heartbeatDue = this.#now + this.cfg.heartbeatMs;
     this.#checkQuorumDue = this.#now + this.#randomTimeout();
+    this.#dedup.clear();
+    for (let i = Math.max(this.floor + 1, this.lastIndex - this.cfg.maxDedupKeys * 4); i <= this.lastIndex; i++) this.#dedup.remember(this.entryAt(i)!);
+    // elected again before the transfer this node started came through: it is over
+    if (this.#transfer !== null) this.#endTransfer("superseded");
     const waiting = this.#waitingForLeader;
     this.#waitingForLeader = [];
     for (const w of waiting) this.propose(w.id, w.command, w.key);
@@ -691,6 +802,10 @@ export class RaftCore {
     this.#pendingReads = [];
     if (this.#pendingConfig !== null) this.#finish(this.#pendingConfig.id, "leadership-lost");
     this.#pendingConfig = null;
+    for (const ws of this.#coalesced.values()) for (const w of ws) this.#answerCoalesced(w, 0, false);
+    this.#coalesced.clear();
+    this.#coalescedCount = 0;
+    this.#dedup.clear();
     this.#progress = new Map();
     this.#needsBroadcast = false;
   }
@@ -747,6 +862,7 @@ export class RaftCore {
       ? { index, term: this.#term, kind, key, command, stampedAt: this.#now }
       : { index, term: this.#term, kind, key, command, config, stampedAt: this.#now };
     this.#appendEntries([e]);
+    this.#dedup.remember(e);
     this.#needsBroadcast = true;
     return e;
   }
@@ -917,6 +1033,7 @@ export class RaftCore {
       }
     }
     this.#checkReads();
+    this.#maybeSendTimeoutNow(false);
   }
 
   #maybeCommit(): void {
@@ -947,6 +1064,12 @@ export class RaftCore {
       this.#pendingForwardsIn.delete(idx);
       const ok = this.termAt(idx) === f.term;
       this.#send(f.from, { type: "forwardReply", corrId: f.corrId, outcome: ok ? "committed" : "failed", index: idx, term: f.term });
+    }
+    for (const [idx, ws] of this.#coalesced) {
+      if (idx > n) continue;
+      this.#coalesced.delete(idx);
+      this.#coalescedCount -= ws.length;
+      for (const w of ws) this.#answerCoalesced(w, idx, this.termAt(idx) === w.term);
     }
     if (this.#pendingConfig !== null && this.#pendingConfig.index <= n) {
       this.#outcomes.push({ id: this.#pendingConfig.id, ok: true, index: this.#pendingConfig.index, term: this.#term });
@@ -1081,6 +1204,7 @@ export class RaftCore {
       }
       this.#maybeCommit();
       this.#sendAppend(from, false);
+      this.#maybeSendTimeoutNow(false);
       return;
     }
     if (pr.state !== "snapshot" || m.lastIndex !== pr.snapIndex) return;
@@ -1161,8 +1285,14 @@ export class RaftCore {
     if (this.#state !== "leader") {
       return this.#send(from, { type: "forwardReply", corrId, outcome: "notLeader", index: 0, term: 0 });
     }
+    if (this.#transfer !== null) return this.#hold({ kind: "forward", from, corrId, key, command });
     const probe: LogEntry = { index: 0, term: 0, kind: "app", key, command, stampedAt: 0 };
-    if (APPEND_OVERHEAD_BYTES + entryBytes(probe) > this.#maxMessageBytes || this.#pendingForwardsIn.size >= this.cfg.maxPendingProposals) {
+    if (APPEND_OVERHEAD_BYTES + entryBytes(probe) > this.#maxMessageBytes) {
+      return this.#send(from, { type: "forwardReply", corrId, outcome: "failed", index: 0, term: 0 });
+    }
+    const earlier = this.#dedup.lookup(key, command, (i) => this.entryAt(i));
+    if (earlier !== undefined) return this.#coalesce(earlier, { kind: "forward", from, corrId, term: earlier.term });
+    if (this.#pendingForwardsIn.size >= this.cfg.maxPendingProposals) {
       return this.#send(from, { type: "forwardReply", corrId, outcome: "failed", index: 0, term: 0 });
     }
     const e = this.#appendNew("app", key, command);
@@ -1177,6 +1307,93 @@ export class RaftCore {
     this.#emit({ type: "forwardAnswered", from, corrId: m.corrId, outcome: m.outcome });
     if (m.outcome === "committed") this.#outcomes.push({ id: m.corrId, ok: true, index: m.index, term: m.term });
     else this.#finish(m.corrId, "leadership-lost");
+  }
+
+  // ---------------------------------------------------------------- leadership transfer (R-T1–R-T3)
+
+  /**
+   * Sends TimeoutNow once the target holds the leader's whole log and that log is committed; `resend` repeats
+   * it (heartbeat path) in case the first was lost. True when sent.
+   */
+  #maybeSendTimeoutNow(resend: boolean): boolean {
+    const t = this.#transfer;
+    if (t === null || this.#state !== "leader" || t.term !== this.#term || (t.timeoutNowSent && !resend)) return false;
+    if (!this.#config.voters.includes(t.target)) {
+      this.#endTransfer("invalid-target");
+      return false;
+    }
+    const pr = this.#progress.get(t.target);
+    const last = this.lastIndex;
+    if (pr === undefined || pr.match < last || this.#commit < last) return false;
+    this.#send(t.target, { type: "timeoutNow", term: this.#term });
+    if (!t.timeoutNowSent) this.#emit({ type: "timeoutNowSent", target: t.target, term: this.#term, generation: t.generation });
+    t.timeoutNowSent = true;
+    return true;
+  }
+
+  /** R-T3: only the leader this node follows in the current term may order it to campaign. */
+  #onTimeoutNow(from: NodeId): void {
+    if (this.#state !== "follower" || this.#leader !== from) return this.#refuse(from, "timeout-now-not-from-leader");
+    if (!this.#canCampaign()) return this.#refuse(from, "timeout-now-not-voter");
+    this.#emit({ type: "transferCampaign", from, term: this.#term + 1 });
+    this.#campaign(true);
+  }
+
+  /** Ends the running transfer: answers its callers, then appends (still leader) or refuses what it held. */
+  #endTransfer(outcome: "succeeded" | TransferFailure): void {
+    const t = this.#transfer;
+    if (t === null) return;
+    this.#transfer = null;
+    this.#emit({ type: "transferEnd", target: t.target, generation: t.generation, outcome });
+    for (const id of t.ids) {
+      if (outcome === "succeeded") this.#outcomes.push({ id, ok: true, index: 0, term: this.#term });
+      else this.#finish(id, `transfer-${outcome}`);
+    }
+    const held = this.#heldForTransfer;
+    this.#heldForTransfer = [];
+    const leading = this.#state === "leader";
+    for (const h of held) {
+      if (h.kind === "local") {
+        if (leading) this.propose(h.id, h.command, h.key);
+        else this.#finish(h.id, "transferring");
+      } else if (leading) this.#onForward(h.from, h.corrId, h.key, h.command);
+      else this.#send(h.from, { type: "forwardReply", corrId: h.corrId, outcome: "notLeader", index: 0, term: 0 });
+    }
+  }
+
+  #hold(h: HeldProposal): void {
+    if (this.#heldForTransfer.length < this.cfg.maxPendingProposals) {
+      this.#heldForTransfer.push(h);
+      return;
+    }
+    if (h.kind === "local") this.#finish(h.id, "overloaded");
+    else this.#send(h.from, { type: "forwardReply", corrId: h.corrId, outcome: "failed", index: 0, term: 0 });
+  }
+
+  // ---------------------------------------------------------------- leader-side dedup (R-D4)
+
+  /** Answers a retried proposal from the entry that already carries its key, at once or when it commits. */
+  #coalesce(e: LogEntry, w: CoalescedWaiter): void {
+    const committed = e.index <= this.#commit;
+    this.#emit({ type: "proposalCoalesced", index: e.index, committed });
+    if (committed) return this.#answerCoalesced(w, e.index, true);
+    if (this.#coalescedCount >= this.cfg.maxPendingProposals) {
+      if (w.kind === "local") return this.#finish(w.id, "overloaded");
+      return this.#send(w.from, { type: "forwardReply", corrId: w.corrId, outcome: "failed", index: 0, term: 0 });
+    }
+    const ws = this.#coalesced.get(e.index);
+    if (ws === undefined) this.#coalesced.set(e.index, [w]);
+    else ws.push(w);
+    this.#coalescedCount++;
+  }
+
+  #answerCoalesced(w: CoalescedWaiter, index: LogIndex, ok: boolean): void {
+    if (w.kind === "local") {
+      if (ok) this.#outcomes.push({ id: w.id, ok: true, index, term: w.term });
+      else this.#finish(w.id, "leadership-lost");
+    } else {
+      this.#send(w.from, { type: "forwardReply", corrId: w.corrId, outcome: ok ? "committed" : "failed", index: ok ? index : 0, term: ok ? w.term : 0 });
+    }
   }
 
   // ---------------------------------------------------------------- hygiene and output

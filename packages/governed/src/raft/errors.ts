@@ -1,13 +1,40 @@
 /** Errors the Raft driver rejects calls with (governed.md §4.1). */
 
-/** Retryable: the proposal or read lost its leader before it could be confirmed. It may still commit. */
+import type { TransferFailure } from "./trace.ts";
+
+/**
+ * Retryable: the proposal or read lost its leader before it could be confirmed. It may still commit, so retry a
+ * proposal with the same key (the state machine's exact dedup makes the retry apply at most once).
+ */
 export class LeadershipLostError extends Error {
-  override readonly name = "LeadershipLostError";
+  override readonly name: string = "LeadershipLostError";
 }
 
-/** The call needs the leader (readIndex, changeMembership) and this node is not it. */
-export class NotLeaderError extends Error {
-  override readonly name = "NotLeaderError";
+/**
+ * The call needs the leader (readIndex, changeMembership) and this node is not it; or a proposal reached the
+ * leader while it was handing leadership over (§4.10), and was not appended. It is a `LeadershipLostError`, so
+ * a retry loop that retries those (the control plane's, §3.10) retries this too: the leader refuses such a
+ * proposal only once the transfer has ended, so the retry goes straight to the new leader — or back to this
+ * one when the transfer was abandoned.
+ */
+export class NotLeaderError extends LeadershipLostError {
+  override readonly name: string = "NotLeaderError";
+}
+
+/**
+ * `transferLeadership` did not move leadership to the target (R-T1–R-T3). `reason`: `invalid-target` (the
+ * target is not a voter of the current configuration — a learner or a stranger — so choose a voter),
+ * `in-progress` (a transfer to another target is running; wait for it), `timed-out` (the target did not take
+ * over within one `electionTimeoutMaxMs`; this node stays leader if it still can — check the target's health
+ * and retry), `superseded` (another node took leadership first, or this one was re-elected).
+ */
+export class LeadershipTransferError extends Error {
+  override readonly name = "LeadershipTransferError";
+  readonly reason: TransferFailure;
+  constructor(reason: TransferFailure, message: string) {
+    super(message);
+    this.reason = reason;
+  }
 }
 
 /** The command cannot fit one frame; raised before anything is appended (R-R7). */

@@ -19,12 +19,16 @@ export interface PreVoteReplyMessage {
   readonly granted: boolean;
   readonly round: number;
 }
-/** RequestVote. */
+/**
+ * RequestVote. `transfer` is the leadership-transfer flag (R-T1): the candidate campaigns because its leader
+ * told it to (TimeoutNow), so voters skip stickiness (R-E4) for it. Absent means false.
+ */
 export interface VoteMessage {
   readonly type: "vote";
   readonly term: number;
   readonly lastLogIndex: LogIndex;
   readonly lastLogTerm: number;
+  readonly transfer?: boolean;
 }
 /** RequestVote answer. */
 export interface VoteReplyMessage {
@@ -92,6 +96,15 @@ export interface ForwardReplyMessage {
   readonly term: number;
 }
 
+/**
+ * The leader's order to a caught-up transfer target to campaign at once (R-T1). Accepted only from the leader
+ * the receiver follows in `term` (R-T3).
+ */
+export interface TimeoutNowMessage {
+  readonly type: "timeoutNow";
+  readonly term: number;
+}
+
 /** Every Raft message. */
 export type Message =
   | PreVoteMessage
@@ -103,7 +116,8 @@ export type Message =
   | SnapshotMessage
   | SnapshotReplyMessage
   | ForwardMessage
-  | ForwardReplyMessage;
+  | ForwardReplyMessage
+  | TimeoutNowMessage;
 
 /** A message addressed to a peer. */
 export interface Envelope {

@@ -16,6 +16,7 @@ import type { Outcome, RaftRefusal, Ready } from "./core.ts";
 import {
   InvalidMembershipError,
   LeadershipLostError,
+  LeadershipTransferError,
   MembershipChangeInProgressError,
   NodeShutdownError,
   NotLeaderError,
@@ -50,6 +51,15 @@ export interface RaftNode {
   readIndex(): Promise<LogIndex>;
   /** Single-server membership change; resolves with the new configuration once committed. */
   changeMembership(target: ClusterConfig): Promise<ClusterConfig>;
+  /**
+   * Leader only (`NotLeaderError` elsewhere): hands leadership to the voter `target` (§4.10) and resolves once
+   * the target leads a later term — confirmed by the target's own leader frame, never by this node stepping
+   * down. Rejects with `LeadershipTransferError` (`invalid-target`, `in-progress`, `timed-out` after one
+   * `electionTimeoutMaxMs`, `superseded`). While it runs, proposals reaching this node as leader are held and
+   * then refused with `NotLeaderError` — a `LeadershipLostError`, retried like one — unless the transfer was
+   * abandoned with this node still leading, in which case they are appended.
+   */
+  transferLeadership(target: NodeId): Promise<void>;
   /** The state machine's snapshot of its applied state through `throughIndex`; the log prefix is discarded. */
   publishSnapshot(s: { throughIndex: LogIndex; state: Uint8Array }): void;
   readonly trace: AsyncIterable<RaftTraceEvent>;
@@ -93,6 +103,16 @@ function errorFor(r: RaftRefusal): Error {
       return new OverloadedError("too many requests are waiting");
     case "aborted":
       return new ProposalAbortedError("aborted");
+    case "transferring":
+      return new NotLeaderError("the leader was handing leadership over; retry with the same key — it now goes to the new leader (or back here if the transfer was abandoned)");
+    case "transfer-invalid-target":
+      return new LeadershipTransferError("invalid-target", "the transfer target is not a voter of the current configuration (a learner or a stranger); choose a voter");
+    case "transfer-in-progress":
+      return new LeadershipTransferError("in-progress", "a transfer to another target is in progress; wait for it to end, then retry");
+    case "transfer-timed-out":
+      return new LeadershipTransferError("timed-out", "the target did not take over within one electionTimeoutMaxMs (unreachable or too far behind?); check it and retry");
+    case "transfer-superseded":
+      return new LeadershipTransferError("superseded", "another election decided leadership before the target took over; look at the current leader and retry if needed");
   }
 }
 
@@ -309,6 +329,10 @@ class Driver implements RaftNode {
   async changeMembership(target: ClusterConfig): Promise<ClusterConfig> {
     await this.#request((core, id) => core.changeMembership(id, target)).promise;
     return { voters: [...target.voters], learners: [...target.learners] };
+  }
+
+  async transferLeadership(target: NodeId): Promise<void> {
+    await this.#request((core, id) => core.transferLeadership(id, target)).promise;
   }
 
   publishSnapshot(s: { throughIndex: LogIndex; state: Uint8Array }): void {

@@ -20,7 +20,9 @@ export type FrameRefusal =
   | "snapshot-stale"
   | "future-round"
   | "unknown-peer"
-  | "forward-reply-wrong-peer";
+  | "forward-reply-wrong-peer"
+  | "timeout-now-not-from-leader"
+  | "timeout-now-not-voter";
 
 /** One observable event of the core. */
 export type RaftTraceEvent =
@@ -36,4 +38,12 @@ export type RaftTraceEvent =
   | { readonly type: "forwardAnswered"; readonly from: NodeId; readonly corrId: number; readonly outcome: string }
   | { readonly type: "readConfirmed"; readonly index: LogIndex }
   | { readonly type: "snapshotInstalled"; readonly lastIndex: LogIndex; readonly lastTerm: number }
-  | { readonly type: "compacted"; readonly throughIndex: LogIndex };
+  | { readonly type: "compacted"; readonly throughIndex: LogIndex }
+  | { readonly type: "transferStart"; readonly target: NodeId; readonly term: number; readonly generation: number }
+  | { readonly type: "timeoutNowSent"; readonly target: NodeId; readonly term: number; readonly generation: number }
+  | { readonly type: "transferCampaign"; readonly from: NodeId; readonly term: number }
+  | { readonly type: "transferEnd"; readonly target: NodeId; readonly generation: number; readonly outcome: "succeeded" | TransferFailure }
+  | { readonly type: "proposalCoalesced"; readonly index: LogIndex; readonly committed: boolean };
+
+/** Why a leadership transfer ended without success (R-T1–R-T3). */
+export type TransferFailure = "invalid-target" | "in-progress" | "timed-out" | "superseded";
