@@ -17,6 +17,8 @@ const message: fc.Arbitrary<Message> = fc.oneof(
   fc.record({ type: fc.constant("preVote" as const), term: nat, lastLogIndex: nat, lastLogTerm: nat, round: nat }),
   fc.record({ type: fc.constant("preVoteReply" as const), term: nat, granted: fc.boolean(), round: nat }),
   fc.record({ type: fc.constant("vote" as const), term: nat, lastLogIndex: nat, lastLogTerm: nat }),
+  fc.record({ type: fc.constant("vote" as const), term: nat, lastLogIndex: nat, lastLogTerm: nat, transfer: fc.constant(true) }),
+  fc.record({ type: fc.constant("timeoutNow" as const), term: nat }),
   fc.record({ type: fc.constant("voteReply" as const), term: nat, granted: fc.boolean() }),
   fc.record({ type: fc.constant("append" as const), term: nat, prevLogIndex: nat, prevLogTerm: nat, leaderCommit: nat, round: nat, entries: fc.array(entry, { maxLength: 4 }) }),
   fc.record({ type: fc.constant("appendReply" as const), term: nat, success: fc.boolean(), matchIndex: nat, rejectedPrev: nat, conflictTerm: fc.option(nat, { nil: null }), conflictIndex: nat, round: nat }),
@@ -60,6 +62,13 @@ describe("raft codec", () => {
     // a mutated-prefix frame with unknown version or type is refused
     expect(decodeMessage(new Uint8Array([2, 5]))).toBeNull();
     expect(decodeMessage(new Uint8Array([1, 99]))).toBeNull();
+  });
+
+  it("reads a RequestVote from a sender that predates the transfer flag as a vote without it", () => {
+    const flagged = encodeMessage({ type: "vote", term: 4, lastLogIndex: 9, lastLogTerm: 3, transfer: true });
+    expect(decodeMessage(flagged)).toEqual({ type: "vote", term: 4, lastLogIndex: 9, lastLogTerm: 3, transfer: true });
+    expect(decodeMessage(flagged.subarray(0, flagged.length - 1))).toEqual({ type: "vote", term: 4, lastLogIndex: 9, lastLogTerm: 3 });
+    expect(encodeMessage({ type: "vote", term: 4, lastLogIndex: 9, lastLogTerm: 3, transfer: false })).toEqual(encodeMessage({ type: "vote", term: 4, lastLogIndex: 9, lastLogTerm: 3 }));
   });
 
   it("ignores trailing bytes (fields a later version appends)", () => {

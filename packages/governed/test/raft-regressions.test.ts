@@ -60,6 +60,29 @@ describe("§5.3 commitment", () => {
     expect(s.kvs.get("a")!.applied).toBe(3);
   });
 
+  it("the leader counts itself toward commitment only once its own append is durable (R-R4)", () => {
+    const s = new Script(ABC);
+    s.elect("a");
+    const a = s.core("a");
+    const id = s.propose("a", put("k", "v"), { client: "w", seq: 1 });
+    const index = a.lastIndex;
+    // The leader's AppendEntries leave before its own write (early messages); its copy is not durable yet.
+    const rd = a.ready();
+    expect(rd.storage).toEqual([{ op: "append", entries: [a.entryAt(index)] }]);
+    const toB = rd.earlyMessages.find((env) => env.to === "b" && env.message.type === "append")!;
+    s.core("b").step("a", toB.message);
+    s.flush("b");
+    s.deliver((m) => m.from === "b" && m.to === "a");
+    expect(a.progress.get("b")!.match).toBe(index);
+    // b's durable copy plus a's undurable one would be "two of three": not a majority of durable copies
+    expect(a.commitIndex).toBeLessThan(index);
+    persistReady(s.disks.get("a")!, rd);
+    a.advance(rd);
+    expect(a.commitIndex).toBe(index);
+    s.flush("a");
+    expect(s.outcomes.get(id)).toMatchObject({ ok: true, index });
+  });
+
   it("identical re-delivered AppendEntries never truncates", () => {
     const f = lone("f", ["a", "f", "c"]);
     f.step("a", append(1, 0, 0, [e(1, 1), e(2, 1), e(3, 1)], 0));
@@ -301,6 +324,64 @@ describe("§5.3 elections and leadership", () => {
     expect(s.core("a").state).toBe("leader");
     expect(s.core("a").term).toBe(term);
     expect(s.core("c").leader).toBe("a");
+  });
+
+  it("pre-vote: a granted pre-vote adopts no term and changes no vote or timer on the voter (R-E2)", () => {
+    // Two identical voters that heard no leader in this life: `v` grants a pre-vote, its twin sees nothing.
+    const p = persisted(3, [e(1, 1), e(2, 3)], { votedFor: "a" });
+    const v = lone("v", ["a", "c", "v"], p);
+    const twin = lone("v", ["a", "c", "v"], p);
+    v.step("c", { type: "preVote", term: 4, lastLogIndex: 2, lastLogTerm: 3, round: 7 });
+    const rd = v.ready();
+    expect(rd.messages.map((m) => m.message)).toEqual([{ type: "preVoteReply", term: 4, granted: true, round: 7 }]);
+    expect(rd.hardState).toBeNull();
+    expect(v.term).toBe(3);
+    expect(v.votedFor).toBe("a");
+    v.advance(rd);
+    // The timer was not re-armed: the voter times out at exactly the twin's moment.
+    const firstPreVote = (core: RaftCore): number => {
+      for (let now = 1; now < 1000; now++) {
+        core.tick(now);
+        const r = core.ready();
+        core.advance(r);
+        if (r.trace.some((t) => t.type === "preVoteStart")) return now;
+      }
+      return -1;
+    };
+    const at = firstPreVote(twin);
+    expect(at).toBeGreaterThan(0);
+    expect(firstPreVote(v)).toBe(at);
+    expect(v.term).toBe(3);
+  });
+
+  it("pre-vote: voters that granted failed pre-votes do not unseat the healthy leader", () => {
+    const FIVE = ["a", "b", "c", "d", "e"];
+    const s = new Script(FIVE);
+    s.elect("a");
+    s.advance(1000); // every clock catches up with the leader's; the cluster settles on one leader
+    const a = s.leader()!.id;
+    const term = s.core(a).term;
+    const [, , , d, e] = [a, ...FIVE.filter((x) => x !== a)] as [string, string, string, string, string];
+    for (const id of FIVE) s.traces.set(id, []);
+    // d and e stop hearing the leader (a→d and a↔e cut); the leader keeps its majority with the other two.
+    let grants = 0;
+    const cut = (m: InFlight): boolean => {
+      if (m.from === a && (m.to === d || m.to === e)) return false;
+      if (m.from === e && m.to === a) return false;
+      if (m.message.type === "preVoteReply" && m.message.granted && (m.from === d || m.from === e)) grants++;
+      return true;
+    };
+    s.advance(1500, cut);
+    // d and e, both outside any lease, granted each other's pre-votes; each pre-vote still failed (2 of 5)
+    expect(grants).toBeGreaterThan(0);
+    expect(FIVE.some((id) => traceOf(s, id).some((t) => t.type === "electionStart"))).toBe(false);
+    // heal: had a granting voter adopted the pre-vote's term, its first reply to the leader would depose it
+    s.advance(1000);
+    expect(traceOf(s, a).filter((t) => t.type === "stepDown")).toEqual([]);
+    expect(s.core(a).state).toBe("leader");
+    expect(s.core(d).leader).toBe(a);
+    expect(s.core(e).leader).toBe(a);
+    for (const id of FIVE) expect(s.core(id).term, id).toBe(term);
   });
 
   it("check-quorum: a minority leader steps down within two election timeouts", () => {
@@ -571,5 +652,249 @@ describe("§5.3 snapshots and compaction", () => {
     expect(replies.map((r) => (r as { nextOffset: number }).nextOffset)).toEqual([2, 2, 4, 6]);
     expect(rd.committed).toEqual([{ kind: "install", snapshot: { throughIndex: 5, state: data } }]);
     expect(f.floor).toBe(5);
+  });
+});
+
+describe("§5.3 leadership transfer (§4.10, R-T1–R-T3)", () => {
+  const settled = (voters: readonly string[], extra: readonly string[] = []): Script => {
+    const s = new Script(voters, {}, extra);
+    s.elect(voters[0]!);
+    s.advance(1000);
+    return s;
+  };
+  const votesOf = (s: Script, from: string) => s.inflight.filter((m) => m.from === from && m.message.type === "vote").map((m) => m.message);
+
+  it("transfer confirmation only by the target's own leader frame", () => {
+    const s = settled(ABC);
+    const a = s.leader()!;
+    const [b, c] = ABC.filter((x) => x !== a.id) as [string, string];
+    const term = a.term;
+    const id = s.nextId++;
+    a.transferLeadership(id, b);
+    s.flush(a.id);
+    // b holds the whole log already: TimeoutNow goes out at once
+    const order = s.inflight.filter((m) => m.message.type === "timeoutNow");
+    expect(order.map((m) => [m.to, m.message])).toEqual([[b, { type: "timeoutNow", term }]]);
+    s.deliver((m) => m.message.type === "timeoutNow");
+    s.flush(b);
+    expect(votesOf(s, b)).toEqual([
+      { type: "vote", term: term + 1, lastLogIndex: a.lastIndex, lastLogTerm: term, transfer: true },
+      { type: "vote", term: term + 1, lastLogIndex: a.lastIndex, lastLogTerm: term, transfer: true },
+    ]);
+    // The old leader meets b's vote (the transfer flag gets it through the lease): it steps down and grants —
+    // and that is not a confirmation.
+    s.deliver((m) => m.from === b && m.to === a.id);
+    s.flush(a.id);
+    expect(a.state).toBe("follower");
+    expect(a.term).toBe(term + 1);
+    expect(s.outcomes.has(id)).toBe(false);
+    // Neither is any frame from b that a leader does not author, nor a leader frame from b at the old term.
+    a.step(b, { type: "voteReply", term: term + 1, granted: true });
+    a.step(b, { type: "appendReply", term: term + 1, success: true, matchIndex: a.lastIndex, rejectedPrev: 0, conflictTerm: null, conflictIndex: 0, round: 0 });
+    a.step(b, append(term, a.lastIndex, term, [], a.commitIndex));
+    s.flush(a.id);
+    expect(s.outcomes.has(id)).toBe(false);
+    expect(a.transfer).toMatchObject({ target: b, term });
+    // b wins; its first AppendEntries at the new term confirms.
+    s.inflight = s.inflight.filter((m) => m.from !== a.id || m.message.type !== "appendReply");
+    s.deliver((m) => m.from === b && m.to === c);
+    s.flush(c);
+    s.deliver((m) => m.from === c && m.to === b);
+    s.flush(b);
+    expect(s.core(b).state).toBe("leader");
+    s.stabilize();
+    expect(s.outcomes.get(id)).toMatchObject({ ok: true, term: term + 1 });
+    expect(a.transfer).toBeNull();
+    expect(traceOf(s, a.id).filter((t) => t.type === "transferEnd")).toEqual([{ type: "transferEnd", target: b, generation: 1, outcome: "succeeded" }]);
+  });
+
+  it("a leader frame at a later term from another node ends the transfer as superseded, not succeeded", () => {
+    const s = settled(ABC);
+    const a = s.leader()!;
+    const [b, c] = ABC.filter((x) => x !== a.id) as [string, string];
+    const id = s.nextId++;
+    a.transferLeadership(id, b);
+    s.flush(a.id);
+    s.inflight = [];
+    a.step(c, append(a.term + 1, 0, 0, [], 0));
+    s.flush(a.id);
+    expect(s.outcomes.get(id)).toEqual({ id, ok: false, refusal: "transfer-superseded" });
+  });
+
+  it("a transfer to a lagging follower: the leader first brings it up to its last index, then it wins", () => {
+    const s = settled(ABC);
+    const a = s.leader()!;
+    const [, c] = ABC.filter((x) => x !== a.id) as [string, string];
+    for (let i = 0; i < 25; i++) s.propose(a.id, put(`k${i}`, `v${i}`), { client: "w", seq: i + 1 });
+    s.advance(300, isolate([c]));
+    expect(a.commitIndex).toBe(a.lastIndex);
+    const last = a.lastIndex;
+    expect(s.core(c).lastIndex).toBeLessThan(last - 20);
+    const term = a.term;
+    const id = s.nextId++;
+    a.transferLeadership(id, c);
+    s.flush(a.id);
+    expect(s.inflight.some((m) => m.message.type === "timeoutNow")).toBe(false); // not before c has caught up
+    let votedFrom = -1;
+    s.advance(200, (m) => {
+      if (m.message.type === "vote" && m.from === c) votedFrom = m.message.lastLogIndex;
+      return true;
+    });
+    expect(votedFrom).toBe(last); // c campaigned holding the leader's whole log
+    expect(s.core(c).state).toBe("leader");
+    expect(s.core(c).term).toBe(term + 1);
+    expect(s.outcomes.get(id)).toMatchObject({ ok: true });
+    expect(s.kvs.get(c)!.data.get("k24")).toBe("v24");
+  });
+
+  it("a transfer to a learner or a stranger is refused; to the leader itself it succeeds at once; a second target waits its turn", () => {
+    const s = new Script(ABC, {}, ["l"]);
+    s.elect("a");
+    const a = s.core("a");
+    const cfg = s.nextId++;
+    a.changeMembership(cfg, { voters: ABC, learners: ["l"] });
+    s.stabilize();
+    expect(s.outcomes.get(cfg)).toMatchObject({ ok: true });
+    const [toLearner, toStranger, toSelf, toB, toC, toBAgain] = [1, 2, 3, 4, 5, 6].map(() => s.nextId++) as [number, number, number, number, number, number];
+    a.transferLeadership(toLearner, "l");
+    a.transferLeadership(toStranger, "zz");
+    a.transferLeadership(toSelf, "a");
+    s.flush("a");
+    expect(s.outcomes.get(toLearner)).toEqual({ id: toLearner, ok: false, refusal: "transfer-invalid-target" });
+    expect(s.outcomes.get(toStranger)).toEqual({ id: toStranger, ok: false, refusal: "transfer-invalid-target" });
+    expect(s.outcomes.get(toSelf)).toMatchObject({ ok: true });
+    expect(a.state).toBe("leader");
+    expect(s.inflight.some((m) => m.message.type === "timeoutNow")).toBe(false);
+    const notLeader = s.nextId++;
+    s.core("b").transferLeadership(notLeader, "c");
+    s.flush("b");
+    expect(s.outcomes.get(notLeader)).toMatchObject({ ok: false, refusal: "not-leader" });
+    a.transferLeadership(toB, "b");
+    a.transferLeadership(toC, "c");
+    a.transferLeadership(toBAgain, "b");
+    s.flush("a");
+    expect(s.outcomes.get(toC)).toEqual({ id: toC, ok: false, refusal: "transfer-in-progress" });
+    s.stabilize();
+    expect(s.outcomes.get(toB)).toMatchObject({ ok: true });
+    expect(s.outcomes.get(toBAgain)).toMatchObject({ ok: true });
+    expect(s.core("b").state).toBe("leader");
+  });
+
+  it("a transfer whose target cannot take over is abandoned after one electionTimeoutMax; the leader keeps leading and appends what it held", () => {
+    const s = settled(ABC);
+    const a = s.leader()!;
+    const [b, c] = ABC.filter((x) => x !== a.id) as [string, string];
+    const term = a.term;
+    const id = s.nextId++;
+    const start = s.now;
+    const cutB = isolate([b]);
+    a.transferLeadership(id, b);
+    const held = s.propose(a.id, put("during", "transfer"), { client: "w", seq: 1 });
+    const forwarded = s.propose(c, put("forwarded", "during"), { client: "w", seq: 2 });
+    const cfgChange = s.nextId++;
+    a.changeMembership(cfgChange, { voters: ABC, learners: ["x"] });
+    s.stabilize(cutB);
+    expect(s.outcomes.get(cfgChange)).toEqual({ id: cfgChange, ok: false, refusal: "transferring" });
+    expect(a.entries.some((x) => x.key?.client === "w")).toBe(false); // held, not appended
+    let endedAt = -1;
+    for (let i = 0; i < 100 && endedAt < 0; i++) {
+      s.advance(10, cutB);
+      if (s.outcomes.has(id)) endedAt = s.now;
+    }
+    expect(s.outcomes.get(id)).toEqual({ id, ok: false, refusal: "transfer-timed-out" });
+    expect(endedAt - start).toBeGreaterThanOrEqual(s.cfg.electionTimeoutMaxMs);
+    expect(endedAt - start).toBeLessThanOrEqual(s.cfg.electionTimeoutMaxMs + 10);
+    expect(a.state).toBe("leader");
+    expect(a.term).toBe(term);
+    s.advance(50, cutB);
+    expect(s.outcomes.get(held)).toMatchObject({ ok: true });
+    expect(s.outcomes.get(forwarded)).toMatchObject({ ok: true });
+  });
+
+  it("proposals reaching the leader during a successful transfer are refused once it ends, and their retry commits at the new leader", () => {
+    const s = settled(ABC);
+    const a = s.leader()!;
+    const [b, c] = ABC.filter((x) => x !== a.id) as [string, string];
+    const id = s.nextId++;
+    a.transferLeadership(id, b);
+    const local = s.propose(a.id, put("k", "1"), { client: "w", seq: 1 });
+    const viaC = s.propose(c, put("k2", "1"), { client: "w", seq: 2 });
+    s.flush(a.id);
+    s.flush(c);
+    s.deliver((m) => m.message.type === "forward");
+    s.flush(a.id);
+    expect(s.outcomes.has(local)).toBe(false); // held until the transfer ends
+    s.stabilize();
+    expect(s.outcomes.get(id)).toMatchObject({ ok: true });
+    expect(s.outcomes.get(local)).toEqual({ id: local, ok: false, refusal: "transferring" });
+    expect(s.outcomes.get(viaC)).toEqual({ id: viaC, ok: false, refusal: "leadership-lost" });
+    expect(s.core(b).entries.some((x) => x.key?.client === "w")).toBe(false);
+    const retry = s.propose(a.id, put("k", "1"), { client: "w", seq: 1 });
+    s.stabilize();
+    expect(s.outcomes.get(retry)).toMatchObject({ ok: true, term: s.core(b).term });
+    expect(s.kvs.get(b)!.data.get("k")).toBe("1");
+  });
+
+  it("the deadline of an ended transfer never ends a later one (each carries its generation)", () => {
+    const s = settled(ABC);
+    const a = s.leader()!;
+    const [b, c] = ABC.filter((x) => x !== a.id) as [string, string];
+    const first = s.nextId++;
+    a.transferLeadership(first, b);
+    const firstDeadline = a.transfer!.deadline;
+    s.stabilize();
+    expect(s.outcomes.get(first)).toMatchObject({ ok: true });
+    const back = s.nextId++;
+    s.core(b).transferLeadership(back, a.id);
+    s.stabilize();
+    expect(s.outcomes.get(back)).toMatchObject({ ok: true });
+    expect(a.state).toBe("leader");
+    s.advance(100);
+    const second = s.nextId++;
+    a.transferLeadership(second, c);
+    const cutC = isolate([c]);
+    s.stabilize(cutC);
+    expect(a.transfer).toMatchObject({ target: c, generation: 2 });
+    while (s.now <= firstDeadline + 10) s.advance(10, cutC);
+    expect(s.outcomes.has(second)).toBe(false);
+    expect(a.transfer).toMatchObject({ target: c, generation: 2 });
+    s.advance(s.cfg.electionTimeoutMaxMs, cutC);
+    expect(s.outcomes.get(second)).toMatchObject({ ok: false, refusal: "transfer-timed-out" });
+  });
+
+  it("TimeoutNow is accepted only from the leader established for the current term", () => {
+    const s = new Script(ABC, {}, ["l"]);
+    s.elect("a");
+    const cfg = s.nextId++;
+    s.core("a").changeMembership(cfg, { voters: ABC, learners: ["l"] });
+    s.advance(500);
+    const leader = s.leader()!.id;
+    const [b, c] = ABC.filter((x) => x !== leader) as [string, string];
+    const term = s.core(b).term;
+    expect(s.core(b).leader).toBe(leader);
+    s.inflight = [];
+    s.core(b).step(c, { type: "timeoutNow", term }); // not b's leader
+    s.core(b).step(leader, { type: "timeoutNow", term: term - 1 }); // a stale term
+    s.flush(b);
+    expect(s.core(b).term).toBe(term);
+    expect(votesOf(s, b)).toEqual([]);
+    expect(s.core(b).refusedFrames.get("timeout-now-not-from-leader")).toBe(1);
+    s.core("l").step(leader, { type: "timeoutNow", term }); // a learner never campaigns
+    s.flush("l");
+    expect(s.core("l").refusedFrames.get("timeout-now-not-voter")).toBe(1);
+    expect(s.core("l").term).toBe(term);
+    // after a restart b knows no leader for its term yet
+    const restarted = s.start(b);
+    restarted.step(leader, { type: "timeoutNow", term });
+    s.flush(b);
+    expect(restarted.term).toBe(term);
+    expect(restarted.refusedFrames.get("timeout-now-not-from-leader")).toBe(1);
+    // once the leader's frame re-establishes it, the order is obeyed: an immediate campaign with the flag
+    restarted.step(leader, append(term, 0, 0, [], 0));
+    restarted.step(leader, { type: "timeoutNow", term });
+    s.flush(b);
+    expect(restarted.term).toBe(term + 1);
+    expect(votesOf(s, b).every((v) => v.type === "vote" && v.transfer === true && v.term === term + 1)).toBe(true);
+    expect(votesOf(s, b)).toHaveLength(2);
   });
 });
