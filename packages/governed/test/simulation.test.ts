@@ -1,20 +1,23 @@
 import { describe, expect, it } from "vitest";
 import { FAMILIES, runSimulation, SimulationFailure } from "./support/simulation.ts";
 
-const SEEDS = Number(process.env.HEDDLE_RAFT_SEEDS ?? 300);
+const SEEDS = Number(process.env.HEDDLE_RAFT_SEEDS ?? 380);
 const FIRST = Number(process.env.HEDDLE_RAFT_FIRST_SEED ?? 1);
 
 describe("raft deterministic simulation (governed.md §5.1–5.2)", () => {
   it(`holds every invariant and linearizability over ${SEEDS} seeds`, () => {
-    const perFamily = new Map<string, { runs: number; committed: number; ops: number; installs: number; changes: number }>();
+    const perFamily = new Map<string, { runs: number; committed: number; ops: number; installs: number; changes: number; transfers: number; transferFailures: number; figure8: number }>();
     for (let seed = FIRST; seed < FIRST + SEEDS; seed++) {
       const r = runSimulation(seed);
-      const f = perFamily.get(r.family) ?? { runs: 0, committed: 0, ops: 0, installs: 0, changes: 0 };
+      const f = perFamily.get(r.family) ?? { runs: 0, committed: 0, ops: 0, installs: 0, changes: 0, transfers: 0, transferFailures: 0, figure8: 0 };
       f.runs++;
       f.committed += r.committed;
       f.ops += r.completedOps;
       f.installs += r.snapshotsInstalled;
       f.changes += r.membershipChanges;
+      f.transfers += r.transfersSucceeded;
+      f.transferFailures += Object.values(r.transfersFailed).reduce((a, b) => a + b, 0);
+      f.figure8 += r.figure8Rounds;
       perFamily.set(r.family, f);
     }
     // The runs must have done real work, or the invariants checked nothing.
@@ -29,6 +32,13 @@ describe("raft deterministic simulation (governed.md §5.1–5.2)", () => {
     if (SEEDS >= FAMILIES.length) {
       expect(perFamily.get("snapshots-under-partitions")!.installs).toBeGreaterThan(0);
       expect(perFamily.get("membership")!.changes).toBeGreaterThan(0);
+      // leadership really moved by transfer, and some transfers were refused or abandoned under the faults
+      const t = perFamily.get("transfers")!;
+      expect(t.transfers).toBeGreaterThan(t.runs);
+      expect(t.transferFailures).toBeGreaterThan(0);
+      // the Figure 8 schedule got as far as a third leader holding an earlier leader's uncommitted entries
+      const f8 = perFamily.get("figure-8")!;
+      expect(f8.figure8).toBeGreaterThan(f8.runs);
     }
   }, 60_000 + SEEDS * 3_000);
 

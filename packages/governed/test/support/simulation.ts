@@ -35,6 +35,10 @@ export interface SimProfile {
   readonly maxMessageBytes: number;
   readonly snapshotChunkBytes: number;
   readonly clients: number;
+  /** `maxEntriesPerMessage`: 1 lets a leader's older entries reach followers before its own no-op does. */
+  readonly entriesPerMessage: number;
+  /** Whether the fault plan also hands leadership over (R-T1–R-T3), sometimes followed by a restart. */
+  readonly transfers: boolean;
 }
 
 /** Scenario families of §5.1; a seed picks one by `seed % families.length`. */
@@ -47,6 +51,8 @@ export const FAMILIES = [
   "skewed-clocks",
   "membership",
   "snapshots-under-partitions",
+  "figure-8",
+  "transfers",
 ] as const;
 export type Family = (typeof FAMILIES)[number];
 
@@ -86,6 +92,18 @@ interface ClientOp {
   ret: number;
 }
 
+/** Where the Figure 8 schedule stands, and who plays which part. */
+interface Figure8 {
+  phase: "idle" | "minority" | "elect2" | "isolated2" | "elect3" | "strike" | "finale";
+  since: number;
+  l1: SimNode | null;
+  f: SimNode | null;
+  side: Set<string>;
+  l2: SimNode | null;
+  l3: SimNode | null;
+  commitAtWin: number;
+}
+
 /** Summary of one run, for tests to assert on. */
 export interface SimResult {
   readonly seed: number;
@@ -97,6 +115,12 @@ export interface SimResult {
   readonly elections: number;
   readonly snapshotsInstalled: number;
   readonly membershipChanges: number;
+  /** Transfers that succeeded (each checked: the target led a later term). */
+  readonly transfersSucceeded: number;
+  /** Transfers that ended otherwise, by refusal. */
+  readonly transfersFailed: Readonly<Record<string, number>>;
+  /** Figure 8 rounds that got as far as a third leader holding an earlier leader's uncommitted entries. */
+  readonly figure8Rounds: number;
 }
 
 const TICK_MS = 10;
@@ -123,6 +147,8 @@ function profileFor(family: Family, r: () => number): SimProfile {
     maxMessageBytes: 64 * 1024,
     snapshotChunkBytes: 16 * 1024,
     clients: 3,
+    entriesPerMessage: 64,
+    transfers: false,
   };
   switch (family) {
     case "steady":
@@ -140,6 +166,12 @@ function profileFor(family: Family, r: () => number): SimProfile {
       return { ...base, voters: 3, joiner: true, partitions: r() < 0.5, crashes: r() < 0.5, compactEvery: 20, snapshotChunkBytes: 64 };
     case "snapshots-under-partitions":
       return { ...base, partitions: true, crashes: true, compactEvery: 10 + Math.floor(r() * 20), snapshotChunkBytes: 32 + Math.floor(r() * 200), maxMessageBytes: 600, dropRate: 0.05, dupRate: 0.05, delayMs: [0, 20] };
+    case "figure-8":
+      // Five voters and the scripted schedule of the Raft paper's Figure 8 (`Simulation.figure8Step`); one entry
+      // per AppendEntries so a new leader's older entries reach a majority before its no-op does.
+      return { ...base, voters: 5, entriesPerMessage: 1 };
+    case "transfers":
+      return { ...base, joiner: r() < 0.3, partitions: true, crashes: true, dropRate: 0.03, dupRate: 0.03, delayMs: [1, 10], compactEvery: r() < 0.3 ? 20 : 0, transfers: true };
   }
 }
 
@@ -173,6 +205,13 @@ class Simulation extends SimCluster<SimNode> {
   unknownOps = 0;
   stopClients = false;
   membershipBusy = false;
+  /** Set when the settle phase begins: scheduled faults that fire later do nothing. */
+  faultsOver = false;
+  transfersSucceeded = 0;
+  readonly transfersFailed: Record<string, number> = {};
+  nextOneShotClient = 1000;
+  readonly f8: Figure8 = { phase: "idle", since: 0, l1: null, f: null, side: new Set(), l2: null, l3: null, commitAtWin: 0 };
+  figure8Rounds = 0;
 
   readonly sabotage: Sabotage | undefined;
 
@@ -188,7 +227,7 @@ class Simulation extends SimCluster<SimNode> {
     this.cfg = raftConfig({
       maxMessageBytes: this.profile.maxMessageBytes,
       snapshotChunkBytes: this.profile.snapshotChunkBytes,
-      maxEntriesPerMessage: 64,
+      maxEntriesPerMessage: this.profile.entriesPerMessage,
       maxInflightMessages: 8,
     });
     const voters: string[] = [];
@@ -293,6 +332,7 @@ class Simulation extends SimCluster<SimNode> {
       this.fail(`${n.id}: was asked to truncate a committed entry`);
     }
     if (ev.type === "electionWon") this.elections++;
+    if (ev.type === "electionWon" && this.family === "figure-8") this.figure8Won(n);
   }
 
   // ------------------------------------------------------------------ network
@@ -344,6 +384,7 @@ class Simulation extends SimCluster<SimNode> {
     }
     if (c.commitIndex > this.maxCommitted) this.maxCommitted = c.commitIndex;
     n.lastCommit = c.commitIndex;
+    if (this.family === "figure-8") this.figure8Strike(n);
   }
 
   checkDurable(index: number, term: number, voters: readonly string[]): void {
@@ -379,8 +420,8 @@ class Simulation extends SimCluster<SimNode> {
     return this.pickLive(this.clientRandom);
   }
 
-  attempt(op: ClientOp, seq: number, tries: number, deadline: number, next: () => void): void {
-    const n = this.pickNode();
+  attempt(op: ClientOp, seq: number, tries: number, deadline: number, next: () => void, pin?: SimNode): void {
+    const n = pin !== undefined && pin.alive ? pin : this.pickNode();
     const giveUp = (): void => {
       if (op.ret === Infinity && op.output === undefined) this.unknownOps++;
       next();
@@ -409,7 +450,7 @@ class Simulation extends SimCluster<SimNode> {
     const useReadIndex = op.input.op === "get" && n.core.state === "leader" && this.clientRandom() < 0.5;
     this.requestHandlers.set(id, (o) => {
       if (!n.alive || n.incarnation !== inc) return;
-      if (!o.ok) return o.refusal === "leadership-lost" || o.refusal === "not-leader" ? retry() : (settled = true, giveUp());
+      if (!o.ok) return o.refusal === "leadership-lost" || o.refusal === "not-leader" || o.refusal === "transferring" ? retry() : (settled = true, giveUp());
       n.waiters.push({
         index: o.index,
         fn: () => {
@@ -446,6 +487,8 @@ class Simulation extends SimCluster<SimNode> {
     const r = this.faultRandom;
     const p = this.profile;
     const ids = this.nodes.map((n) => n.id);
+    if (this.family === "figure-8") return this.figure8Step();
+    if (p.transfers && r() < 0.5) return this.transferStep();
     if (p.joiner && r() < 0.5) return this.membershipStep();
     const choice = r();
     if (p.partitions && choice < 0.4) {
@@ -518,6 +561,171 @@ class Simulation extends SimCluster<SimNode> {
     });
   }
 
+  /** One client op of its own (a fresh client id), sent first to `pin`; part of the checked history. */
+  oneShotOp(pin: SimNode): void {
+    const client = this.nextOneShotClient++;
+    const input: KvInput = { op: "append", key: `k${Math.floor(this.clientRandom() * 6)}`, value: `[${client}.1]` };
+    const op: ClientOp = { client, input, output: undefined, call: this.now, ret: Infinity };
+    this.history.push(op);
+    this.attempt(op, 1, 0, this.now + OP_TIMEOUT_MS, () => {}, pin);
+  }
+
+  // ------------------------------------------------------------------ leadership transfers (R-T1–R-T3)
+
+  /**
+   * Asks the leader to hand over — usually to another voter (perhaps partitioned, lagging or down), sometimes
+   * to itself or to a learner or stranger. A success is checked against what happened: the target must have
+   * led a later term. Half the successes are followed by restarting the old leader (a rolling restart).
+   */
+  transferStep(): void {
+    const leader = this.nodes.find((n) => n.alive && n.core.state === "leader");
+    if (leader === undefined) return;
+    const r = this.faultRandom;
+    const cfg = leader.core.config;
+    const others = cfg.voters.filter((v) => v !== leader.id);
+    const x = r();
+    const target = x < 0.08 ? leader.id : x < 0.16 ? (cfg.learners[0] ?? "stranger") : others[Math.floor(r() * others.length)] ?? leader.id;
+    const startTerm = leader.core.term;
+    const inc = leader.incarnation;
+    const id = this.nextRequestId++;
+    this.trace(`${leader.id} TRANSFER to ${target} at term ${startTerm}`);
+    this.requestHandlers.set(id, (o) => {
+      if (!o.ok) {
+        this.transfersFailed[o.refusal] = (this.transfersFailed[o.refusal] ?? 0) + 1;
+        return;
+      }
+      this.transfersSucceeded++;
+      if (target === leader.id) return;
+      if (![...this.leaders].some(([t, l]) => t > startTerm && l === target)) {
+        this.fail(`${leader.id}: transfer to ${target} reported success, but ${target} never led a term after ${startTerm}`);
+      }
+      if (!this.faultsOver && leader.alive && leader.incarnation === inc && r() < 0.5) {
+        this.crash(leader);
+        this.at(50 + Math.floor(r() * 400), () => {
+          this.restart(leader);
+          return leader.id;
+        });
+      }
+    });
+    leader.core.transferLeadership(id, target);
+    this.poke(leader);
+  }
+
+  // ------------------------------------------------------------------ Figure 8 (Raft paper, §5.4.2)
+
+  /**
+   * The schedule of the Raft paper's Figure 8, driven as an adversary: (1) a leader L1 is cut off with one
+   * follower F and appends entries only they hold, then crashes; (2) the other three elect L2, which is cut off
+   * the moment it wins — its no-op at index i reaches only its own disk — and crashes; (3) healed, L1 or F wins
+   * a later term (L3) and starts copying its older entries to the others; (4) at L3's first commit it is cut
+   * off and crashed, and L2 is restarted together with the two nodes whose logs end in a term below L2's. A
+   * leader that counts replicas of an older-term entry (no `log[N].term === currentTerm` check, R-R4) has by
+   * then committed index i, L2 wins with its own entry there, and Leader Completeness fails. A correct leader's
+   * first commit is its no-op on a majority, so two such nodes never exist and step (4) only heals.
+   */
+  figure8Step(): void {
+    const f = this.f8;
+    if (f.phase !== "idle") {
+      if (this.now - f.since > 4000) this.figure8Reset();
+      return;
+    }
+    const dead = this.nodes.filter((n) => !n.alive);
+    if (dead.length > 0) {
+      for (const n of dead) this.restart(n);
+      return;
+    }
+    const l1 = this.nodes.find((n) => n.core.state === "leader" && n.core.termAt(n.core.commitIndex) === n.core.term);
+    if (l1 === undefined) return;
+    const r = this.faultRandom;
+    const others = this.nodes.filter((n) => n !== l1);
+    const fol = others[Math.floor(r() * others.length)]!;
+    f.l1 = l1;
+    f.f = fol;
+    f.l2 = null;
+    f.l3 = null;
+    f.side = new Set(others.filter((n) => n !== fol).map((n) => n.id));
+    this.net.group = new Map(this.nodes.map((n) => [n.id, f.side.has(n.id) ? 1 : 0]));
+    f.phase = "minority";
+    f.since = this.now;
+    this.trace(`FIG8 ${l1.id} and ${fol.id} cut off from ${[...f.side].join(",")}`);
+    const ops = 1 + Math.floor(r() * 3);
+    for (let k = 0; k < ops; k++) this.oneShotOp(l1);
+    this.at(30 + Math.floor(r() * 50), () => {
+      if (this.faultsOver || f.phase !== "minority") return null;
+      this.crash(l1);
+      f.phase = "elect2";
+      f.since = this.now;
+      return null;
+    });
+  }
+
+  figure8Won(n: SimNode): void {
+    const f = this.f8;
+    if (this.faultsOver) return;
+    if (f.phase === "elect2" && f.side.has(n.id)) {
+      // Cut L2 off before its no-op leaves (this runs before the ready's frames are sent).
+      f.l2 = n;
+      f.phase = "isolated2";
+      f.since = this.now;
+      this.net.group = new Map(this.nodes.map((x) => [x.id, x === n ? 1 : 0]));
+      this.trace(`FIG8 ${n.id} won term ${n.core.term}; cut off`);
+      const inc = n.incarnation;
+      this.at(10 + Math.floor(this.faultRandom() * 10), () => {
+        if (this.faultsOver) return null;
+        if (n.alive && n.incarnation === inc) this.crash(n);
+        this.net.heal();
+        if (f.l1 !== null) this.restart(f.l1);
+        if (f.phase === "isolated2") f.phase = "elect3";
+        return null;
+      });
+      return;
+    }
+    if ((f.phase === "isolated2" || f.phase === "elect3") && (n === f.l1 || n === f.f)) {
+      f.l3 = n;
+      f.commitAtWin = n.core.commitIndex;
+      f.phase = "strike";
+      f.since = this.now;
+      this.figure8Rounds++;
+      this.trace(`FIG8 ${n.id} won term ${n.core.term} holding the uncommitted entries`);
+    }
+  }
+
+  figure8Strike(n: SimNode): void {
+    const f = this.f8;
+    if (this.faultsOver || f.phase !== "strike" || n !== f.l3 || !n.alive || n.core.state !== "leader" || n.core.commitIndex <= f.commitAtWin) return;
+    const l2 = f.l2;
+    f.phase = "finale";
+    f.since = this.now;
+    // Cut L3 off at once: its frames still in flight are dropped on arrival.
+    this.net.group = new Map(this.nodes.map((x) => [x.id, x === n ? 1 : 0]));
+    this.trace(`FIG8 ${n.id} committed ${n.core.commitIndex}; cut off`);
+    this.at(0, () => {
+      if (this.faultsOver) return null;
+      this.crash(n);
+      const diskLastTerm = (d: SimDisk): number => d.entries[d.entries.length - 1]?.term ?? d.snapshot?.lastTerm ?? 0;
+      const l2Last = l2 === null ? 0 : diskLastTerm(l2.disk);
+      const behind = this.nodes.filter((x) => x.alive && x !== l2 && x !== n && x.core.termAt(x.core.lastIndex)! < l2Last);
+      if (l2 !== null && behind.length >= 2) {
+        const side = new Set([l2.id, behind[0]!.id, behind[1]!.id]);
+        this.net.group = new Map(this.nodes.map((x) => [x.id, side.has(x.id) ? 1 : 0]));
+        this.trace(`FIG8 ${l2.id} back with ${behind[0]!.id},${behind[1]!.id}`);
+      } else this.net.heal();
+      if (l2 !== null) this.restart(l2);
+      this.at(1500, () => {
+        if (!this.faultsOver) this.figure8Reset();
+        return null;
+      });
+      return null;
+    });
+  }
+
+  figure8Reset(): void {
+    this.net.heal();
+    for (const n of this.nodes) this.restart(n);
+    this.f8.phase = "idle";
+    this.f8.since = this.now;
+  }
+
   // ------------------------------------------------------------------ run
 
   run(): SimResult {
@@ -527,6 +735,7 @@ class Simulation extends SimCluster<SimNode> {
     this.loopUntil(DURATION_MS);
     // Settle: heal, restart everyone, stop new client work, let the cluster converge.
     this.stopClients = true;
+    this.faultsOver = true;
     this.settle();
     const nearTrue = this.nodes.every((n) => n.rate >= 0.9 && n.rate <= 1.1);
     this.loopUntil(DURATION_MS + SETTLE_MS);
@@ -543,6 +752,9 @@ class Simulation extends SimCluster<SimNode> {
       elections: this.elections,
       snapshotsInstalled: this.snapshotsInstalled,
       membershipChanges: this.membershipChanges,
+      transfersSucceeded: this.transfersSucceeded,
+      transfersFailed: this.transfersFailed,
+      figure8Rounds: this.figure8Rounds,
     };
   }
 
