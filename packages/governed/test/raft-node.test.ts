@@ -7,6 +7,7 @@ import { DatabaseSync } from "node:sqlite";
 import { MemoryNetwork, seededRandom, VirtualTimers } from "@heddle/node";
 import {
   LeadershipLostError,
+  LeadershipTransferError,
   memoryRaftStorage,
   NodeShutdownError,
   NotLeaderError,
@@ -35,8 +36,9 @@ class Cluster {
     this.net = new MemoryNetwork({ timers: this.timers, random: seededRandom(seed * 1000), faults: { dropRate: 0, duplicateRate: 0, delayMs: [1, 3] } });
   }
 
+  /** Starts `id` (again, after `net.crash(id)`, when it ran before) over `storage`. */
   add(id: string, cluster: ClusterConfig, storage: RaftStorage = memoryRaftStorage()): RaftNode {
-    const seam = this.net.join(id);
+    const seam = this.nodes.has(id) ? this.net.restart(id) : this.net.join(id);
     const node = raftNode({ cluster, transport: raftChannelTransport(seam), storage, timers: this.timers, random: seededRandom(this.seed * 1000 + id.charCodeAt(1)) });
     this.nodes.set(id, node);
     this.stores.set(id, storage);
@@ -198,6 +200,97 @@ describe("raftNode driver", () => {
     c.net.partition([[leaderId], ABC.voters.filter((x) => x !== leaderId)], "silent");
     const p = leader.propose(kvCommand({ op: "put", key: "x", value: "1" }), null);
     await expect(c.settle(p, 2000)).rejects.toBeInstanceOf(LeadershipLostError);
+    for (const n of c.nodes.values()) await n.close();
+  });
+
+  it("rolling restart by leadership transfer: with the control plane's retry loop (LeadershipLostError, same key) no proposal fails", async () => {
+    const c = new Cluster(31);
+    const stores = new Map(ABC.voters.map((id) => [id, memoryRaftStorage()]));
+    for (const id of ABC.voters) c.add(id, ABC, stores.get(id));
+    await c.until(() => c.leader() !== undefined);
+    let seq = 0;
+    const acked = new Set<number>();
+    const failures: string[] = [];
+    const retriedOn: string[] = [];
+    const anyNode = (): RaftNode => c.leader() ?? [...c.nodes.values()][0]!;
+    // §3.10: on LeadershipLostError re-propose with the same key, up to 5 attempts. A node closing under the
+    // caller (NodeShutdownError) sends it to another node, as a client fails over to another endpoint.
+    const propose = async (via: () => RaftNode, s: number): Promise<void> => {
+      const cmd = kvCommand({ op: "append", key: "log", value: `[${s}]` });
+      for (let attempt = 1; ; attempt++) {
+        const node = attempt === 1 ? via() : anyNode();
+        try {
+          await node.propose(cmd, { client: "w", seq: s });
+          acked.add(s);
+          return;
+        } catch (e) {
+          if (e instanceof LeadershipLostError && attempt < 5) {
+            retriedOn.push((e as Error).name);
+            continue;
+          }
+          if (e instanceof NodeShutdownError && attempt < 5) continue;
+          failures.push(`${s}: ${(e as Error).name}: ${(e as Error).message}`);
+          return;
+        }
+      }
+    };
+    let stop = false;
+    const writer = (async () => {
+      while (!stop) await propose(anyNode, ++seq);
+    })();
+    const during: number[] = [];
+    for (const id of ABC.voters) {
+      await c.run(200);
+      const node = c.nodes.get(id)!;
+      if (node.role.get() === "leader") {
+        const target = ABC.voters.find((x) => x !== id)!;
+        const transfer = node.transferLeadership(target);
+        const s = ++seq;
+        during.push(s);
+        const p = propose(() => node, s); // reaches the old leader while it hands over
+        await c.settle(transfer);
+        await c.settle(p);
+        expect(c.nodes.get(target)!.role.get()).toBe("leader");
+      }
+      await node.close();
+      c.net.crash(id, "disconnect");
+      c.add(id, ABC, stores.get(id));
+      await c.until(() => c.leader() !== undefined && c.kvs.get(id)!.applied >= c.leader()!.commitIndex.get());
+    }
+    stop = true;
+    await c.settle(writer);
+    expect(failures).toEqual([]);
+    expect(during.length).toBeGreaterThan(0);
+    for (const s of during) expect(acked.has(s)).toBe(true);
+    expect(retriedOn).toContain("NotLeaderError"); // the proposals made during a transfer were refused, then retried
+    expect(acked.size).toBeGreaterThan(20);
+    const leader = c.leader()!;
+    await c.until(() => [...c.kvs.values()].every((kv) => kv.applied >= leader.commitIndex.get()));
+    for (const kv of c.kvs.values()) {
+      const applied = (kv.data.get("log") ?? "").match(/\[\d+\]/g) ?? [];
+      expect(new Set(applied).size).toBe(applied.length); // every key applied once
+      for (const s of acked) expect(applied).toContain(`[${s}]`);
+    }
+    for (const n of c.nodes.values()) await n.close();
+  });
+
+  it("transferLeadership: errors say what happened (not leader, not a voter) and NotLeaderError is a LeadershipLostError", async () => {
+    const c = new Cluster(33);
+    for (const id of ABC.voters) c.add(id, ABC);
+    c.add("n4", { voters: [], learners: [] });
+    await c.until(() => c.leader() !== undefined);
+    const leader = c.leader()!;
+    await c.settle(leader.propose(kvCommand({ op: "put", key: "k", value: "v" }), null));
+    await c.settle(leader.changeMembership({ voters: ABC.voters, learners: ["n4"] }));
+    const follower = ABC.voters.map((id) => c.nodes.get(id)!).find((n) => n !== leader)!;
+    const off = await c.settle(follower.transferLeadership(leader.id)).catch((e: unknown) => e);
+    expect(off).toBeInstanceOf(NotLeaderError);
+    expect(off).toBeInstanceOf(LeadershipLostError);
+    const learner = await c.settle(leader.transferLeadership("n4")).catch((e: unknown) => e);
+    expect(learner).toBeInstanceOf(LeadershipTransferError);
+    expect((learner as LeadershipTransferError).reason).toBe("invalid-target");
+    await c.settle(leader.transferLeadership(leader.id));
+    expect(leader.role.get()).toBe("leader");
     for (const n of c.nodes.values()) await n.close();
   });
 
