@@ -1,6 +1,7 @@
 /**
  * Model-based property test of the Raft core with fast-check: random action sequences (clock ticks, delivery in
- * any order, drops, duplicates, proposals, crashes with restart from disk, compaction) against a scripted
+ * any order, drops, duplicates, proposals — some retried under the same key — leadership transfers, crashes with
+ * restart from disk, compaction) against a scripted
  * 3-node cluster, checking after every action the safety properties a correct Raft keeps — and shrinking any
  * counterexample to a minimal action list.
  */
@@ -19,7 +20,9 @@ type Action =
   | { kind: "dup"; pick: number }
   | { kind: "propose"; node: number }
   | { kind: "crash"; node: number }
-  | { kind: "compact"; node: number };
+  | { kind: "compact"; node: number }
+  | { kind: "retry"; node: number; back: number }
+  | { kind: "transfer"; node: number; target: number };
 
 const node = fc.integer({ min: 0, max: 2 });
 const action: fc.Arbitrary<Action> = fc.oneof(
@@ -30,6 +33,8 @@ const action: fc.Arbitrary<Action> = fc.oneof(
   { weight: 3, arbitrary: fc.record({ kind: fc.constant("propose" as const), node }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant("crash" as const), node }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant("compact" as const), node }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant("retry" as const), node, back: fc.nat(3) }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant("transfer" as const), node, target: node }) },
 );
 
 function run(actions: Action[]): void {
@@ -96,6 +101,14 @@ function run(actions: Action[]): void {
       }
       case "propose":
         s.propose(IDS[act.node]!, kvCommand({ op: "put", key: "k", value: `${++seq}` }), { client: "m", seq });
+        break;
+      case "retry": {
+        const again = seq - act.back;
+        if (again >= 1) s.propose(IDS[act.node]!, kvCommand({ op: "put", key: "k", value: `${again}` }), { client: "m", seq: again });
+        break;
+      }
+      case "transfer":
+        s.core(IDS[act.node]!).transferLeadership(s.nextId++, IDS[act.target]!);
         break;
       case "crash": {
         const id = IDS[act.node]!;
