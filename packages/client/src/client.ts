@@ -1,0 +1,193 @@
+// A typed client of the heddle daemon's HTTP API over node:http(s) with kept-alive connections.
+import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from "node:http";
+import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
+
+/** An amount as the API takes it: a bigint, a safe integer, or a decimal string. */
+export type AmountIn = bigint | number | string;
+
+/** Options of {@link HeddleClient}. */
+export interface HeddleClientOptions {
+  /** The daemon's base URL, e.g. `http://127.0.0.1:7201`. */
+  readonly url: string;
+  /** The bearer token (the peer's api.tokenFile). */
+  readonly token: string;
+  /** Per-request bound in ms (default 30 000). */
+  readonly timeoutMs?: number;
+  /** Trusted CA certificate(s) (PEM) for a daemon with a self-signed TLS certificate. */
+  readonly ca?: string | Buffer;
+  /** Most sockets kept open to the daemon (default 64). */
+  readonly maxSockets?: number;
+}
+
+/** Per-call options. */
+export interface CallOptions {
+  /** Sent as `Idempotency-Key`: a retried call with the same key is applied once. */
+  readonly idempotencyKey?: string;
+}
+
+/** The daemon could not be reached (not running, wrong address, or no answer in time). */
+export class DaemonUnreachableError extends Error {
+  readonly url: string;
+  readonly code: string;
+
+  constructor(url: string, code: string, message: string) {
+    super(message);
+    this.name = "DaemonUnreachableError";
+    this.url = url;
+    this.code = code;
+  }
+}
+
+/** The body of every API error (see the daemon README). */
+export interface ApiErrorBody {
+  readonly error: string;
+  readonly message: string;
+  readonly issues?: readonly { field: string; in: string; problem: string }[];
+  readonly refusal?: { kind: string; [k: string]: unknown };
+  readonly conflict?: { reason: string; [k: string]: unknown };
+  readonly key?: unknown;
+  readonly index?: number | null;
+  readonly [k: string]: unknown;
+}
+
+/** The daemon answered with a non-2xx status. */
+export class ApiError extends Error {
+  readonly status: number;
+  readonly body: ApiErrorBody;
+
+  constructor(status: number, body: ApiErrorBody) {
+    super(body.message ?? `HTTP ${status}`);
+    this.name = "ApiError";
+    this.status = status;
+    this.body = body;
+  }
+}
+
+function amount(v: AmountIn): string {
+  return typeof v === "bigint" ? v.toString() : String(v);
+}
+
+/** See the file comment. Every method resolves with the parsed JSON body or rejects with {@link ApiError} / {@link DaemonUnreachableError}. */
+export class HeddleClient {
+  readonly url: string;
+  readonly #base: URL;
+  readonly #auth: string;
+  readonly #timeoutMs: number;
+  readonly #agent: HttpAgent;
+  readonly #request: typeof httpRequest;
+
+  constructor(o: HeddleClientOptions) {
+    this.url = o.url.replace(/\/+$/, "");
+    this.#base = new URL(this.url);
+    this.#auth = `Bearer ${o.token}`;
+    this.#timeoutMs = o.timeoutMs ?? 30_000;
+    const https = this.#base.protocol === "https:";
+    const agentOpts = { keepAlive: true, maxSockets: o.maxSockets ?? 64 };
+    this.#agent = https ? new HttpsAgent({ ...agentOpts, ...(o.ca !== undefined ? { ca: o.ca } : {}) }) : new HttpAgent(agentOpts);
+    this.#request = (https ? httpsRequest : httpRequest) as typeof httpRequest;
+  }
+
+  /** Closes kept-alive sockets. */
+  close(): void {
+    this.#agent.destroy();
+  }
+
+  /** One raw call: `path` starts with `/`; `body` is sent as JSON. Resolves with status and parsed body. */
+  raw(method: string, path: string, body?: unknown, opts: CallOptions & { headers?: Record<string, string>; rawBody?: string } = {}): Promise<{ status: number; body: unknown }> {
+    const payload = opts.rawBody ?? (body === undefined ? undefined : JSON.stringify(body));
+    const headers: Record<string, string> = { authorization: this.#auth, accept: "application/json", ...(opts.headers ?? {}) };
+    if (payload !== undefined) {
+      headers["content-type"] ??= "application/json";
+      headers["content-length"] = String(Buffer.byteLength(payload));
+    }
+    if (opts.idempotencyKey !== undefined) headers["idempotency-key"] = opts.idempotencyKey;
+    return new Promise((resolve, reject) => {
+      const req = this.#request(
+        { protocol: this.#base.protocol, hostname: this.#base.hostname.replace(/^\[|\]$/g, ""), port: this.#base.port, path, method, headers, agent: this.#agent },
+        (res: IncomingMessage) => {
+          const chunks: Buffer[] = [];
+          res.on("data", (c: Buffer) => chunks.push(c));
+          res.on("end", () => {
+            const text = Buffer.concat(chunks).toString("utf8");
+            let parsed: unknown = null;
+            if (text.length > 0) {
+              try {
+                parsed = JSON.parse(text);
+              } catch {
+                parsed = { error: "invalid-response", message: text.slice(0, 500) };
+              }
+            }
+            resolve({ status: res.statusCode ?? 0, body: parsed });
+          });
+          res.on("error", (e) => reject(new DaemonUnreachableError(this.url, "ERESPONSE", `the connection to ${this.url} broke: ${e.message}`)));
+        },
+      );
+      req.setTimeout(this.#timeoutMs, () => req.destroy(Object.assign(new Error("timeout"), { code: "ETIMEDOUT" })));
+      req.on("error", (e: NodeJS.ErrnoException) => {
+        const code = e.code ?? "EUNKNOWN";
+        const what =
+          code === "ECONNREFUSED"
+            ? `nothing is listening at ${this.url}: is the daemon running? (start it with: heddle start --config <file>)`
+            : code === "ETIMEDOUT"
+              ? `${this.url} did not answer within ${this.#timeoutMs} ms`
+              : `cannot reach ${this.url}: ${e.message}`;
+        reject(new DaemonUnreachableError(this.url, code, what));
+      });
+      if (payload !== undefined) req.end(payload);
+      else req.end();
+    });
+  }
+
+  /** A call that resolves with the body on 2xx and rejects with {@link ApiError} otherwise. */
+  async call<T = Record<string, unknown>>(method: string, path: string, body?: unknown, opts: CallOptions = {}): Promise<T> {
+    const r = await this.raw(method, path, body, opts);
+    if (r.status >= 200 && r.status < 300) return r.body as T;
+    const b = (r.body ?? { error: "http", message: `HTTP ${r.status}` }) as ApiErrorBody;
+    throw new ApiError(r.status, b);
+  }
+
+  // ---- data plane ------------------------------------------------------------------------------
+  status() { return this.call("GET", "/v1/status"); }
+  tree() { return this.call("GET", "/v1/tree"); }
+  peers() { return this.call("GET", "/v1/peers"); }
+  holdings(group?: string) { return this.call("GET", `/v1/holdings${group === undefined ? "" : `?group=${encodeURIComponent(group)}`}`); }
+  bounds(parent?: string) { return this.call("GET", `/v1/bounds${parent === undefined ? "" : `?parent=${encodeURIComponent(parent)}`}`); }
+  edge(id: string) { return this.call("GET", `/v1/edge?id=${encodeURIComponent(id)}`); }
+  reservations() { return this.call("GET", "/v1/reservations"); }
+  reserve(leaf: string, maximumCost: AmountIn, opts: CallOptions = {}) {
+    return this.call<{ id: string; leaf: string; maximumCost: string }>("POST", "/v1/reservations", { leaf, maximumCost: amount(maximumCost) }, opts);
+  }
+  complete(id: string, actualCost: AmountIn) {
+    return this.call<{ id: string; charged: string; outcome: string }>("POST", "/v1/reservations/complete", { id, actualCost: amount(actualCost) });
+  }
+  cancel(id: string) { return this.call<{ id: string; charged: string; outcome: string }>("POST", "/v1/reservations/cancel", { id }); }
+  demand(d: { edge?: string; leaf?: string; targetOutstanding: AmountIn; maximumUsefulGrant: AmountIn; leaseMs?: number }) {
+    return this.call("POST", "/v1/demand", { ...d, targetOutstanding: amount(d.targetOutstanding), maximumUsefulGrant: amount(d.maximumUsefulGrant) });
+  }
+
+  // ---- control plane ---------------------------------------------------------------------------
+  mint(amountIn: AmountIn, opts: CallOptions & { holder?: string } = {}) {
+    return this.call("POST", "/v1/control/mint", { amount: amount(amountIn), ...(opts.holder !== undefined ? { holder: opts.holder } : {}) }, opts);
+  }
+  prepare(r: { id: string; parent: string; child: string; weight: number | string }, opts: CallOptions = {}) { return this.call("POST", "/v1/control/prepare", r, opts); }
+  activate(edge: string, opts: CallOptions = {}) { return this.call("POST", "/v1/control/activate", { edge }, opts); }
+  closeEdge(edge: string, opts: CallOptions = {}) { return this.call("POST", "/v1/control/close", { edge }, opts); }
+  retire(edge: string, opts: CallOptions = {}) { return this.call("POST", "/v1/control/retire", { edge }, opts); }
+  enroll(replica?: string, opts: CallOptions = {}) { return this.call("POST", "/v1/control/enroll", replica === undefined ? {} : { replica }, opts); }
+  depart(opts: CallOptions = {}) { return this.call("POST", "/v1/control/depart", {}, opts); }
+  sync() { return this.call("POST", "/v1/control/sync"); }
+  roster() { return this.call("GET", "/v1/control/roster"); }
+  controlView() { return this.call("GET", "/v1/control/view"); }
+  outcome(q: { idempotencyKey: string } | { client: string; seq: number }) {
+    const qs = "idempotencyKey" in q ? `idempotencyKey=${encodeURIComponent(q.idempotencyKey)}` : `client=${encodeURIComponent(q.client)}&seq=${q.seq}`;
+    return this.call("GET", `/v1/control/outcome?${qs}`);
+  }
+  transferLeader(to: string) { return this.call("POST", "/v1/control/leader/transfer", { to }); }
+  claimsTake(r: { holder: string; resources: { key: string; mode: "exclusive" | "shared" }[]; scope?: string; ttlMs?: number; label?: string }, opts: CallOptions = {}) {
+    return this.call("POST", "/v1/claims/take", r, opts);
+  }
+  claimsRelease(holder: string, key: string, opts: CallOptions = {}) { return this.call("POST", "/v1/claims/release", { holder, key }, opts); }
+  claimsRenew(holder: string, key: string, opts: CallOptions = {}) { return this.call("POST", "/v1/claims/renew", { holder, key }, opts); }
+  claimsReleaseAll(holder: string, opts: CallOptions = {}) { return this.call("POST", "/v1/claims/release-all", { holder }, opts); }
+  claimsList(key?: string) { return this.call("GET", `/v1/claims${key === undefined ? "" : `?key=${encodeURIComponent(key)}`}`); }
+}

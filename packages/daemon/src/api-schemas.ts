@@ -1,0 +1,107 @@
+// Request and response schemas of the HTTP API. The same objects validate requests (schema.ts) and
+// generate the OpenAPI description (api.ts), so the documentation cannot drift from the checks.
+import { Type } from "@sinclair/typebox";
+import { Amount, Id, Obj, WeightText } from "./schema.ts";
+
+const AmountOut = Type.String({ pattern: "^-?[0-9]+$", description: "an amount of service units (decimal string)" });
+
+/** `POST /v1/reservations` */
+export const ReserveBody = Obj({
+  leaf: Id("the leaf group the work runs in"),
+  maximumCost: Amount("the most this work may cost; earmarked until complete/cancel", { minimum: 1 }),
+});
+/** `POST /v1/reservations/complete` */
+export const CompleteBody = Obj({
+  id: Id("the reservation id returned by reserve", 512),
+  actualCost: Amount("what the work cost, 0 … maximumCost"),
+});
+/** `POST /v1/reservations/cancel` */
+export const CancelBody = Obj({ id: Id("the reservation id returned by reserve", 512) });
+
+/** `POST /v1/demand` */
+export const DemandBody = Obj({
+  edge: Type.Optional(Id("the edge the demand is for (or give leaf)")),
+  leaf: Type.Optional(Id("a group: the demand is for its live inbound edge (or give edge)")),
+  targetOutstanding: Amount("how much entitlement the work below wants outstanding; 0 withdraws"),
+  maximumUsefulGrant: Amount("the largest grant it can use at once"),
+  leaseMs: Type.Optional(Type.Integer({ minimum: 100, maximum: 86_400_000, description: "how long the demand stands unless set again (default: the node's demandTtlMs)" })),
+});
+
+/** Query of `GET /v1/holdings`. */
+export const HoldingsQuery = Obj({ group: Type.Optional(Id("one group (default: every group)")) });
+/** Query of `GET /v1/bounds`. */
+export const BoundsQuery = Obj({ parent: Type.Optional(Id("one parent (default: every parent with children)")) });
+/** Query of `GET /v1/edge`. */
+export const EdgeQuery = Obj({ id: Id("the edge id") });
+
+/** `POST /v1/control/mint` */
+export const MintBody = Obj({
+  holder: Type.Optional(Id("the replica that receives the supply (default: this peer)", 128)),
+  amount: Amount("units to create at the root", { minimum: 1 }),
+});
+/** `POST /v1/control/prepare` */
+export const PrepareBody = Obj({
+  id: Id("the new edge's AttachmentId"),
+  parent: Id("the parent group"),
+  child: Id("the child group"),
+  weight: WeightText("the edge's weight"),
+});
+/** `POST /v1/control/{activate,close,retire}` */
+export const EdgeBody = Obj({ edge: Id("the edge id") });
+/** `POST /v1/control/enroll` */
+export const EnrollBody = Obj({ replica: Type.Optional(Id("the replica to enroll (default: this peer)", 128)) });
+/** `POST /v1/control/depart` (always this peer) */
+export const EmptyBody = Obj({});
+/** `POST /v1/control/leader/transfer` */
+export const TransferBody = Obj({ to: Id("the voter to hand leadership to", 128) });
+/** Query of `GET /v1/control/outcome` */
+export const OutcomeQuery = Obj({
+  client: Type.Optional(Id("ProposalKey.client")),
+  seq: Type.Optional(Type.String({ pattern: "^[1-9][0-9]{0,15}$", description: "ProposalKey.seq" })),
+  idempotencyKey: Type.Optional(Id("the Idempotency-Key header value the call was made with", 200)),
+});
+
+const ClaimResource = Obj({ key: Id("the claim key", 512), mode: Type.Union([Type.Literal("exclusive"), Type.Literal("shared")]) });
+/** `POST /v1/claims/take` */
+export const TakeBody = Obj({
+  holder: Id("who takes"),
+  resources: Type.Array(ClaimResource, { minItems: 1, maxItems: 256 }),
+  scope: Type.Optional(Id("a scope to release together")),
+  ttlMs: Type.Optional(Type.Integer({ minimum: 1, maximum: 604_800_000 })),
+  label: Type.Optional(Type.String({ maxLength: 256 })),
+});
+/** `POST /v1/claims/{release,renew}` */
+export const HolderKeyBody = Obj({ holder: Id("the holder"), key: Id("the claim key", 512) });
+/** `POST /v1/claims/release-all` */
+export const HolderBody = Obj({ holder: Id("the holder") });
+/** `POST /v1/claims/release-scope` */
+export const ScopeBody = Obj({ scope: Id("the scope") });
+/** Query of `GET /v1/claims` */
+export const ClaimsQuery = Obj({ key: Type.Optional(Id("one key (default: every open claim)", 512)) });
+
+/** Every error body: a machine word, a sentence saying what to do, and the details. */
+export const ErrorBody = Type.Object({
+  error: Type.String({ description: "unauthorized | invalid-request | body-too-large | refused | conflict | static-mode | outcome-unknown | unavailable | not-found | internal" }),
+  message: Type.String(),
+  issues: Type.Optional(Type.Array(Type.Object({ field: Type.String(), in: Type.String(), problem: Type.String() }))),
+  refusal: Type.Optional(Type.Object({ kind: Type.String() }, { additionalProperties: true })),
+  conflict: Type.Optional(Type.Object({ reason: Type.String() }, { additionalProperties: true })),
+  key: Type.Optional(Type.Unknown()),
+  index: Type.Optional(Type.Union([Type.Integer(), Type.Null()])),
+});
+
+/** `201` of reserve. */
+export const ReserveOk = Type.Object({ id: Type.String(), leaf: Type.String(), maximumCost: AmountOut });
+/** `200` of complete/cancel. */
+export const CompleteOk = Type.Object({ id: Type.String(), charged: AmountOut, outcome: Type.Union([Type.Literal("charged"), Type.Literal("no-such-reservation")]) });
+/** `200` of an applied control act. */
+export const AppliedOk = Type.Object({
+  kind: Type.Literal("applied"),
+  index: Type.Integer(),
+  key: Type.Object({ client: Type.String(), seq: Type.Integer() }),
+  noop: Type.Boolean(),
+  mintId: Type.Optional(Type.String()),
+  claims: Type.Optional(Type.Unknown()),
+});
+/** A response documented loosely (its shape is in the README). */
+export const AnyObject = Type.Object({}, { additionalProperties: true });

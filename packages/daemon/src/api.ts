@@ -1,0 +1,593 @@
+// The daemon's HTTP API (JSON over HTTP/1.1, fastify). Every call carries the bearer token; bodies are
+// size-limited and checked against the schemas of api-schemas.ts (400 naming the field); spec refusals and
+// conflicts come back as 409 carrying the spec's object; `Idempotency-Key` maps to a ProposalKey.
+import { createHash, timingSafeEqual } from "node:crypto";
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
+import swagger from "@fastify/swagger";
+import type { TSchema } from "@sinclair/typebox";
+import { AttachmentId, GroupId, ReplicaId } from "@heddle/ledger";
+import type { AttachmentRecord, EntitlementLedger } from "@heddle/ledger";
+import { fnv1a64 } from "@heddle/node";
+import * as S from "./api-schemas.ts";
+import type { CallOptions, ControlOutcome, ControlPlane, ProposalKey } from "./control-plane.ts";
+import { CONTROL_ERRORS } from "./control-plane.ts";
+import type { DataPlane } from "./data-plane.ts";
+import type { Logger } from "./log.ts";
+import { inboundEdge, type Scheduler } from "./scheduler.ts";
+import { amountOf, checker, type FieldIssue } from "./schema.ts";
+import { fractionText, toWire } from "./wire.ts";
+import { Weight } from "@heddle/ledger";
+
+/** The API's version prefix. */
+export const API_PREFIX = "/v1";
+/** Longest accepted `Idempotency-Key` header. */
+export const MAX_IDEMPOTENCY_KEY_LENGTH = 200;
+
+/** Everything the API serves from. */
+export interface ApiContext {
+  readonly data: DataPlane;
+  readonly control: ControlPlane | null;
+  readonly scheduler: Scheduler;
+  readonly mode: "static" | "governed";
+  readonly root: GroupId;
+  readonly token: string;
+  readonly logger: Logger;
+  readonly limits: { maxBodyBytes: number; controlTimeoutMs: number; maxIdempotencyEntries: number };
+  readonly demandTtlMs: number;
+  readonly tls: { key: Buffer; cert: Buffer } | null;
+  /** Every peer of the cluster with its configured addresses. */
+  readonly roster: readonly { id: string; addrs: readonly string[] }[];
+  /** Peers connected now. */
+  connected(): ReadonlySet<string>;
+  /** This peer's libp2p addresses. */
+  addrs(): string[];
+  /** The last liveness event seen per peer. */
+  lastLiveness(): ReadonlyMap<string, { kind: string; at: number; reason?: string }>;
+  readonly startedAt: number;
+}
+
+/** A request part that failed its schema. */
+class RequestInvalid extends Error {
+  readonly statusCode = 400;
+  readonly part: string;
+  readonly issues: FieldIssue[];
+
+  constructor(part: string, issues: FieldIssue[]) {
+    super(issues.map((i) => `${i.field}: ${i.problem}`).join("; "));
+    this.part = part;
+    this.issues = issues;
+  }
+}
+
+const PART_NAMES: Record<string, string> = { body: "body", querystring: "query", params: "path", headers: "header" };
+
+function sendInvalid(reply: FastifyReply, part: string, issues: FieldIssue[]) {
+  const where = PART_NAMES[part] ?? part;
+  const list = issues.map((i) => ({ field: i.field === "(document)" ? `(${where})` : i.field, in: where, problem: i.problem }));
+  return reply.code(400).send({
+    error: "invalid-request",
+    message: `invalid request ${where}: ${list.map((i) => `${i.field} ${i.problem}`).join("; ")}`,
+    issues: list,
+  });
+}
+
+/** The ProposalKey an `Idempotency-Key` header value maps to: the same on every peer and after restarts. */
+export function proposalKeyOf(idempotencyKey: string): ProposalKey {
+  return { client: `idem:${createHash("sha256").update(idempotencyKey, "utf8").digest("hex").slice(0, 32)}`, seq: 1 };
+}
+
+function idempotencyKey(req: FastifyRequest): string | null | FieldIssue {
+  const h = req.headers["idempotency-key"];
+  if (h === undefined) return null;
+  const v = Array.isArray(h) ? h[0]! : h;
+  if (v.length === 0 || v.length > MAX_IDEMPOTENCY_KEY_LENGTH || !/^[\x21-\x7e]+$/.test(v)) {
+    return { field: "Idempotency-Key", problem: `must be 1 … ${MAX_IDEMPOTENCY_KEY_LENGTH} visible ASCII characters` };
+  }
+  return v;
+}
+
+function sameToken(given: string, token: Buffer): boolean {
+  const g = Buffer.from(given, "utf8");
+  return g.length === token.length && timingSafeEqual(g, token);
+}
+
+function sortIds(ids: Iterable<string>): string[] {
+  return [...ids].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+}
+
+function parseWeight(w: number | string): Weight {
+  if (typeof w === "number") return Weight.of(BigInt(w), 1n);
+  const [n, d] = w.split("/");
+  return Weight.of(BigInt(n!), BigInt(d ?? "1"));
+}
+
+/** The group tree on `view` with weights, counters and shares (what `GET /v1/tree` returns). */
+export function treeOf(view: EntitlementLedger, self: ReplicaId, root: GroupId, data: DataPlane) {
+  const replicas = view.replicas();
+  const edges = view.knownEdges().map((id) => {
+    const rec = view.record(id);
+    const s = view.edge(id);
+    return {
+      id,
+      parent: rec?.parent ?? null,
+      child: rec?.child ?? null,
+      weight: rec === null ? null : fractionText(rec.weight),
+      lifecycle: view.lifecycle(id),
+      issued: (s?.issued ?? 0n).toString(),
+      returned: (s?.returned ?? 0n).toString(),
+      spent: (s?.spent ?? 0n).toString(),
+      outstanding: (s?.outstanding ?? 0n).toString(),
+      committedService: (s?.committedService ?? 0n).toString(),
+      weightShare: null as number | null,
+      serviceShare: null as number | null,
+    };
+  });
+  // Shares among the ACTIVE children of each parent: weight share w/W and service share c/C.
+  const byParent = new Map<string, typeof edges>();
+  for (const e of edges) {
+    if (e.lifecycle !== "ACTIVE" || e.parent === null) continue;
+    const list = byParent.get(e.parent) ?? [];
+    list.push(e);
+    byParent.set(e.parent, list);
+  }
+  for (const list of byParent.values()) {
+    let W = 0;
+    let C = 0n;
+    for (const e of list) {
+      const rec = view.record(AttachmentId(e.id))!;
+      W += Number(rec.weight.num) / Number(rec.weight.den);
+      C += BigInt(e.committedService);
+    }
+    for (const e of list) {
+      const rec = view.record(AttachmentId(e.id))!;
+      e.weightShare = W > 0 ? Number(rec.weight.num) / Number(rec.weight.den) / W : null;
+      e.serviceShare = C > 0n ? Number(BigInt(e.committedService)) / Number(C) : null;
+    }
+  }
+  const groups = sortIds(new Set<string>([...view.groups(), ...view.roots(), root])).map((g) => {
+    const gid = GroupId(g);
+    let total = 0n;
+    const perReplica: Record<string, string> = {};
+    for (const r of replicas) {
+      const h = view.holdings(gid, r);
+      if (h !== 0n) perReplica[r] = h.toString();
+      total += h;
+    }
+    const lineage = view.lineageOf(gid);
+    return {
+      group: g,
+      inbound: lineage === null ? null : lineage.length === 0 ? null : lineage[lineage.length - 1]!,
+      detached: lineage === null,
+      isLeaf: view.isLeaf(gid),
+      holdings: view.holdings(gid, self).toString(),
+      holdingsTotal: total.toString(),
+      holdingsByReplica: perReplica,
+      earmarked: data.earmarked === undefined ? null : data.earmarked(gid).toString(),
+    };
+  });
+  return { root, self, edges, groups };
+}
+
+/** Builds (does not start) the API server. */
+export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
+  const token = Buffer.from(ctx.token, "utf8");
+  const app = Fastify({
+    logger: false,
+    bodyLimit: ctx.limits.maxBodyBytes,
+    ...(ctx.tls !== null ? { https: { key: ctx.tls.key, cert: ctx.tls.cert } } : {}),
+    forceCloseConnections: "idle",
+    keepAliveTimeout: 65_000,
+    return503OnClosing: true,
+  });
+  app.setValidatorCompiler(({ schema, httpPart }) => {
+    const c = checker(schema as TSchema);
+    return (data: unknown) => {
+      const r = c.check(data);
+      return r.ok ? { value: data } : { error: new RequestInvalid(httpPart ?? "body", r.issues) };
+    };
+  });
+  // Response schemas document; they do not filter. Plain JSON keeps what the handler built.
+  app.setSerializerCompiler(() => (data) => JSON.stringify(data));
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: "3.1.0",
+      info: { title: "heddle daemon API", version: "1", description: "Data plane and control plane of one heddle peer. Every call needs `Authorization: Bearer <token>`." },
+      components: { securitySchemes: { bearer: { type: "http", scheme: "bearer" } } },
+      security: [{ bearer: [] }],
+    },
+  });
+
+  app.addHook("onRequest", async (req, reply) => {
+    const h = req.headers.authorization;
+    if (h === undefined || !h.startsWith("Bearer ") || !sameToken(h.slice(7), token)) {
+      reply.header("www-authenticate", 'Bearer realm="heddle"');
+      return reply.code(401).send({
+        error: "unauthorized",
+        message:
+          h === undefined
+            ? "this API needs a bearer token: send 'Authorization: Bearer <token>' with the token from the peer's api.tokenFile"
+            : "the bearer token is wrong: use the token in this peer's api.tokenFile (each peer has its own)",
+      });
+    }
+  });
+
+  app.setErrorHandler((err: Error & { statusCode?: number; code?: string; validationContext?: string }, req, reply) => {
+    if (err instanceof RequestInvalid) return sendInvalid(reply, err.part, err.issues);
+    if (err.statusCode === 413 || err.code === "FST_ERR_CTP_BODY_TOO_LARGE") {
+      return reply.code(413).send({ error: "body-too-large", message: `the request body exceeds the limit of ${ctx.limits.maxBodyBytes} bytes (limits.maxBodyBytes)` });
+    }
+    if (err.statusCode === 415) {
+      return reply.code(415).send({ error: "invalid-request", message: "send the body as JSON with 'Content-Type: application/json'" });
+    }
+    if (err.statusCode !== undefined && err.statusCode >= 400 && err.statusCode < 500) {
+      return reply.code(400).send({ error: "invalid-request", message: `the request body is not valid JSON: ${err.message}`, issues: [{ field: "(body)", in: "body", problem: err.message }] });
+    }
+    ctx.logger.error("request failed", { method: req.method, url: req.url, error: err.stack ?? err.message });
+    return reply.code(500).send({ error: "internal", message: "the daemon failed on this request; see its log" });
+  });
+
+  app.setNotFoundHandler((req, reply) =>
+    reply.code(404).send({ error: "not-found", message: `no route ${req.method} ${req.url.split("?")[0]}; GET /openapi.json lists every route` }),
+  );
+
+  const d = ctx.data;
+  const view = () => d.ledger.get();
+
+  // ---- reserve idempotency: remembered results, bounded ----------------------------------------
+  const remembered = new Map<string, { body: string; status: number; payload: unknown }>();
+  const remember = (k: string, body: string, status: number, payload: unknown) => {
+    remembered.set(k, { body, status, payload });
+    while (remembered.size > ctx.limits.maxIdempotencyEntries) remembered.delete(remembered.keys().next().value!);
+  };
+
+  const tags = (t: string) => ({ tags: [t] });
+
+  // ---- data plane ------------------------------------------------------------------------------
+  app.post(`${API_PREFIX}/reservations`, { schema: { ...tags("data"), summary: "Reserve work at a leaf (earmarks maximumCost)", body: S.ReserveBody, response: { 201: S.ReserveOk, 400: S.ErrorBody, 409: S.ErrorBody, 503: S.ErrorBody } } }, async (req, reply) => {
+    const b = req.body as { leaf: string; maximumCost: string | number };
+    const ik = idempotencyKey(req);
+    if (ik !== null && typeof ik !== "string") return sendInvalid(reply, "headers", [ik]);
+    const bodyText = JSON.stringify(b);
+    if (ik !== null) {
+      const prev = remembered.get(ik);
+      if (prev !== undefined) {
+        if (prev.body !== bodyText) return reply.code(409).send({ error: "conflict", message: "this Idempotency-Key was used with another body", conflict: { reason: "keyReuse", idempotencyKey: ik } });
+        return reply.code(prev.status as 201).send(prev.payload as never);
+      }
+    }
+    const max = amountOf(b.maximumCost);
+    if (max === null) return sendInvalid(reply, "body", [{ field: "maximumCost", problem: "is above 2^63 − 1" }]);
+    const r = d.reserve(GroupId(b.leaf), max);
+    let status: number;
+    let payload: unknown;
+    if (r.ok) {
+      status = 201;
+      payload = { id: r.id, leaf: b.leaf, maximumCost: max.toString() };
+    } else {
+      status = r.refusal.kind === "closed" ? 503 : 409;
+      payload = { error: "refused", message: refusalMessage(r.refusal), refusal: toWire(r.refusal) };
+    }
+    if (ik !== null && status !== 503) remember(ik, bodyText, status, payload);
+    return reply.code(status as 201).send(payload as never);
+  });
+
+  const finish = (id: string, cost: bigint, reply: FastifyReply) => {
+    const r = cost === 0n ? d.cancel(id) : d.complete(id, cost);
+    if (r.ok) return reply.code(200).send({ id, charged: r.charged.toString(), outcome: r.outcome });
+    const status = r.refusal.kind === "closed" ? 503 : 409;
+    return reply.code(status).send({ error: "refused", message: refusalMessage(r.refusal), refusal: toWire(r.refusal) });
+  };
+  app.post(`${API_PREFIX}/reservations/complete`, { schema: { ...tags("data"), summary: "Complete a reservation, charging actualCost exactly once", body: S.CompleteBody, response: { 200: S.CompleteOk, 400: S.ErrorBody, 409: S.ErrorBody, 503: S.ErrorBody } } }, async (req, reply) => {
+    const b = req.body as { id: string; actualCost: string | number };
+    const cost = amountOf(b.actualCost);
+    if (cost === null) return sendInvalid(reply, "body", [{ field: "actualCost", problem: "is above 2^63 − 1" }]);
+    if (cost === 0n) {
+      const r = d.complete(b.id, 0n);
+      if (r.ok) return reply.code(200).send({ id: b.id, charged: "0", outcome: r.outcome });
+      return reply.code(r.refusal.kind === "closed" ? 503 : 409).send({ error: "refused", message: refusalMessage(r.refusal), refusal: toWire(r.refusal) });
+    }
+    return finish(b.id, cost, reply);
+  });
+  app.post(`${API_PREFIX}/reservations/cancel`, { schema: { ...tags("data"), summary: "Cancel a reservation (charges nothing)", body: S.CancelBody, response: { 200: S.CompleteOk, 409: S.ErrorBody, 503: S.ErrorBody } } }, async (req, reply) => {
+    return finish((req.body as { id: string }).id, 0n, reply);
+  });
+  app.get(`${API_PREFIX}/reservations`, { schema: { ...tags("data"), summary: "This peer's open reservations" } }, async () => {
+    const rows = d.openReservations?.() ?? [];
+    return { reservations: rows.map((r) => toWire(r)) };
+  });
+
+  app.post(`${API_PREFIX}/demand`, { schema: { ...tags("data"), summary: "Stand demand on an edge (rolled up the tree, refreshed until its lease ends)", body: S.DemandBody } }, async (req, reply) => {
+    const b = req.body as { edge?: string; leaf?: string; targetOutstanding: string | number; maximumUsefulGrant: string | number; leaseMs?: number };
+    if ((b.edge === undefined) === (b.leaf === undefined)) {
+      return sendInvalid(reply, "body", [{ field: b.edge === undefined ? "edge" : "leaf", problem: "give exactly one of edge and leaf" }]);
+    }
+    let edge: AttachmentId;
+    if (b.edge !== undefined) edge = AttachmentId(b.edge);
+    else {
+      const e = inboundEdge(view(), GroupId(b.leaf!));
+      if (e === null) return reply.code(409).send({ error: "refused", message: `group ${b.leaf} has no live inbound edge on this peer's view`, refusal: { kind: "no-lineage", leaf: b.leaf } });
+      edge = e;
+    }
+    const target = amountOf(b.targetOutstanding);
+    const maxGrant = amountOf(b.maximumUsefulGrant);
+    if (target === null || maxGrant === null) return sendInvalid(reply, "body", [{ field: target === null ? "targetOutstanding" : "maximumUsefulGrant", problem: "is above 2^63 − 1" }]);
+    const r = ctx.scheduler.setDemand(edge, { targetOutstanding: target, maximumUsefulGrant: maxGrant }, b.leaseMs ?? ctx.demandTtlMs);
+    if (!r.ok) {
+      const message = r.refusal.kind === "unknown-edge" ? `edge ${edge} is not known on this peer` : `too many standing demands (limit ${r.refusal.limit}, limits.maxStandingDemands)`;
+      return reply.code(409).send({ error: "refused", message, refusal: toWire(r.refusal) });
+    }
+    return { edge, standing: r.standing === null ? null : toWire(r.standing) };
+  });
+  app.get(`${API_PREFIX}/demand`, { schema: { ...tags("data"), summary: "Standing demand and what this peer advertises per edge" } }, async () => ({
+    standing: ctx.scheduler.standing().map((s) => toWire(s)),
+    advertised: toWire(ctx.scheduler.advertised()),
+  }));
+
+  app.get(`${API_PREFIX}/holdings`, { schema: { ...tags("data"), summary: "Holdings per group and replica", querystring: S.HoldingsQuery } }, async (req) => {
+    const q = req.query as { group?: string };
+    const v = view();
+    const groups = q.group !== undefined ? [q.group] : sortIds(new Set<string>([...v.groups(), ...v.roots()]));
+    return {
+      self: d.self,
+      groups: groups.map((g) => {
+        const gid = GroupId(g);
+        const byReplica: Record<string, string> = {};
+        for (const r of v.replicas()) {
+          const h = v.holdings(gid, r);
+          if (h !== 0n) byReplica[r] = h.toString();
+        }
+        return {
+          group: g,
+          holdings: v.holdings(gid, d.self).toString(),
+          available: d.available === undefined ? null : d.available(gid).toString(),
+          earmarked: d.earmarked === undefined ? null : d.earmarked(gid).toString(),
+          byReplica,
+        };
+      }),
+    };
+  });
+
+  app.get(`${API_PREFIX}/tree`, { schema: { ...tags("data"), summary: "The group tree: edges with weights, counters and shares; groups with holdings" } }, async () => treeOf(view(), d.self, ctx.root, d));
+
+  app.get(`${API_PREFIX}/edge`, { schema: { ...tags("data"), summary: "One edge: record, lifecycle, counters and per-replica positions (the drain gate)", querystring: S.EdgeQuery } }, async (req, reply) => {
+    const id = AttachmentId((req.query as { id: string }).id);
+    const v = view();
+    const rec = v.record(id);
+    if (rec === null) return reply.code(404).send({ error: "not-found", message: `edge ${id} is not known on this peer` });
+    const positions: Record<string, string> = {};
+    for (const r of v.replicas()) {
+      const p = v.edgePosition(id, r);
+      if (p !== 0n) positions[r] = p.toString();
+    }
+    return { id, record: toWire(rec), lifecycle: v.lifecycle(id), summary: toWire(v.edge(id)), positions, drained: Object.keys(positions).length === 0 };
+  });
+
+  app.get(`${API_PREFIX}/bounds`, { schema: { ...tags("data"), summary: "Bound metrics (node.md §11) per parent", querystring: S.BoundsQuery } }, async (req) => {
+    const q = req.query as { parent?: string };
+    const v = view();
+    const parents = q.parent !== undefined ? [q.parent] : sortIds(new Set<string>([...v.groups(), ...v.roots()])).filter((g) => v.childrenOf(GroupId(g)).length > 0);
+    return { bounds: parents.map((p) => toWire(d.boundMetrics(GroupId(p)))) };
+  });
+
+  app.get(`${API_PREFIX}/peers`, { schema: { ...tags("data"), summary: "The roster with connection and liveness state" } }, async () => {
+    const connected = ctx.connected();
+    const unreachable = d.unreachable?.get() ?? new Set<string>();
+    const live = ctx.lastLiveness();
+    return {
+      self: d.self,
+      addrs: ctx.addrs(),
+      peers: ctx.roster.map((p) => ({
+        id: p.id,
+        self: p.id === d.self,
+        addrs: p.addrs,
+        connected: p.id === d.self ? true : connected.has(p.id),
+        unreachable: unreachable.has(p.id as ReplicaId),
+        lastLiveness: toWire(live.get(p.id) ?? null),
+      })),
+    };
+  });
+
+  app.get(`${API_PREFIX}/status`, { schema: { ...tags("data"), summary: "This peer at a glance" } }, async () => {
+    const v = view();
+    const m = d.metrics?.();
+    const connected = ctx.connected();
+    const unreachable = d.unreachable?.get() ?? new Set<string>();
+    return {
+      self: d.self,
+      mode: ctx.mode,
+      root: ctx.root,
+      genesisDigest: d.genesisDigest ?? null,
+      epoch: d.epoch ?? null,
+      uptimeMs: Date.now() - ctx.startedAt,
+      ledgerDigest: fnv1a64(new TextEncoder().encode(v.encode())),
+      mintedTotal: v.mintedTotal().toString(),
+      leafSpentTotal: v.leafSpentTotal().toString(),
+      conflicts: v.validate().map((c) => toWire(c)),
+      peers: {
+        roster: ctx.roster.length,
+        connected: sortIds([...connected].filter((p) => p !== d.self)),
+        unreachable: sortIds(unreachable),
+      },
+      reservationsOpen: m?.reservationsOpen ?? null,
+      failed: m?.failed ?? false,
+      framesRejected: m === undefined ? null : Object.values(m.framesRejected).reduce((a, b) => a + b, 0),
+      schedulerTicks: ctx.scheduler.ticks,
+      control:
+        ctx.control === null
+          ? null
+          : (() => {
+              const c = ctx.control;
+              const cv = c.controlView();
+              return { ...toWire(c.raft()) as object, appliedIndex: cv.appliedIndex, isWritable: c.isWritable, enrolled: sortIds(cv.roster.enrolled), mintedTotal: cv.mintedTotal().toString() };
+            })(),
+    };
+  });
+
+  // ---- control plane ---------------------------------------------------------------------------
+  const STATIC_MODE = {
+    error: "static-mode",
+    message:
+      "this peer runs in static mode: its supply and topology are fixed by the genesis in its config; mint, reshape, enroll, depart and claims need a governed cluster (mode.kind = \"governed\", e.g. heddle init --mode governed)",
+  };
+
+  const control = async (req: FastifyRequest, reply: FastifyReply, act: (cp: ControlPlane, opts: CallOptions) => Promise<ControlOutcome>) => {
+    const cp = ctx.control;
+    if (cp === null) return reply.code(409).send(STATIC_MODE);
+    const ik = idempotencyKey(req);
+    if (ik !== null && typeof ik !== "string") return sendInvalid(reply, "headers", [ik]);
+    const opts: CallOptions = { timeoutMs: ctx.limits.controlTimeoutMs };
+    if (ik !== null) opts.key = proposalKeyOf(ik);
+    let o: ControlOutcome;
+    try {
+      o = await act(cp, opts);
+    } catch (e) {
+      return sendControlError(reply, e, ctx.logger);
+    }
+    return sendOutcome(reply, o);
+  };
+
+  const cpost = (path: string, summary: string, body: TSchema, act: (cp: ControlPlane, b: never, opts: CallOptions) => Promise<ControlOutcome>) =>
+    app.post(`${API_PREFIX}${path}`, { schema: { ...tags("control"), summary, body, response: { 200: S.AppliedOk, 409: S.ErrorBody } } }, (req, reply) =>
+      control(req, reply, (cp, opts) => act(cp, req.body as never, opts)),
+    );
+
+  cpost("/control/mint", "Create supply at the root for a holder (one log entry)", S.MintBody, (cp, b: { holder?: string; amount: string | number }, opts) => {
+    const amount = amountOf(b.amount);
+    if (amount === null) throw new RangeError("amount is above 2^63 − 1");
+    return cp.mint(ReplicaId(b.holder ?? d.self), amount, opts);
+  });
+  cpost("/control/prepare", "Prepare a new edge (a new generation)", S.PrepareBody, (cp, b: { id: string; parent: string; child: string; weight: number | string }, opts) => {
+    const record: AttachmentRecord = { id: AttachmentId(b.id), parent: GroupId(b.parent), child: GroupId(b.child), weight: parseWeight(b.weight) };
+    return cp.prepare(record, opts);
+  });
+  cpost("/control/activate", "Activate a prepared edge", S.EdgeBody, (cp, b: { edge: string }, opts) => cp.activate(AttachmentId(b.edge), opts));
+  cpost("/control/close", "Close an active edge (it drains)", S.EdgeBody, (cp, b: { edge: string }, opts) => cp.close(AttachmentId(b.edge), opts));
+  cpost("/control/retire", "Retire a drained (or unused prepared) edge", S.EdgeBody, (cp, b: { edge: string }, opts) => cp.retire(AttachmentId(b.edge), opts));
+  cpost("/control/enroll", "Enroll a replica as a ledger writer", S.EnrollBody, (cp, b: { replica?: string }, opts) => cp.enroll(ReplicaId(b.replica ?? d.self), opts));
+  cpost("/control/depart", "Depart this peer (it promises to write no more ledger slots)", S.EmptyBody, (cp, _b, opts) => cp.depart(opts));
+  cpost("/claims/take", "Take claims, all or nothing (granted mode)", S.TakeBody, (cp, b: Parameters<ControlPlane["claims"]["take"]>[0], opts) => cp.claims.take(b, opts));
+  cpost("/claims/release", "Release one claim", S.HolderKeyBody, (cp, b: { holder: string; key: string }, opts) => cp.claims.release(b.holder, b.key, opts));
+  cpost("/claims/renew", "Renew a lease", S.HolderKeyBody, (cp, b: { holder: string; key: string }, opts) => cp.claims.renew(b.holder, b.key, opts));
+  cpost("/claims/release-all", "Release everything a holder holds", S.HolderBody, (cp, b: { holder: string }, opts) => cp.claims.releaseAll(b.holder, opts));
+  cpost("/claims/release-scope", "Release every claim of a scope", S.ScopeBody, (cp, b: { scope: string }, opts) => cp.claims.releaseScope(b.scope, opts));
+
+  app.get(`${API_PREFIX}/claims`, { schema: { ...tags("control"), summary: "Open claims (local applied prefix)", querystring: S.ClaimsQuery } }, async (req, reply) => {
+    const cp = ctx.control;
+    if (cp === null) return reply.code(409).send(STATIC_MODE);
+    const q = req.query as { key?: string };
+    const v = cp.claims.view();
+    if (q.key !== undefined) return { key: q.key, holders: toWire(v.holders(q.key)), owner: v.owner(q.key) ?? null };
+    return { open: toWire(v.open()) };
+  });
+
+  app.post(`${API_PREFIX}/control/sync`, { schema: { ...tags("control"), summary: "A linearizable read of the control state" } }, async (_req, reply) => {
+    const cp = ctx.control;
+    if (cp === null) return reply.code(409).send(STATIC_MODE);
+    try {
+      const v = await cp.sync({ timeoutMs: ctx.limits.controlTimeoutMs });
+      return { appliedIndex: v.appliedIndex, mintedTotal: v.mintedTotal().toString(), enrolled: sortIds(v.roster.enrolled) };
+    } catch (e) {
+      return sendControlError(reply, e, ctx.logger);
+    }
+  });
+  app.get(`${API_PREFIX}/control/roster`, { schema: { ...tags("control"), summary: "The enrolled roster (local applied prefix)" } }, async (_req, reply) => {
+    const cp = ctx.control;
+    if (cp === null) return reply.code(409).send(STATIC_MODE);
+    const r = cp.roster();
+    return { appliedIndex: r.appliedIndex, enrolled: sortIds(r.enrolled), raft: toWire(cp.raft()) };
+  });
+  app.get(`${API_PREFIX}/control/view`, { schema: { ...tags("control"), summary: "The control state: mints and edge lifecycles (local applied prefix)" } }, async (_req, reply) => {
+    const cp = ctx.control;
+    if (cp === null) return reply.code(409).send(STATIC_MODE);
+    const cv = cp.controlView();
+    const v = view();
+    const edges = v.knownEdges().flatMap((e) => {
+      const rec = cv.record(e);
+      return rec === undefined ? [] : [{ id: e, record: toWire(rec), lifecycle: cv.lifecycle(e) ?? null }];
+    });
+    return { appliedIndex: cv.appliedIndex, mintedTotal: cv.mintedTotal().toString(), minted: toWire(cv.minted()), edges };
+  });
+  app.get(`${API_PREFIX}/control/outcome`, { schema: { ...tags("control"), summary: "The outcome of an earlier act, by ProposalKey or Idempotency-Key", querystring: S.OutcomeQuery } }, async (req, reply) => {
+    const cp = ctx.control;
+    if (cp === null) return reply.code(409).send(STATIC_MODE);
+    const q = req.query as { client?: string; seq?: string; idempotencyKey?: string };
+    let key: ProposalKey;
+    if (q.idempotencyKey !== undefined) key = proposalKeyOf(q.idempotencyKey);
+    else if (q.client !== undefined && q.seq !== undefined) key = { client: q.client, seq: Number(q.seq) };
+    else return sendInvalid(reply, "querystring", [{ field: "idempotencyKey", problem: "give idempotencyKey, or client and seq" }]);
+    const o = cp.controlView().outcomeOf(key);
+    if (o === "unknown" || o === "pruned") return reply.code(404).send({ error: "not-found", message: `no recorded outcome for this key (${o})`, key });
+    return { key, outcome: toWire(o) };
+  });
+  app.post(`${API_PREFIX}/control/leader/transfer`, { schema: { ...tags("control"), summary: "Hand Raft leadership to another voter", body: S.TransferBody } }, async (req, reply) => {
+    const cp = ctx.control;
+    if (cp === null) return reply.code(409).send(STATIC_MODE);
+    const to = (req.body as { to: string }).to;
+    try {
+      await cp.transferLeadership(to, { timeoutMs: ctx.limits.controlTimeoutMs });
+      return { leader: cp.raft().leader };
+    } catch (e) {
+      return sendControlError(reply, e, ctx.logger);
+    }
+  });
+
+  app.get("/openapi.json", { schema: { hide: true } }, async () => app.swagger());
+  return app;
+}
+
+function refusalMessage(r: { kind: string }): string {
+  switch (r.kind) {
+    case "insufficient":
+      return "this peer does not hold enough entitlement at that leaf right now; stand demand for it (POST /v1/demand) and retry after a schedule round";
+    case "not-a-leaf":
+      return "work is reserved at leaf groups only";
+    case "no-lineage":
+      return "the group has no live path to the root on this peer's view (quarantined, detached or mid-reshape)";
+    case "root-leaf":
+      return "the root has no edge to charge; reserve at a group below it";
+    case "invalid-cost":
+      return "maximumCost must be a positive amount";
+    case "not-writable":
+      return "this peer is not an enrolled writer yet (governed mode: it enrolls itself at start)";
+    case "cost-out-of-range":
+      return "actualCost must lie between 0 and the reservation's maximumCost";
+    case "closed":
+      return "this peer has failed closed or is shutting down; restart it";
+    default:
+      return `refused: ${r.kind}`;
+  }
+}
+
+function sendOutcome(reply: FastifyReply, o: ControlOutcome) {
+  if (o.kind === "conflict") {
+    return reply.code(409).send({ error: "conflict", message: `conflict: ${o.conflict.reason}`, conflict: toWire(o.conflict), index: o.index, key: o.key });
+  }
+  const claims = o.claims as { ok?: boolean } | undefined;
+  if (claims !== undefined && claims !== null && typeof claims === "object" && claims.ok === false) {
+    return reply.code(409).send({ error: "refused", message: "the claim was refused: see refusal.blocked for who holds what", refusal: { kind: "blocked", ...(toWire(claims) as object) }, index: o.index, key: o.key });
+  }
+  return reply.code(200).send(toWire(o));
+}
+
+function sendControlError(reply: FastifyReply, e: unknown, logger: Logger) {
+  const err = e as Error & { key?: unknown };
+  if (err instanceof RangeError || err instanceof TypeError) {
+    return reply.code(400).send({ error: "invalid-request", message: err.message, issues: [{ field: "(body)", in: "body", problem: err.message }] });
+  }
+  switch (err?.name) {
+    case CONTROL_ERRORS.outcomeUnknown:
+      return reply.code(504).send({
+        error: "outcome-unknown",
+        message: "the act was proposed but did not apply in time; it may still commit. Retry with the same Idempotency-Key to apply it at most once",
+        key: toWire(err.key ?? null),
+      });
+    case CONTROL_ERRORS.incarnationReused:
+    case CONTROL_ERRORS.halted:
+    case CONTROL_ERRORS.shutdown:
+      return reply.code(503).send({ error: "unavailable", message: `${err.name}: ${err.message}` });
+    default:
+      logger.error("control call failed", { error: err?.stack ?? String(e) });
+      return reply.code(500).send({ error: "internal", message: `the control call failed: ${err?.message ?? String(e)}` });
+  }
+}

@@ -1,0 +1,133 @@
+// The schema of one peer's config file (JSON). Documented field by field in the package README.
+import { Type, type Static } from "@sinclair/typebox";
+import { Amount, Id, Obj, WeightText } from "./schema.ts";
+
+/** The config file format version this build reads. */
+export const CONFIG_VERSION = 1;
+
+const Multiaddr = Type.String({ minLength: 1, maxLength: 512, pattern: "^/", "x-expected": "a multiaddr such as /ip4/127.0.0.1/tcp/7101" });
+
+/** One peer of the cluster: its peer id (the `ReplicaId`) and the multiaddrs to dial it on. */
+export const RosterEntrySchema = Obj({
+  id: Id("the peer id (libp2p, base58), equal to the peer's ReplicaId", 128),
+  addrs: Type.Array(Multiaddr, { maxItems: 16, description: "multiaddrs to dial the peer on (may be empty if it dials us)" }),
+});
+
+/** One edge of a static genesis topology. */
+export const TopologyEntrySchema = Obj({
+  id: Id("the edge's AttachmentId"),
+  parent: Id("the parent group"),
+  child: Id("the child group"),
+  weight: WeightText("the edge's weight under its parent"),
+});
+
+/** `mode` for a static cluster (node.md §13): a fixed roster with pre-partitioned supply and topology. */
+export const StaticModeSchema = Obj(
+  {
+    kind: Type.Literal("static"),
+    root: Id("the root group"),
+    supply: Type.Record(Type.String({ minLength: 1, maxLength: 128 }), Amount("root supply held by this peer id"), {
+      description: "root supply per peer id; every peer of the roster must be named (0 is allowed)",
+      maxProperties: 1024,
+    }),
+    topology: Type.Array(TopologyEntrySchema, { maxItems: 10_000, description: "edges prepared and activated at genesis" }),
+  },
+  { description: "static mode: supply and topology fixed by the genesis, identical on every peer" },
+);
+
+/** `mode` for a governed cluster (governed.md): supply and topology come from the Raft log. */
+export const GovernedModeSchema = Obj(
+  {
+    kind: Type.Literal("governed"),
+    root: Id("the root group"),
+    voters: Type.Array(Id("a voter's peer id", 128), { minItems: 1, maxItems: 7, description: "Raft voters (3 or 5 recommended)" }),
+    learners: Type.Array(Id("a learner's peer id", 128), { maxItems: 1024, description: "Raft learners (apply the log, never vote)" }),
+    raft: Type.Optional(
+      Obj({
+        electionTimeoutMinMs: Type.Optional(Type.Integer({ minimum: 10, maximum: 60_000 })),
+        electionTimeoutMaxMs: Type.Optional(Type.Integer({ minimum: 10, maximum: 120_000 })),
+        heartbeatIntervalMs: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000 })),
+      }),
+    ),
+  },
+  { description: "governed mode: mint, reshape, enroll and claims through the Raft log" },
+);
+
+/** The node's tunables (node.md §12); amounts as integers or decimal strings. */
+export const NodeTuningSchema = Obj({
+  quantum: Type.Optional(Amount("largest single grant (policy quantum)", { minimum: 1 })),
+  maxHoldingsPerPeer: Type.Optional(Amount("E of node.md §11: the most one peer is expected to hold at a parent", { minimum: 1 })),
+  perChildOutstandingCap: Type.Optional(Amount("largest outstanding entitlement per child")),
+  sleeperCredit: Type.Optional(Amount("virtual-time credit a waking child may keep")),
+  demandTtlMs: Type.Optional(Type.Integer({ minimum: 1, maximum: 86_400_000 })),
+  antiEntropyIntervalMs: Type.Optional(Type.Integer({ minimum: 10, maximum: 3_600_000 })),
+  heartbeatIntervalMs: Type.Optional(Type.Integer({ minimum: 10, maximum: 600_000 })),
+  heartbeatTimeoutMs: Type.Optional(Type.Integer({ minimum: 20, maximum: 3_600_000 })),
+  reconnectWindowMs: Type.Optional(Type.Integer({ minimum: 20, maximum: 86_400_000 })),
+  maxFrameBytes: Type.Optional(Type.Integer({ minimum: 4096, maximum: 16 * 1_048_576 })),
+  maxGrantsPerSchedule: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000_000 })),
+  compactAfterPatches: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000_000 })),
+});
+
+/** The whole config file. */
+export const PeerConfigSchema = Obj({
+  version: Type.Literal(CONFIG_VERSION, { description: "config format version" }),
+  identity: Obj({ keyFile: Type.String({ minLength: 1, description: "Ed25519 peer key (libp2p protobuf), mode 0600; relative to this file" }) }),
+  p2p: Obj({
+    listen: Type.Array(Multiaddr, { minItems: 1, maxItems: 16, description: "multiaddrs libp2p listens on" }),
+    announce: Type.Optional(Type.Array(Multiaddr, { maxItems: 16, description: "multiaddrs other peers dial this one on (written into their rosters by init; shown by status)" })),
+  }),
+  roster: Type.Array(RosterEntrySchema, { minItems: 1, maxItems: 1024, description: "every peer of the cluster, this one included" }),
+  mode: Type.Union([StaticModeSchema, GovernedModeSchema]),
+  store: Obj({ dir: Type.String({ minLength: 1, description: "directory of the SQLite stores; relative to this file" }) }),
+  api: Obj({
+    listen: Type.String({
+      minLength: 3,
+      maxLength: 300,
+      pattern: "^(\\[[0-9a-fA-F:.]+\\]|[^:\\[\\]]+):[0-9]{1,5}$",
+      "x-expected": 'host:port, e.g. "127.0.0.1:7201" (port 0 picks a free one)',
+    }),
+    tokenFile: Type.String({ minLength: 1, description: "file holding the bearer token every API call must carry; relative to this file" }),
+    tls: Type.Optional(
+      Obj({
+        keyFile: Type.String({ minLength: 1, description: "PEM private key" }),
+        certFile: Type.String({ minLength: 1, description: "PEM certificate chain" }),
+      }),
+    ),
+  }),
+  node: Type.Optional(NodeTuningSchema),
+  scheduler: Type.Optional(
+    Obj({
+      intervalMs: Type.Optional(Type.Integer({ minimum: 5, maximum: 600_000, description: "how often this peer schedules every parent and refreshes standing demand" })),
+    }),
+  ),
+  limits: Type.Optional(
+    Obj({
+      maxBodyBytes: Type.Optional(Type.Integer({ minimum: 256, maximum: 16 * 1_048_576, description: "largest request body (413 above)" })),
+      controlTimeoutMs: Type.Optional(Type.Integer({ minimum: 100, maximum: 600_000, description: "default bound on one control call (propose + apply)" })),
+      maxStandingDemands: Type.Optional(Type.Integer({ minimum: 1, maximum: 100_000, description: "most edges with standing demand held at once" })),
+      maxIdempotencyEntries: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000, description: "reserve results remembered for Idempotency-Key retries" })),
+    }),
+  ),
+  log: Type.Optional(
+    Obj({
+      format: Type.Optional(Type.Union([Type.Literal("text"), Type.Literal("json")])),
+      level: Type.Optional(Type.Union([Type.Literal("debug"), Type.Literal("info"), Type.Literal("warn"), Type.Literal("error")])),
+    }),
+  ),
+});
+
+/** A config file as written (before paths are resolved and defaults filled in). */
+export type PeerConfigDocument = Static<typeof PeerConfigSchema>;
+/** One roster entry as written. */
+export type RosterEntryDocument = Static<typeof RosterEntrySchema>;
+/** Static `mode` as written. */
+export type StaticModeDocument = Static<typeof StaticModeSchema>;
+/** Governed `mode` as written. */
+export type GovernedModeDocument = Static<typeof GovernedModeSchema>;
+
+/** The top level with `mode` checked only for its `kind`, so a mode error names the field inside it. */
+export const PeerConfigOuterSchema = Obj({
+  ...PeerConfigSchema.properties,
+  mode: Type.Object({ kind: Type.Union([Type.Literal("static"), Type.Literal("governed")]) }, { additionalProperties: true }),
+});

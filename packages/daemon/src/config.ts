@@ -1,0 +1,269 @@
+// Reading a peer's config file: parse, check against the schema, check what a schema cannot say
+// (cross-field rules), resolve relative paths, fill in defaults.
+import { readFileSync } from "node:fs";
+import { dirname, isAbsolute, resolve } from "node:path";
+import { isIP } from "node:net";
+import { AttachmentId, GroupId, ReplicaId, Weight } from "@heddle/ledger";
+import type { AttachmentRecord } from "@heddle/ledger";
+import {
+  GovernedModeSchema,
+  PeerConfigOuterSchema,
+  StaticModeSchema,
+  type PeerConfigDocument,
+} from "./config-schema.ts";
+import { amountOf, checker, renderIssues, type FieldIssue } from "./schema.ts";
+
+/** A config that cannot be used: every problem, each naming its field. */
+export class ConfigError extends Error {
+  readonly issues: readonly FieldIssue[];
+  readonly file: string | null;
+
+  constructor(file: string | null, issues: readonly FieldIssue[]) {
+    super(`${file ?? "config"} is not a valid heddle config:\n${renderIssues(issues)}`);
+    this.name = "ConfigError";
+    this.issues = issues;
+    this.file = file;
+  }
+}
+
+/** Static mode, resolved: the genesis inputs of `heddleStatic` (node.md §13). */
+export interface StaticMode {
+  readonly kind: "static";
+  readonly root: GroupId;
+  readonly supply: ReadonlyMap<ReplicaId, bigint>;
+  readonly topology: readonly AttachmentRecord[];
+}
+
+/** Governed mode, resolved: the Raft voters and learners (governed.md §1 G1). */
+export interface GovernedMode {
+  readonly kind: "governed";
+  readonly root: GroupId;
+  readonly voters: readonly string[];
+  readonly learners: readonly string[];
+  readonly raft: { electionTimeoutMinMs?: number; electionTimeoutMaxMs?: number; heartbeatIntervalMs?: number };
+}
+
+/** Node tunables with their defaults filled in (amounts as bigint). */
+export interface NodeTuning {
+  readonly quantum: bigint;
+  readonly maxHoldingsPerPeer: bigint;
+  readonly perChildOutstandingCap?: bigint;
+  readonly sleeperCredit?: bigint;
+  readonly demandTtlMs: number;
+  readonly antiEntropyIntervalMs: number;
+  readonly heartbeat: { intervalMs: number; timeoutMs: number; reconnectWindowMs: number };
+  readonly maxFrameBytes?: number;
+  readonly maxGrantsPerSchedule: number;
+  readonly compactAfterPatches?: number;
+}
+
+/** Named limits of the API and the daemon (each enforced; see the README's limits table). */
+export interface DaemonLimits {
+  readonly maxBodyBytes: number;
+  readonly controlTimeoutMs: number;
+  readonly maxStandingDemands: number;
+  readonly maxIdempotencyEntries: number;
+}
+
+/** A peer's config, checked and resolved: absolute paths, defaults filled in. */
+export interface DaemonConfig {
+  /** The file it came from (`null` when built in memory). */
+  readonly file: string | null;
+  readonly keyFile: string;
+  readonly listen: readonly string[];
+  readonly announce: readonly string[];
+  /** Every peer of the cluster, this one included. */
+  readonly roster: readonly { id: string; addrs: string[] }[];
+  readonly mode: StaticMode | GovernedMode;
+  readonly storeDir: string;
+  readonly api: { readonly host: string; readonly port: number; readonly tokenFile: string; readonly tls: { keyFile: string; certFile: string } | null };
+  readonly node: NodeTuning;
+  readonly schedulerIntervalMs: number;
+  readonly limits: DaemonLimits;
+  readonly log: { readonly format: "text" | "json"; readonly level: "debug" | "info" | "warn" | "error" };
+}
+
+/** Defaults of every optional field. */
+export const CONFIG_DEFAULTS = Object.freeze({
+  quantum: 10n,
+  maxHoldingsPerPeer: 1_000_000n,
+  demandTtlMs: 30_000,
+  antiEntropyIntervalMs: 1_000,
+  heartbeat: { intervalMs: 1_000, timeoutMs: 3_000, reconnectWindowMs: 60_000 },
+  maxGrantsPerSchedule: 10_000,
+  schedulerIntervalMs: 100,
+  limits: { maxBodyBytes: 65_536, controlTimeoutMs: 10_000, maxStandingDemands: 4_096, maxIdempotencyEntries: 10_000 },
+  log: { format: "text" as const, level: "info" as const },
+});
+
+const outer = checker(PeerConfigOuterSchema);
+const staticMode = checker(StaticModeSchema);
+const governedMode = checker(GovernedModeSchema);
+
+/** Reads and checks the config file at `path`; throws {@link ConfigError} naming every bad field. */
+export function loadConfig(path: string): DaemonConfig {
+  const file = resolve(path);
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch (e) {
+    throw new ConfigError(file, [{ field: "(file)", problem: `cannot be read: ${(e as Error).message}` }]);
+  }
+  let doc: unknown;
+  try {
+    doc = JSON.parse(text);
+  } catch (e) {
+    throw new ConfigError(file, [{ field: "(document)", problem: `is not valid JSON: ${(e as Error).message}` }]);
+  }
+  return parseConfig(doc, file);
+}
+
+/** True for 127.0.0.0/8, ::1 and `localhost`. */
+export function isLoopback(host: string): boolean {
+  const h = host.startsWith("[") ? host.slice(1, -1) : host;
+  if (h === "localhost") return true;
+  if (isIP(h) === 4) return h.startsWith("127.");
+  if (isIP(h) === 6) return h === "::1" || h === "0:0:0:0:0:0:0:1";
+  return false;
+}
+
+function parseWeight(w: number | string): Weight {
+  if (typeof w === "number") return Weight.of(BigInt(w), 1n);
+  const [n, d] = w.split("/");
+  return Weight.of(BigInt(n!), BigInt(d ?? "1"));
+}
+
+/**
+ * Checks a parsed config document and resolves it; relative paths resolve against the directory of
+ * `file` (or the working directory). Throws {@link ConfigError}.
+ */
+export function parseConfig(doc: unknown, file: string | null = null): DaemonConfig {
+  const r = outer.check(doc);
+  const issues: FieldIssue[] = r.ok ? [] : [...r.issues];
+  let mode: StaticMode | GovernedMode | null = null;
+  const d = doc as PeerConfigDocument;
+  const rosterOk = r.ok || !issues.some((i) => i.field.startsWith("roster"));
+  const rosterIds = rosterOk && Array.isArray(d?.roster) ? d.roster.map((e) => e.id) : [];
+  // The mode is checked against the schema of its kind, so its errors name fields inside it.
+  const m = (doc as { mode?: { kind?: unknown } } | null)?.mode;
+  if (m !== undefined && m !== null && typeof m === "object" && (m.kind === "static" || m.kind === "governed")) {
+    const mr = m.kind === "static" ? staticMode.check(m) : governedMode.check(m);
+    if (!mr.ok) for (const i of mr.issues) issues.push({ field: i.field === "(document)" ? "mode" : `mode.${i.field}`, problem: i.problem });
+    else mode = resolveMode(mr.value as PeerConfigDocument["mode"], rosterIds, issues);
+  }
+  if (issues.length > 0) throw new ConfigError(file, issues);
+
+  // Cross-field rules the schema cannot express.
+  const seen = new Set<string>();
+  d.roster.forEach((e, i) => {
+    if (seen.has(e.id)) issues.push({ field: `roster[${i}].id`, problem: `repeats peer id ${e.id}` });
+    seen.add(e.id);
+  });
+  const [host, portText] = splitHostPort(d.api.listen);
+  const port = Number(portText);
+  if (port > 65_535) issues.push({ field: "api.listen", problem: `port ${port} is out of range (0 … 65535)` });
+  if (!isLoopback(host) && d.api.tls === undefined) {
+    issues.push({ field: "api.tls", problem: `is missing: api.listen ${d.api.listen} is beyond loopback, which requires TLS (set api.tls.keyFile and api.tls.certFile)` });
+  }
+  const n = d.node ?? {};
+  const hb = {
+    intervalMs: n.heartbeatIntervalMs ?? CONFIG_DEFAULTS.heartbeat.intervalMs,
+    timeoutMs: n.heartbeatTimeoutMs ?? CONFIG_DEFAULTS.heartbeat.timeoutMs,
+    reconnectWindowMs: n.reconnectWindowMs ?? CONFIG_DEFAULTS.heartbeat.reconnectWindowMs,
+  };
+  if (hb.intervalMs >= hb.timeoutMs) issues.push({ field: "node.heartbeatTimeoutMs", problem: `must exceed node.heartbeatIntervalMs (${hb.intervalMs})` });
+  const big = (v: string | number | undefined, field: string): bigint | undefined => {
+    if (v === undefined) return undefined;
+    const b = amountOf(v);
+    if (b === null) issues.push({ field, problem: "is above 2^63 − 1" });
+    return b ?? undefined;
+  };
+  const quantum = big(n.quantum, "node.quantum") ?? CONFIG_DEFAULTS.quantum;
+  const maxHoldingsPerPeer = big(n.maxHoldingsPerPeer, "node.maxHoldingsPerPeer") ?? CONFIG_DEFAULTS.maxHoldingsPerPeer;
+  const perChildOutstandingCap = big(n.perChildOutstandingCap, "node.perChildOutstandingCap");
+  const sleeperCredit = big(n.sleeperCredit, "node.sleeperCredit");
+  if (issues.length > 0) throw new ConfigError(file, issues);
+
+  const base = file === null ? process.cwd() : dirname(file);
+  const at = (p: string) => (isAbsolute(p) ? p : resolve(base, p));
+  return {
+    file,
+    keyFile: at(d.identity.keyFile),
+    listen: [...d.p2p.listen],
+    announce: [...(d.p2p.announce ?? [])],
+    roster: d.roster.map((e) => ({ id: e.id, addrs: [...e.addrs] })),
+    mode: mode!,
+    storeDir: at(d.store.dir),
+    api: {
+      host: host.startsWith("[") ? host.slice(1, -1) : host,
+      port,
+      tokenFile: at(d.api.tokenFile),
+      tls: d.api.tls === undefined ? null : { keyFile: at(d.api.tls.keyFile), certFile: at(d.api.tls.certFile) },
+    },
+    node: {
+      quantum,
+      maxHoldingsPerPeer,
+      ...(perChildOutstandingCap !== undefined ? { perChildOutstandingCap } : {}),
+      ...(sleeperCredit !== undefined ? { sleeperCredit } : {}),
+      demandTtlMs: n.demandTtlMs ?? CONFIG_DEFAULTS.demandTtlMs,
+      antiEntropyIntervalMs: n.antiEntropyIntervalMs ?? CONFIG_DEFAULTS.antiEntropyIntervalMs,
+      heartbeat: hb,
+      ...(n.maxFrameBytes !== undefined ? { maxFrameBytes: n.maxFrameBytes } : {}),
+      maxGrantsPerSchedule: n.maxGrantsPerSchedule ?? CONFIG_DEFAULTS.maxGrantsPerSchedule,
+      ...(n.compactAfterPatches !== undefined ? { compactAfterPatches: n.compactAfterPatches } : {}),
+    },
+    schedulerIntervalMs: d.scheduler?.intervalMs ?? CONFIG_DEFAULTS.schedulerIntervalMs,
+    limits: { ...CONFIG_DEFAULTS.limits, ...(d.limits ?? {}) },
+    log: { ...CONFIG_DEFAULTS.log, ...(d.log ?? {}) },
+  };
+}
+
+/** Splits `host:port` (IPv6 in brackets). */
+export function splitHostPort(s: string): [string, string] {
+  const i = s.lastIndexOf(":");
+  return [s.slice(0, i), s.slice(i + 1)];
+}
+
+function resolveMode(m: PeerConfigDocument["mode"], rosterIds: readonly string[], issues: FieldIssue[]): StaticMode | GovernedMode {
+  const roster = new Set(rosterIds);
+  if (m.kind === "governed") {
+    const voters = new Set<string>();
+    m.voters.forEach((v, i) => {
+      if (!roster.has(v)) issues.push({ field: `mode.voters[${i}]`, problem: `names ${v}, which is not in the roster` });
+      if (voters.has(v)) issues.push({ field: `mode.voters[${i}]`, problem: `repeats ${v}` });
+      voters.add(v);
+    });
+    m.learners.forEach((l, i) => {
+      if (!roster.has(l)) issues.push({ field: `mode.learners[${i}]`, problem: `names ${l}, which is not in the roster` });
+      if (voters.has(l)) issues.push({ field: `mode.learners[${i}]`, problem: `${l} is also a voter` });
+    });
+    return { kind: "governed", root: GroupId(m.root), voters: [...m.voters], learners: [...m.learners], raft: { ...(m.raft ?? {}) } };
+  }
+  const supply = new Map<ReplicaId, bigint>();
+  let total = 0n;
+  for (const [id, amount] of Object.entries(m.supply)) {
+    const a = amountOf(amount);
+    if (a === null) issues.push({ field: `mode.supply.${id}`, problem: "is above 2^63 − 1" });
+    else total += a;
+    if (!roster.has(id)) issues.push({ field: `mode.supply.${id}`, problem: "names a peer that is not in the roster" });
+    supply.set(ReplicaId(id), a ?? 0n);
+  }
+  if (total > (1n << 63n) - 1n) issues.push({ field: "mode.supply", problem: "sums above 2^63 − 1" });
+  for (const id of rosterIds) if (!Object.hasOwn(m.supply, id)) issues.push({ field: `mode.supply.${id}`, problem: "is missing: every roster peer needs a supply (0 is allowed)" });
+  const ids = new Set<string>();
+  const topology: AttachmentRecord[] = [];
+  m.topology.forEach((e, i) => {
+    if (ids.has(e.id)) issues.push({ field: `mode.topology[${i}].id`, problem: `repeats edge id ${e.id}` });
+    ids.add(e.id);
+    if (e.parent === e.child) issues.push({ field: `mode.topology[${i}].child`, problem: "equals the parent" });
+    let weight: Weight;
+    try {
+      weight = parseWeight(e.weight);
+    } catch (x) {
+      issues.push({ field: `mode.topology[${i}].weight`, problem: (x as Error).message });
+      return;
+    }
+    topology.push({ id: AttachmentId(e.id), parent: GroupId(e.parent), child: GroupId(e.child), weight });
+  });
+  return { kind: "static", root: GroupId(m.root), supply, topology };
+}

@@ -1,0 +1,112 @@
+// What the API needs from the governed control plane, stated as the interface of governed.md §2.2–2.3.
+// The daemon codes its control routes against this; `governedControlPlane` (governed-adapter.ts) fits a
+// `GovernedHeddleNode` into it. A static peer has no control plane: its routes answer 409 `static-mode`.
+import type { AttachmentId, AttachmentRecord, GroupId, Lifecycle, MintId, ReplicaId } from "@heddle/ledger";
+
+/** An exactly-once key (governed.md §3.10). */
+export interface ProposalKey {
+  readonly client: string;
+  readonly seq: number;
+}
+
+/** Options of one control call (governed.md §2.2). */
+export interface CallOptions {
+  timeoutMs?: number;
+  signal?: AbortSignal;
+  key?: ProposalKey;
+  ackFloor?: number;
+}
+
+/** A structured conflict (governed.md §2.3); the `reason` names it, the rest is its payload. */
+export interface ControlConflict {
+  readonly reason: string;
+  readonly [field: string]: unknown;
+}
+
+/** The outcome of one control act (governed.md §2.3). */
+export type ControlOutcome =
+  | { kind: "applied"; index: number; key: ProposalKey; noop: boolean; mintId?: MintId; claims?: unknown }
+  | { kind: "conflict"; index: number | null; key: ProposalKey | null; conflict: ControlConflict };
+
+/** A claim request (claims.md §2 `take`, without `now`). */
+export interface ClaimRequest {
+  holder: string;
+  resources: { key: string; mode: "exclusive" | "shared" }[];
+  scope?: string;
+  ttlMs?: number;
+  label?: string;
+}
+
+/** Reads of the replicated claims table at the local applied prefix. */
+export interface ClaimsView {
+  owner(key: string): string | undefined | null;
+  holders(key: string): readonly string[];
+  free(): readonly string[] | undefined;
+  open(): readonly unknown[];
+  availability(keys: readonly string[]): unknown;
+  checkFence(key: string, token: number): boolean;
+}
+
+/** The claims family (governed.md §2.2 `GovernedClaims`). */
+export interface ClaimsVerbs {
+  take(request: ClaimRequest, opts?: CallOptions): Promise<ControlOutcome>;
+  release(holder: string, key: string, opts?: CallOptions): Promise<ControlOutcome>;
+  releaseAll(holder: string, opts?: CallOptions): Promise<ControlOutcome>;
+  releaseScope(scope: string, opts?: CallOptions): Promise<ControlOutcome>;
+  renew(holder: string, key: string, opts?: CallOptions): Promise<ControlOutcome>;
+  view(): ClaimsView;
+}
+
+/** The enrolled roster (governed.md §2.2 `RosterView`). */
+export interface RosterView {
+  readonly appliedIndex: number;
+  readonly enrolled: ReadonlySet<ReplicaId>;
+}
+
+/** The control state at the local applied prefix (governed.md §2.2 `ControlView`). */
+export interface ControlView {
+  readonly appliedIndex: number;
+  record(edge: AttachmentId): AttachmentRecord | undefined;
+  lifecycle(edge: AttachmentId): Lifecycle | undefined;
+  liveInbound(child: GroupId): readonly AttachmentId[];
+  minted(): ReadonlyMap<MintId, { root: GroupId; holder: ReplicaId; amount: bigint }>;
+  mintedTotal(): bigint;
+  readonly roster: RosterView;
+  outcomeOf(key: ProposalKey): ControlOutcome | "unknown" | "pruned";
+}
+
+/** The Raft member's state, for status and leader transfer. */
+export interface RaftStatus {
+  readonly role: string;
+  readonly leader: string | null;
+  readonly commitIndex: number;
+  readonly voters: readonly string[];
+  readonly learners: readonly string[];
+}
+
+/** Everything the API's control routes call (governed.md §2.2, plus Raft status and leader transfer). */
+export interface ControlPlane {
+  mint(holder: ReplicaId, amount: bigint, opts?: CallOptions): Promise<ControlOutcome>;
+  prepare(record: AttachmentRecord, opts?: CallOptions): Promise<ControlOutcome>;
+  activate(edge: AttachmentId, opts?: CallOptions): Promise<ControlOutcome>;
+  close(edge: AttachmentId, opts?: CallOptions): Promise<ControlOutcome>;
+  retire(edge: AttachmentId, opts?: CallOptions): Promise<ControlOutcome>;
+  enroll(replica: ReplicaId, opts?: CallOptions): Promise<ControlOutcome>;
+  depart(opts?: CallOptions): Promise<ControlOutcome>;
+  readonly claims: ClaimsVerbs;
+  readonly isWritable: boolean;
+  roster(): RosterView;
+  controlView(): ControlView;
+  sync(opts?: { timeoutMs?: number; signal?: AbortSignal }): Promise<ControlView>;
+  raft(): RaftStatus;
+  /** Moves Raft leadership to `to` (governed.md §4.10); rejects if this peer is not the leader. */
+  transferLeadership(to: string, opts?: { timeoutMs?: number }): Promise<void>;
+}
+
+/** The error names of governed.md §2.2's table, recognised by name so the API maps them to statuses. */
+export const CONTROL_ERRORS = {
+  outcomeUnknown: "OutcomeUnknownError",
+  incarnationReused: "IncarnationReusedError",
+  halted: "ControlPlaneHaltedError",
+  shutdown: "NodeShutdownError",
+} as const;

@@ -1,0 +1,282 @@
+// One heddle peer as a long-running service: libp2p, the SQLite store, the node, the scheduler and the
+// HTTP API, started in that order and stopped in reverse. Embeddable: `startDaemon` runs it in-process
+// (tests, benches, other tools); `heddle start` runs it as a process.
+import { existsSync, mkdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { privateKeyFromProtobuf } from "@libp2p/crypto/keys";
+import type { PrivateKey } from "@libp2p/interface";
+import { GroupId, ReplicaId } from "@heddle/ledger";
+import {
+  BootstrapError,
+  heddleStatic,
+  libp2pSeam,
+  peerIdOf,
+  realTimers,
+  sqliteStore,
+  StoreMismatchError,
+  type HeddleConfig,
+  type HeddleNode,
+  type Libp2pSeam,
+} from "@heddle/node";
+import type { FastifyInstance } from "fastify";
+import { buildApi } from "./api.ts";
+import { ConfigError, loadConfig, type DaemonConfig } from "./config.ts";
+import type { ControlPlane } from "./control-plane.ts";
+import type { DataPlane } from "./data-plane.ts";
+import { createLogger, type Logger } from "./log.ts";
+import { Scheduler } from "./scheduler.ts";
+
+/** Why a daemon did not start; `reason` says which input to fix. */
+export type DaemonStartReason = "config" | "key" | "token" | "tls" | "store" | "p2p-port" | "api-port" | "governed-unavailable";
+
+/** A daemon that could not start, with a message that says what to do. */
+export class DaemonStartError extends Error {
+  readonly reason: DaemonStartReason;
+
+  constructor(reason: DaemonStartReason, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = "DaemonStartError";
+    this.reason = reason;
+  }
+}
+
+/** Options of {@link startDaemon}. */
+export interface StartDaemonOptions {
+  /** Where the daemon logs; default: the config's `log` settings, to stderr. */
+  readonly logger?: Logger;
+}
+
+/** A running daemon. */
+export interface RunningDaemon {
+  /** The API's base URL, e.g. `http://127.0.0.1:7201` (the real port when the config said 0). */
+  readonly url: string;
+  /** The bearer token every API call must carry. */
+  readonly token: string;
+  /** This peer's id (its `ReplicaId`). */
+  readonly self: string;
+  readonly mode: "static" | "governed";
+  /** The libp2p addresses this peer listens on. */
+  readonly p2pAddrs: readonly string[];
+  readonly config: DaemonConfig;
+  /**
+   * Stops cleanly: stops accepting API calls and waits for those in flight (control calls included),
+   * stops the scheduler, shuts the node down (closing the store), closes libp2p. Idempotent.
+   */
+  close(): Promise<void>;
+}
+
+/** Minimum length of an API token (init writes 43 characters: 32 random bytes, base64url). */
+export const MIN_TOKEN_LENGTH = 16;
+
+function readToken(file: string): string {
+  let t: string;
+  try {
+    t = readFileSync(file, "utf8").trim();
+  } catch (e) {
+    throw new DaemonStartError("token", `api.tokenFile ${file} cannot be read (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}); heddle init writes one, or put a random string of at least ${MIN_TOKEN_LENGTH} characters there (mode 0600)`);
+  }
+  if (t.length < MIN_TOKEN_LENGTH || /\s/.test(t)) {
+    throw new DaemonStartError("token", `api.tokenFile ${file} must hold one token of at least ${MIN_TOKEN_LENGTH} characters without white space`);
+  }
+  return t;
+}
+
+function readKey(file: string): PrivateKey {
+  if (!existsSync(file)) throw new DaemonStartError("key", `identity.keyFile ${file} does not exist; heddle init creates the key of every peer (the key is the peer's identity, so it is never made up at start)`);
+  try {
+    return privateKeyFromProtobuf(readFileSync(file));
+  } catch (e) {
+    throw new DaemonStartError("key", `identity.keyFile ${file} is not a libp2p private key: ${(e as Error).message}`);
+  }
+}
+
+function isAddrInUse(e: unknown): boolean {
+  const m = `${(e as Error)?.message ?? ""} ${(e as NodeJS.ErrnoException)?.code ?? ""}`;
+  return /EADDRINUSE|address already in use/i.test(m);
+}
+
+/** The node config (node.md §12) a daemon config describes. */
+export function nodeConfigOf(c: DaemonConfig, store: HeddleConfig["store"]): HeddleConfig {
+  const n = c.node;
+  return {
+    policy: {
+      quantum: n.quantum,
+      ...(n.perChildOutstandingCap !== undefined ? { perChildOutstandingCap: n.perChildOutstandingCap } : {}),
+      ...(n.sleeperCredit !== undefined ? { sleeperCredit: n.sleeperCredit } : {}),
+    },
+    maxHoldingsPerPeer: n.maxHoldingsPerPeer,
+    timers: realTimers,
+    random: Math.random,
+    store,
+    demandTtlMs: n.demandTtlMs,
+    antiEntropyIntervalMs: n.antiEntropyIntervalMs,
+    heartbeat: n.heartbeat,
+    maxGrantsPerSchedule: n.maxGrantsPerSchedule,
+    ...(n.maxFrameBytes !== undefined ? { maxFrameBytes: n.maxFrameBytes } : {}),
+    ...(n.compactAfterPatches !== undefined ? { compactAfterPatches: n.compactAfterPatches } : {}),
+  };
+}
+
+/**
+ * Starts one peer from its config (a path or a resolved {@link DaemonConfig}). Resolves once the API
+ * listens; rejects with {@link ConfigError} or {@link DaemonStartError} (everything started so far is
+ * stopped again).
+ */
+export async function startDaemon(configOrPath: DaemonConfig | string, opts: StartDaemonOptions = {}): Promise<RunningDaemon> {
+  const config = typeof configOrPath === "string" ? loadConfig(configOrPath) : configOrPath;
+  const token = readToken(config.api.tokenFile);
+  const key = readKey(config.keyFile);
+  const self = peerIdOf(key);
+  const logger = opts.logger ?? createLogger({ format: config.log.format, level: config.log.level, base: { peer: self.slice(-8) } });
+  if (!config.roster.some((p) => p.id === self)) {
+    throw new ConfigError(config.file, [{ field: "identity.keyFile", problem: `holds the key of peer ${self}, which is not in the roster` }]);
+  }
+  let tls: { key: Buffer; cert: Buffer } | null = null;
+  if (config.api.tls !== null) {
+    try {
+      tls = { key: readFileSync(config.api.tls.keyFile), cert: readFileSync(config.api.tls.certFile) };
+    } catch (e) {
+      throw new DaemonStartError("tls", `api.tls: ${(e as Error).message}`);
+    }
+  }
+  if (config.mode.kind === "governed") {
+    throw new DaemonStartError(
+      "governed-unavailable",
+      "mode.kind \"governed\" is not available in this build yet: the governed control plane (heddleGoverned, issue 11) has not landed. Use mode.kind \"static\" (heddle init --mode static) for now",
+    );
+  }
+  const mode = config.mode;
+
+  const cleanups: (() => Promise<void> | void)[] = [];
+  const unwind = async () => {
+    for (const f of cleanups.reverse()) {
+      try {
+        await f();
+      } catch (e) {
+        logger.warn("cleanup failed", { error: (e as Error).message });
+      }
+    }
+  };
+
+  try {
+    mkdirSync(config.storeDir, { recursive: true, mode: 0o700 });
+    let seam: Libp2pSeam;
+    try {
+      seam = await libp2pSeam({
+        privateKey: key,
+        listen: [...config.listen],
+        roster: config.roster.filter((p) => p.id !== self).map((p) => ({ id: p.id, addrs: [...p.addrs] })),
+        allowOnlyRoster: true,
+        timers: realTimers,
+        random: Math.random,
+        redialMinMs: 250,
+        redialMaxMs: 5_000,
+      });
+    } catch (e) {
+      if (isAddrInUse(e)) throw new DaemonStartError("p2p-port", `p2p.listen ${config.listen.join(", ")}: the address is in use by another process; stop it or pick another port`, { cause: e });
+      throw new DaemonStartError("p2p-port", `p2p.listen ${config.listen.join(", ")}: libp2p could not listen: ${(e as Error).message}`, { cause: e });
+    }
+    cleanups.push(() => seam.close());
+
+    const storePath = join(config.storeDir, "ledger.sqlite");
+    let node: HeddleNode;
+    try {
+      const store = sqliteStore(storePath);
+      node = heddleStatic({
+        seam,
+        self: ReplicaId(self),
+        root: mode.root,
+        supply: mode.supply,
+        topology: mode.topology,
+        config: nodeConfigOf(config, store),
+      });
+    } catch (e) {
+      if (e instanceof StoreMismatchError) {
+        throw new DaemonStartError("store", `store ${storePath} belongs to another cluster or peer (${e.message}); point store.dir at this cluster's store or at an empty directory`, { cause: e });
+      }
+      if (e instanceof BootstrapError) throw new ConfigError(config.file, [{ field: "mode", problem: `does not make a valid genesis: ${e.message}` }]);
+      throw new DaemonStartError("store", `store ${storePath} could not be opened: ${(e as Error).message}`, { cause: e });
+    }
+    cleanups.push(() => node.shutdown());
+
+    const data: DataPlane = node;
+    const control: ControlPlane | null = null;
+    const liveness = new Map<string, { kind: string; at: number; reason?: string }>();
+    const offLive = node.partitionEvents.subscribe((e) => {
+      liveness.set(e.peer, { kind: e.kind, at: Date.now(), ...(e.reason !== undefined ? { reason: e.reason } : {}) });
+      logger.info(`peer ${e.kind}`, { other: e.peer, ...(e.reason !== undefined ? { reason: e.reason } : {}) });
+    });
+    cleanups.push(offLive);
+    const offEvents = node.events.subscribe((e) => {
+      if (e.kind === "persist-failed") logger.error("store commit failed: the node has failed closed; restart it", { error: String(e.error) });
+      else if (e.kind === "peer-joined" || e.kind === "peer-left") logger.info(e.kind, { other: e.peer });
+      else if (e.kind === "conflicts" && e.conflicts.length > 0) logger.warn("ledger conflicts", { conflicts: e.conflicts.map((c) => c.kind).join(",") });
+    });
+    cleanups.push(offEvents);
+
+    const scheduler = new Scheduler({
+      node: data,
+      root: GroupId(mode.root),
+      timers: realTimers,
+      intervalMs: config.schedulerIntervalMs,
+      demandTtlMs: config.node.demandTtlMs,
+      maxStanding: config.limits.maxStandingDemands,
+      onError: (e) => logger.error("schedule round failed", { error: (e as Error).stack ?? String(e) }),
+    });
+    scheduler.start();
+    cleanups.push(() => scheduler.stop());
+
+    let app: FastifyInstance;
+    app = await buildApi({
+      data,
+      control,
+      scheduler,
+      mode: "static",
+      root: GroupId(mode.root),
+      token,
+      logger,
+      limits: config.limits,
+      demandTtlMs: config.node.demandTtlMs,
+      tls,
+      roster: config.roster,
+      connected: () => seam.peers.get(),
+      addrs: () => seam.addrs(),
+      lastLiveness: () => liveness,
+      startedAt: Date.now(),
+    });
+    try {
+      await app.listen({ host: config.api.host, port: config.api.port });
+    } catch (e) {
+      await app.close().catch(() => {});
+      if (isAddrInUse(e)) throw new DaemonStartError("api-port", `api.listen ${config.api.host}:${config.api.port}: the address is in use by another process; stop it or pick another port`, { cause: e });
+      throw new DaemonStartError("api-port", `api.listen ${config.api.host}:${config.api.port}: cannot listen: ${(e as Error).message}`, { cause: e });
+    }
+    const addr = app.server.address();
+    const port = typeof addr === "object" && addr !== null ? addr.port : config.api.port;
+    const host = config.api.host.includes(":") ? `[${config.api.host}]` : config.api.host;
+    const url = `${tls !== null ? "https" : "http"}://${host}:${port}`;
+    logger.info("heddle peer started", { mode: "static", api: url, p2p: seam.addrs().join(" "), store: config.storeDir, epoch: node.epoch });
+
+    let closing: Promise<void> | null = null;
+    return {
+      url,
+      token,
+      self,
+      mode: "static",
+      p2pAddrs: seam.addrs(),
+      config,
+      close() {
+        closing ??= (async () => {
+          logger.info("stopping: no new API calls; finishing those in flight");
+          await app.close();
+          await unwind();
+          logger.info("stopped");
+        })();
+        return closing;
+      },
+    };
+  } catch (e) {
+    await unwind();
+    throw e;
+  }
+}

@@ -1,0 +1,26 @@
+// What the API needs from this peer's node: node.md §1's data plane. A static peer passes its
+// `HeddleNode`; a governed peer passes its `GovernedHeddleNode`'s data plane (governed.md §2.2), whose
+// writer gate refuses `reserve` until the peer has enrolled itself.
+import type { EntitlementLedger, GroupId, ReplicaId } from "@heddle/ledger";
+import type { BoundMetrics, CompleteResult, NodeMetrics, ReservationRow, ReserveResult, ScheduleResult, Watch } from "@heddle/node";
+import type { AttachmentId } from "@heddle/ledger";
+import type { Demand } from "@heddle/policy";
+
+/** The data-plane calls the API and the scheduler use; the optional ones enrich status and holdings. */
+export interface DataPlane {
+  readonly self: ReplicaId;
+  readonly ledger: Watch<EntitlementLedger>;
+  reserve(leaf: GroupId, maximumCost: bigint): ReserveResult;
+  complete(id: string, actualCost: bigint): CompleteResult;
+  cancel(id: string): CompleteResult;
+  advertise(edge: AttachmentId, demand: Demand): void;
+  schedule(parent: GroupId): ScheduleResult;
+  boundMetrics(parent: GroupId): BoundMetrics;
+  readonly unreachable?: Watch<ReadonlySet<ReplicaId>>;
+  readonly epoch?: number;
+  readonly genesisDigest?: string;
+  openReservations?(): ReservationRow[];
+  earmarked?(leaf: GroupId): bigint;
+  available?(leaf: GroupId): bigint;
+  metrics?(): NodeMetrics;
+}

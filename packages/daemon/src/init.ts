@@ -1,0 +1,131 @@
+// `heddle init`: everything a local cluster needs, one folder per peer — a key, a token and a config.
+import { randomBytes } from "node:crypto";
+import { chmodSync, existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { join, resolve } from "node:path";
+import { privateKeyToProtobuf } from "@libp2p/crypto/keys";
+import { edgeId, generatePeerKey, peerIdOf } from "@heddle/node";
+import { CONFIG_VERSION, type PeerConfigDocument } from "./config-schema.ts";
+
+/** Options of {@link initCluster}. */
+export interface InitOptions {
+  /** The folder to create (must not exist, or be empty). */
+  readonly dir: string;
+  /** Number of peers, 1 … {@link MAX_INIT_PEERS}. */
+  readonly peers: number;
+  readonly mode: "static" | "governed";
+  /** First port: peer i gets p2p port base+i and API port base+100+i. Default: free ports picked now. */
+  readonly basePort?: number;
+  /** Static mode: root supply of every peer (default 1000). */
+  readonly supply?: bigint;
+  /** Static mode: the genesis tree, `parent>child=weight` items separated by commas (`child=weight` hangs under the root). */
+  readonly tree?: string;
+  readonly root?: string;
+}
+
+/** One peer written by init. */
+export interface InitPeer {
+  readonly index: number;
+  readonly id: string;
+  readonly dir: string;
+  readonly config: string;
+  readonly apiUrl: string;
+  readonly p2pAddr: string;
+}
+
+/** Most peers `init` writes. */
+export const MAX_INIT_PEERS = 64;
+/** The default static tree. */
+export const DEFAULT_STATIC_TREE = "tenant-a=3,tenant-b=1";
+/** The config file name inside a peer folder. */
+export const CONFIG_FILE = "heddle.json";
+
+/** A spec problem in `--tree`. */
+export class TreeSpecError extends Error {}
+
+/** Parses a `--tree` spec into topology entries (edge ids from `edgeId(parent, child)`). */
+export function parseTreeSpec(spec: string, root: string): { id: string; parent: string; child: string; weight: string }[] {
+  const out: { id: string; parent: string; child: string; weight: string }[] = [];
+  for (const raw of spec.split(",")) {
+    const item = raw.trim();
+    if (item === "") continue;
+    const m = /^(?:([^>=,\s]+)>)?([^>=,\s]+)=([1-9][0-9]*(?:\/[1-9][0-9]*)?)$/.exec(item);
+    if (m === null) throw new TreeSpecError(`--tree item "${item}" is not parent>child=weight (or child=weight under the root), e.g. tenant-a=3,tenant-a>batch=1`);
+    const parent = m[1] ?? root;
+    const child = m[2]!;
+    out.push({ id: edgeId(parent, child), parent, child, weight: m[3]! });
+  }
+  if (out.length === 0) throw new TreeSpecError("--tree names no edge");
+  return out;
+}
+
+function freePort(): Promise<number> {
+  return new Promise((res, rej) => {
+    const s = createServer();
+    s.once("error", rej);
+    s.listen(0, "127.0.0.1", () => {
+      const a = s.address();
+      const p = typeof a === "object" && a !== null ? a.port : 0;
+      s.close(() => res(p));
+    });
+  });
+}
+
+function writeSecret(path: string, data: Uint8Array | string): void {
+  writeFileSync(path, data, { mode: 0o600, flag: "wx" });
+  chmodSync(path, 0o600);
+}
+
+/** Voters for `n` peers: 1, 3 or 5 (an even voter set adds no fault tolerance). */
+export function votersFor(n: number): number {
+  return n >= 5 ? 5 : n >= 3 ? 3 : 1;
+}
+
+/** Writes a local cluster: `dir/peer-<i>/{peer.key, token, heddle.json}`. Throws on a non-empty `dir`. */
+export async function initCluster(o: InitOptions): Promise<InitPeer[]> {
+  if (!Number.isInteger(o.peers) || o.peers < 1 || o.peers > MAX_INIT_PEERS) throw new RangeError(`--peers must be 1 … ${MAX_INIT_PEERS}`);
+  const dir = resolve(o.dir);
+  if (existsSync(dir) && readdirSync(dir).length > 0) throw new Error(`${dir} is not empty; init writes a fresh cluster (pick a new folder)`);
+  const root = o.root ?? "root";
+  const topology = o.mode === "static" ? parseTreeSpec(o.tree ?? DEFAULT_STATIC_TREE, root) : [];
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+
+  const peers: { id: string; key: Uint8Array; p2pPort: number; apiPort: number }[] = [];
+  for (let i = 1; i <= o.peers; i++) {
+    const key = await generatePeerKey();
+    const p2pPort = o.basePort !== undefined ? o.basePort + i : await freePort();
+    const apiPort = o.basePort !== undefined ? o.basePort + 100 + i : await freePort();
+    peers.push({ id: peerIdOf(key), key: privateKeyToProtobuf(key), p2pPort, apiPort });
+  }
+  const roster = peers.map((p) => ({ id: p.id, addrs: [`/ip4/127.0.0.1/tcp/${p.p2pPort}`] }));
+  const nVoters = votersFor(o.peers);
+  const mode: PeerConfigDocument["mode"] =
+    o.mode === "static"
+      ? { kind: "static", root, supply: Object.fromEntries(peers.map((p) => [p.id, (o.supply ?? 1000n).toString()])), topology }
+      : { kind: "governed", root, voters: peers.slice(0, nVoters).map((p) => p.id), learners: peers.slice(nVoters).map((p) => p.id) };
+
+  const out: InitPeer[] = [];
+  peers.forEach((p, k) => {
+    const i = k + 1;
+    const pdir = join(dir, `peer-${i}`);
+    mkdirSync(pdir, { mode: 0o700 });
+    writeSecret(join(pdir, "peer.key"), p.key);
+    writeSecret(join(pdir, "token"), `${randomBytes(32).toString("base64url")}\n`);
+    const doc: PeerConfigDocument = {
+      version: CONFIG_VERSION,
+      identity: { keyFile: "peer.key" },
+      p2p: { listen: [`/ip4/127.0.0.1/tcp/${p.p2pPort}`], announce: [`/ip4/127.0.0.1/tcp/${p.p2pPort}`] },
+      roster,
+      mode,
+      store: { dir: "store" },
+      api: { listen: `127.0.0.1:${p.apiPort}`, tokenFile: "token" },
+      node: { quantum: "10", maxHoldingsPerPeer: "1000000", antiEntropyIntervalMs: 1000, heartbeatIntervalMs: 1000, heartbeatTimeoutMs: 3000 },
+      scheduler: { intervalMs: 100 },
+      log: { format: "text", level: "info" },
+    };
+    const config = join(pdir, CONFIG_FILE);
+    writeFileSync(config, `${JSON.stringify(doc, null, 2)}\n`, { flag: "wx" });
+    out.push({ index: i, id: p.id, dir: pdir, config, apiUrl: `http://127.0.0.1:${p.apiPort}`, p2pAddr: roster[k]!.addrs[0]! });
+  });
+  return out;
+}

@@ -1,0 +1,188 @@
+// Keeps entitlement flowing on this peer: holds the standing demand services advertised through the
+// API, rolls it up the tree, re-advertises it before the node's demand TTL runs out (node.md §6: callers
+// refresh, the node does not), and schedules every parent top-down on a timer (node.md §7).
+import type { AttachmentId, EntitlementLedger, GroupId } from "@heddle/ledger";
+import { DEMAND_NONE, type Demand } from "@heddle/policy";
+import type { HeddleNode, Timers } from "@heddle/node";
+import { INT64_MAX } from "./schema.ts";
+
+/** One edge's demand as a service set it. */
+export interface StandingDemand {
+  readonly edge: AttachmentId;
+  readonly demand: Demand;
+  /** When it lapses unless set again (ms on the daemon's clock). */
+  readonly expiresAt: number;
+}
+
+/** Why a demand could not be stood. */
+export type DemandRefusal = { kind: "unknown-edge"; edge: AttachmentId } | { kind: "too-many"; limit: number };
+
+/** Options of {@link Scheduler}. */
+export interface SchedulerOptions {
+  readonly node: Pick<HeddleNode, "ledger" | "advertise" | "schedule">;
+  readonly root: GroupId;
+  readonly timers: Timers;
+  readonly intervalMs: number;
+  readonly demandTtlMs: number;
+  /** Most edges with standing demand at once. */
+  readonly maxStanding: number;
+  readonly onError?: (e: unknown) => void;
+}
+
+/** Largest number of parents scheduled in one tick (a safety stop on a malformed tree). */
+export const MAX_PARENTS_PER_TICK = 100_000;
+
+function sat(a: bigint, b: bigint): bigint {
+  const s = a + b;
+  return s > INT64_MAX ? INT64_MAX : s;
+}
+
+/** See the file comment. */
+export class Scheduler {
+  readonly #o: SchedulerOptions;
+  readonly #standing = new Map<AttachmentId, StandingDemand>();
+  readonly #advertised = new Map<AttachmentId, { demand: Demand; at: number }>();
+  #timer: unknown = null;
+  #ticks = 0;
+  #stopped = false;
+
+  constructor(o: SchedulerOptions) {
+    this.#o = o;
+  }
+
+  /** Starts the periodic tick. */
+  start(): void {
+    if (this.#timer !== null || this.#stopped) return;
+    const loop = () => {
+      this.#timer = null;
+      if (this.#stopped) return;
+      try {
+        this.tick();
+      } catch (e) {
+        this.#o.onError?.(e);
+      }
+      this.#timer = this.#o.timers.set(loop, this.#o.intervalMs);
+    };
+    this.#timer = this.#o.timers.set(loop, 0);
+  }
+
+  /** Stops the tick; standing demand is kept (and simply ages out on other peers). */
+  stop(): void {
+    this.#stopped = true;
+    if (this.#timer !== null) this.#o.timers.clear(this.#timer);
+    this.#timer = null;
+  }
+
+  /** Ticks run so far. */
+  get ticks(): number {
+    return this.#ticks;
+  }
+
+  /**
+   * Sets (or, with a zero target, removes) the standing demand on `edge` for `leaseMs`; it is rolled up
+   * to every edge above and advertised at the next tick (run at once here).
+   */
+  setDemand(edge: AttachmentId, demand: Demand, leaseMs: number): { ok: true; standing: StandingDemand | null } | { ok: false; refusal: DemandRefusal } {
+    const view = this.#o.node.ledger.get();
+    if (view.record(edge) === null) return { ok: false, refusal: { kind: "unknown-edge", edge } };
+    if (demand.targetOutstanding === 0n && demand.maximumUsefulGrant === 0n) {
+      this.#standing.delete(edge);
+      this.#refresh(view, this.#o.timers.now());
+      return { ok: true, standing: null };
+    }
+    if (!this.#standing.has(edge) && this.#standing.size >= this.#o.maxStanding) return { ok: false, refusal: { kind: "too-many", limit: this.#o.maxStanding } };
+    const s: StandingDemand = { edge, demand, expiresAt: this.#o.timers.now() + leaseMs };
+    this.#standing.set(edge, s);
+    this.#refresh(view, this.#o.timers.now());
+    return { ok: true, standing: s };
+  }
+
+  /** Every standing demand, ascending edge. */
+  standing(): StandingDemand[] {
+    return [...this.#standing.values()].sort((a, b) => (a.edge < b.edge ? -1 : a.edge > b.edge ? 1 : 0));
+  }
+
+  /** The demand this peer advertises per edge now (standing demand rolled up). */
+  advertised(): ReadonlyMap<AttachmentId, Demand> {
+    return new Map([...this.#advertised].map(([e, a]) => [e, a.demand]));
+  }
+
+  /** One round: drop lapsed demand, refresh advertisements, schedule every parent top-down. */
+  tick(): void {
+    this.#ticks++;
+    const now = this.#o.timers.now();
+    for (const [e, s] of this.#standing) if (s.expiresAt <= now) this.#standing.delete(e);
+    const view = this.#o.node.ledger.get();
+    this.#refresh(view, now);
+    this.#scheduleAll();
+  }
+
+  /**
+   * The demand per edge: for an edge, the larger of its own standing demand and the sum of the rolled-up
+   * demand of the edges below it along each standing edge's current lineage. Then advertise what changed,
+   * refresh what is older than a third of the TTL, and withdraw what is no longer wanted.
+   */
+  #refresh(view: EntitlementLedger, now: number): void {
+    const own = new Map<AttachmentId, Demand>();
+    const below = new Map<AttachmentId, Demand>();
+    for (const s of this.#standing.values()) {
+      own.set(s.edge, s.demand);
+      const rec = view.record(s.edge);
+      if (rec === null) continue;
+      const lineage = view.lineageOf(rec.parent);
+      if (lineage === null) continue;
+      for (const up of lineage) {
+        const b = below.get(up) ?? DEMAND_NONE;
+        below.set(up, { targetOutstanding: sat(b.targetOutstanding, s.demand.targetOutstanding), maximumUsefulGrant: sat(b.maximumUsefulGrant, s.demand.maximumUsefulGrant) });
+      }
+    }
+    const want = new Map<AttachmentId, Demand>();
+    for (const e of new Set([...own.keys(), ...below.keys()])) {
+      const a = own.get(e) ?? DEMAND_NONE;
+      const b = below.get(e) ?? DEMAND_NONE;
+      want.set(e, {
+        targetOutstanding: a.targetOutstanding > b.targetOutstanding ? a.targetOutstanding : b.targetOutstanding,
+        maximumUsefulGrant: a.maximumUsefulGrant > b.maximumUsefulGrant ? a.maximumUsefulGrant : b.maximumUsefulGrant,
+      });
+    }
+    const refreshAfter = this.#o.demandTtlMs / 3;
+    for (const [e, d] of want) {
+      const prev = this.#advertised.get(e);
+      const same = prev !== undefined && prev.demand.targetOutstanding === d.targetOutstanding && prev.demand.maximumUsefulGrant === d.maximumUsefulGrant;
+      if (same && now - prev.at < refreshAfter) continue;
+      this.#o.node.advertise(e, d);
+      this.#advertised.set(e, { demand: d, at: now });
+    }
+    for (const e of [...this.#advertised.keys()]) {
+      if (want.has(e)) continue;
+      this.#o.node.advertise(e, DEMAND_NONE);
+      this.#advertised.delete(e);
+    }
+  }
+
+  /** `schedule(parent)` for every parent with an ACTIVE child, parents before their children. */
+  #scheduleAll(): void {
+    const view = this.#o.node.ledger.get();
+    const queue: GroupId[] = [this.#o.root];
+    const seen = new Set<GroupId>(queue);
+    for (let i = 0; i < queue.length && i < MAX_PARENTS_PER_TICK; i++) {
+      const parent = queue[i]!;
+      const children = view.childrenOf(parent);
+      if (children.length === 0) continue;
+      this.#o.node.schedule(parent);
+      for (const c of children) {
+        const rec = view.record(c.attachment);
+        if (rec === null || seen.has(rec.child)) continue;
+        seen.add(rec.child);
+        queue.push(rec.child);
+      }
+    }
+  }
+}
+
+/** The live inbound edge of `leaf` on `view` (the last edge of its lineage), or `null`. */
+export function inboundEdge(view: EntitlementLedger, leaf: GroupId): AttachmentId | null {
+  const l = view.lineageOf(leaf);
+  return l === null || l.length === 0 ? null : l[l.length - 1]!;
+}
+
