@@ -1,47 +1,149 @@
 #!/usr/bin/env node
 // The `heddle` command.
+import { ApiError, DaemonUnreachableError } from "@heddle/client";
+import { ConfigError } from "@heddle/daemon";
 import { DEMO_HELP, DemoUsageError, parseDemoArgs } from "./demo/options.ts";
 import { runDemo } from "./demo/run.ts";
+import { API_COMMANDS, runApiCommand } from "./commands/api-commands.ts";
+import { benchCommand } from "./commands/bench.ts";
+import { envCommand, initCommand, startCommand, upCommand } from "./commands/daemon-commands.ts";
+import { processIo, type Io } from "./commands/io.ts";
+import { reshapeCommand } from "./commands/reshape.ts";
+import { EXIT, UsageError } from "./exit-codes.ts";
 
-const USAGE = `heddle — fair sharing of capacity across a tree of groups, on many peers
+export const USAGE = `heddle — fair sharing of capacity across a tree of groups, on many peers
 
-Usage: heddle <command> [options]
+Usage: heddle <command> [options]          (heddle <command> --help for its options)
 
-Commands:
-  demo      run a live demo: peers as separate processes over libp2p (see heddle demo --help)
-  help      this text
+Run a cluster:
+  init DIR            write a local cluster: a key, a token and a config per peer
+  start --config F    run one peer in the foreground (libp2p, store, node, HTTP API)
+  up DIR              start every peer of an init folder; Ctrl-C stops them all
+  env --config F      print HEDDLE_URL / HEDDLE_TOKEN exports for curl and scripts
+  demo                a live demo on real processes
+
+Look:
+  status              this peer, its ledger, and its view of every other peer
+  tree                the group tree with weights, shares and holdings
+  peers | holdings [GROUP] | bounds [PARENT]
+
+Work (for scripts):
+  reserve LEAF MAX    prints a reservation id      complete ID COST     cancel ID
+  demand LEAF TARGET [MAX_GRANT]                   bench --leaf LEAF
+
+Operate (governed mode):
+  mint AMOUNT         prepare | activate | close | retire EDGE     reshape CHILD --parent P --weight W
+  enroll [PEER]       depart     sync     roster     outcome --idempotency-key K
+  claims take|release|renew|list      leader transfer PEER
+
+Which daemon: --config FILE (a peer's heddle.json), or --url URL --token T; or HEDDLE_CONFIG.
+Human tables by default; --json prints the API's JSON.
+
+Exit codes: 0 ok · 1 internal error · 2 usage · 3 refused or conflict · 4 daemon unreachable ·
+5 token refused · 6 outcome unknown / daemon unavailable · 7 request rejected as malformed ·
+8 invalid config · 9 daemon could not start
 `;
 
-async function main(argv: string[]): Promise<number> {
-  const [cmd, ...rest] = argv;
-  switch (cmd) {
-    case undefined:
-    case "help":
-    case "-h":
-    case "--help":
-      process.stdout.write(USAGE);
-      return 0;
-    case "demo": {
-      let o;
-      try {
-        o = parseDemoArgs(rest, process.stdout.isTTY === true);
-      } catch (e) {
-        if (e instanceof DemoUsageError) {
-          process.stderr.write(`heddle demo: ${e.message}\n`);
-          return 2;
-        }
-        throw e;
-      }
-      if (o === "help") {
-        process.stdout.write(DEMO_HELP);
-        return 0;
-      }
-      return runDemo(o);
+const TWO_WORD = new Set(["claims", "leader"]);
+
+function apiErrorExit(e: ApiError, io: Io): number {
+  const b = e.body;
+  switch (e.status) {
+    case 401:
+      io.err(`heddle: the daemon refused the token (${b.message}). Pass the peer's config with --config FILE, or the token in its api.tokenFile with --token-file\n`);
+      return EXIT.unauthorized;
+    case 409: {
+      const detail = b.conflict ?? b.refusal;
+      io.err(`heddle: ${b.error === "static-mode" ? b.message : `${b.error}: ${b.message}`}${detail !== undefined ? `\n  ${JSON.stringify(detail)}` : ""}\n`);
+      return EXIT.refused;
     }
+    case 503:
+    case 504:
+      io.err(`heddle: ${b.message}${b.key !== undefined ? `\n  key ${JSON.stringify(b.key)}` : ""}\n`);
+      return EXIT.unknown;
+    case 400:
+    case 404:
+    case 413:
+    case 415:
+      io.err(`heddle: the daemon rejected the request: ${b.message}\n`);
+      return EXIT.invalid;
     default:
-      process.stderr.write(`heddle: unknown command ${cmd}\n\n${USAGE}`);
-      return 2;
+      io.err(`heddle: HTTP ${e.status}: ${b.message}\n`);
+      return EXIT.internal;
   }
 }
 
-process.exitCode = await main(process.argv.slice(2));
+/** Runs the command line `argv` (without node and script); resolves with the exit code. */
+export async function main(argv: string[], io: Io = processIo): Promise<number> {
+  const [cmd, ...rest] = argv;
+  try {
+    switch (cmd) {
+      case undefined:
+      case "help":
+      case "-h":
+      case "--help":
+        io.out(USAGE);
+        return EXIT.ok;
+      case "demo": {
+        let o;
+        try {
+          o = parseDemoArgs(rest, process.stdout.isTTY === true);
+        } catch (e) {
+          if (e instanceof DemoUsageError) {
+            io.err(`heddle demo: ${e.message}\n`);
+            return EXIT.usage;
+          }
+          throw e;
+        }
+        if (o === "help") {
+          io.out(DEMO_HELP);
+          return EXIT.ok;
+        }
+        return await runDemo(o);
+      }
+      case "init":
+        return await initCommand(rest, io);
+      case "start":
+        return await startCommand(rest, io);
+      case "up":
+        return await upCommand(rest, io);
+      case "env":
+        return await envCommand(rest, io);
+      case "reshape":
+        return await reshapeCommand(rest, io);
+      case "bench":
+        return await benchCommand(rest, io);
+      default: {
+        const name = TWO_WORD.has(cmd) ? `${cmd} ${rest[0] ?? ""}` : cmd;
+        if (API_COMMANDS[name] === undefined) {
+          const known = Object.keys(API_COMMANDS).filter((k) => k.startsWith(`${cmd} `));
+          io.err(known.length > 0 ? `heddle: ${cmd} needs one of: ${known.map((k) => k.split(" ")[1]).join(", ")}\n` : `heddle: unknown command ${cmd}; heddle help lists them\n`);
+          return EXIT.usage;
+        }
+        return await runApiCommand(name, TWO_WORD.has(cmd) ? rest.slice(1) : rest, io);
+      }
+    }
+  } catch (e) {
+    if (e instanceof UsageError) {
+      io.err(`heddle ${cmd}: ${e.message}\n`);
+      return EXIT.usage;
+    }
+    if ((e as { code?: string }).code?.startsWith("ERR_PARSE_ARGS")) {
+      io.err(`heddle ${cmd}: ${(e as Error).message} (heddle ${cmd} --help lists the options)\n`);
+      return EXIT.usage;
+    }
+    if (e instanceof ConfigError) {
+      io.err(`heddle ${cmd}: ${e.message}\n`);
+      return EXIT.config;
+    }
+    if (e instanceof DaemonUnreachableError) {
+      io.err(`heddle: cannot reach the daemon: ${e.message}\n  start it with 'heddle start --config FILE' (or 'heddle up DIR' for a local cluster), or check --url / HEDDLE_URL\n`);
+      return EXIT.unreachable;
+    }
+    if (e instanceof ApiError) return apiErrorExit(e, io);
+    io.err(`heddle ${cmd ?? ""}: internal error: ${(e as Error).stack ?? String(e)}\n`);
+    return EXIT.internal;
+  }
+}
+
+if (import.meta.main) process.exitCode = await main(process.argv.slice(2));

@@ -399,6 +399,7 @@ export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
       root: ctx.root,
       genesisDigest: d.genesisDigest ?? null,
       epoch: d.epoch ?? null,
+      pid: process.pid,
       uptimeMs: Date.now() - ctx.startedAt,
       ledgerDigest: fnv1a64(new TextEncoder().encode(v.encode())),
       mintedTotal: v.mintedTotal().toString(),

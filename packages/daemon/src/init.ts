@@ -21,6 +21,8 @@ export interface InitOptions {
   /** Static mode: the genesis tree, `parent>child=weight` items separated by commas (`child=weight` hangs under the root). */
   readonly tree?: string;
   readonly root?: string;
+  /** The policy quantum, the largest single grant (default 10). */
+  readonly quantum?: bigint;
 }
 
 /** One peer written by init. */
@@ -119,7 +121,7 @@ export async function initCluster(o: InitOptions): Promise<InitPeer[]> {
       mode,
       store: { dir: "store" },
       api: { listen: `127.0.0.1:${p.apiPort}`, tokenFile: "token" },
-      node: { quantum: "10", maxHoldingsPerPeer: "1000000", antiEntropyIntervalMs: 1000, heartbeatIntervalMs: 1000, heartbeatTimeoutMs: 3000 },
+      node: { quantum: (o.quantum ?? 10n).toString(), maxHoldingsPerPeer: "1000000", antiEntropyIntervalMs: 1000, heartbeatIntervalMs: 1000, heartbeatTimeoutMs: 3000 },
       scheduler: { intervalMs: 100 },
       log: { format: "text", level: "info" },
     };

@@ -1,0 +1,358 @@
+// The commands that call a running daemon's API: reads (status, tree, peers, holdings, bounds),
+// scripting verbs (reserve, complete, cancel, demand) and operator verbs (mint, prepare, activate, close,
+// retire, enroll, depart, claims, leader transfer, sync, roster, outcome).
+import { parseArgs, type ParseArgsConfig } from "node:util";
+import type { HeddleClient } from "@heddle/client";
+import { EXIT, UsageError } from "../exit-codes.ts";
+import { pct, table } from "../table.ts";
+import { clientOf, TARGET_HELP, TARGET_OPTIONS, type TargetOptions } from "../target.ts";
+import type { Io } from "./io.ts";
+
+type Json = Record<string, any>;
+
+/** Parses `argv` with the target options, `--json` and `extra`; returns values, positionals and a client factory. */
+export function parseApiArgs<E extends NonNullable<ParseArgsConfig["options"]>>(argv: string[], extra: E) {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: { ...TARGET_OPTIONS, json: { type: "boolean" }, help: { type: "boolean", short: "h" }, ...extra },
+  });
+  const v = values as Record<string, string | boolean | undefined>;
+  return { values: v, positionals, client: () => clientOf(v as TargetOptions) };
+}
+
+function short(id: string): string {
+  return id.length > 16 ? `…${id.slice(-8)}` : id;
+}
+
+function need(positionals: string[], n: number, usage: string): string[] {
+  if (positionals.length !== n) throw new UsageError(`usage: ${usage}`);
+  return positionals;
+}
+
+function amountArg(s: string, what: string): string {
+  if (!/^[0-9]{1,19}$/.test(s)) throw new UsageError(`${what} must be a non-negative integer, got ${JSON.stringify(s)}`);
+  return s;
+}
+
+async function withClient<T>(make: () => HeddleClient, f: (c: HeddleClient) => Promise<T>): Promise<T> {
+  const c = make();
+  try {
+    return await f(c);
+  } finally {
+    c.close();
+  }
+}
+
+/** One API command: its usage line, extra options, and what it does. */
+interface ApiCommand {
+  readonly usage: string;
+  readonly summary: string;
+  readonly options?: NonNullable<ParseArgsConfig["options"]>;
+  run(c: HeddleClient, pos: string[], v: Record<string, string | boolean | undefined>, io: Io): Promise<number>;
+}
+
+function printJsonOr(io: Io, v: Record<string, unknown>, body: unknown, human: () => string): number {
+  io.out(v["json"] ? `${JSON.stringify(body)}\n` : human());
+  return EXIT.ok;
+}
+
+function renderStatus(s: Json, p: Json): string {
+  const lines = [
+    `peer      ${s.self}  (${s.mode} mode, epoch ${s.epoch ?? "-"})`,
+    `ledger    digest ${s.ledgerDigest}  minted ${s.mintedTotal}  leaf-spent ${s.leafSpentTotal}  conflicts ${s.conflicts.length === 0 ? "none" : s.conflicts.map((c: Json) => c.kind).join(", ")}`,
+    `work      open reservations ${s.reservationsOpen ?? "-"}  scheduler rounds ${s.schedulerTicks}${s.failed ? "  FAILED CLOSED (restart it)" : ""}`,
+  ];
+  if (s.control !== null) {
+    const c = s.control;
+    lines.push(`control   role ${c.role}  leader ${c.leader === null ? "none" : short(c.leader)}  applied ${c.appliedIndex}  writable ${c.isWritable}  enrolled ${c.enrolled.length}`);
+  }
+  const connected = p.peers.filter((x: Json) => !x.self && x.connected).length;
+  lines.push(`peers     ${connected} of ${p.peers.length - 1} other peer(s) connected`, "");
+  const rows = p.peers.map((x: Json) => [x.id, x.self ? "self" : x.connected ? "connected" : "not connected", x.unreachable ? "unreachable" : x.self ? "-" : "ok", x.lastLiveness === null ? "-" : x.lastLiveness.kind]);
+  return `${lines.join("\n")}\n${table(["peer", "link", "liveness", "last event"], rows)}`;
+}
+
+function renderTree(t: Json): string {
+  const children = new Map<string, Json[]>();
+  for (const e of t.edges) {
+    if (e.lifecycle !== "ACTIVE" && e.lifecycle !== "CLOSING") continue;
+    const list = children.get(e.parent) ?? [];
+    list.push(e);
+    children.set(e.parent, list);
+  }
+  const groups = new Map<string, Json>(t.groups.map((g: Json) => [g.group, g]));
+  const out: string[] = [];
+  const rows: string[][] = [];
+  const walk = (g: string, prefix: string, edge: Json | null, last: boolean, depth: number) => {
+    const gi = groups.get(g);
+    const label = depth === 0 ? g : `${prefix}${last ? "└─ " : "├─ "}${g}`;
+    rows.push([
+      label,
+      edge === null ? "" : `${edge.weight}`,
+      edge === null ? "" : pct(edge.weightShare),
+      edge === null ? "" : edge.committedService,
+      edge === null ? "" : pct(edge.serviceShare),
+      gi?.holdings ?? "0",
+      gi?.holdingsTotal ?? "0",
+      edge === null ? "" : edge.lifecycle === "ACTIVE" ? "" : edge.lifecycle,
+    ]);
+    if (depth > 64) return;
+    const kids = children.get(g) ?? [];
+    kids.forEach((e, i) => walk(e.child, depth === 0 ? "" : `${prefix}${last ? "   " : "│  "}`, e, i === kids.length - 1, depth + 1));
+  };
+  walk(t.root, "", null, true, 0);
+  out.push(table(["group", "weight", "w-share", "service", "s-share", "held here", "held (all)", "state"], rows));
+  const other = t.edges.filter((e: Json) => e.lifecycle === "PREPARED" || e.lifecycle === "RETIRED");
+  if (other.length > 0) out.push(`\nother edges: ${other.map((e: Json) => `${e.id} (${e.lifecycle})`).join(", ")}\n`);
+  return out.join("");
+}
+
+function appliedLine(verb: string, r: Json): string {
+  return `${verb}: applied at index ${r.index}${r.noop ? " (no-op: already so)" : ""}${r.mintId !== undefined ? `, mint ${r.mintId}` : ""}\n`;
+}
+
+/** Every API command by name (`claims …` and `leader …` by their two words). */
+export const API_COMMANDS: Record<string, ApiCommand> = {
+  status: {
+    usage: "heddle status",
+    summary: "this peer, its ledger and its view of every other peer",
+    async run(c, _p, v, io) {
+      const [s, p] = await Promise.all([c.status(), c.peers()]);
+      return printJsonOr(io, v, { ...s, peers: (p as Json).peers }, () => renderStatus(s as Json, p as Json));
+    },
+  },
+  tree: {
+    usage: "heddle tree",
+    summary: "the group tree: weights, shares of service, holdings",
+    async run(c, _p, v, io) {
+      const t = await c.tree();
+      return printJsonOr(io, v, t, () => renderTree(t as Json));
+    },
+  },
+  peers: {
+    usage: "heddle peers",
+    summary: "the roster with connection and liveness",
+    async run(c, _p, v, io) {
+      const p = (await c.peers()) as Json;
+      return printJsonOr(io, v, p, () => table(["peer", "self", "connected", "unreachable", "addrs"], p.peers.map((x: Json) => [x.id, x.self, x.connected, x.unreachable, x.addrs.join(" ")])));
+    },
+  },
+  holdings: {
+    usage: "heddle holdings [GROUP]",
+    summary: "holdings per group (here, and per replica)",
+    async run(c, p, v, io) {
+      if (p.length > 1) throw new UsageError("usage: heddle holdings [GROUP]");
+      const h = (await c.holdings(p[0])) as Json;
+      return printJsonOr(io, v, h, () => table(["group", "held here", "available", "earmarked", "replicas"], h.groups.map((g: Json) => [g.group, g.holdings, g.available, g.earmarked, Object.keys(g.byReplica).length])));
+    },
+  },
+  bounds: {
+    usage: "heddle bounds [PARENT]",
+    summary: "fairness bound metrics per parent (node.md §11)",
+    async run(c, p, v, io) {
+      const b = (await c.bounds(p[0])) as Json;
+      return printJsonOr(io, v, b, () => table(["parent", "roster", "configured", "current", "observed", "consistent"], b.bounds.map((x: Json) => [x.parent, x.roster, x.configuredWorstCase, x.currentBound, x.observedDeviation, x.isConsistent])));
+    },
+  },
+  reserve: {
+    usage: "heddle reserve LEAF MAXIMUM_COST [--idempotency-key K]",
+    summary: "reserve work at a leaf; prints the reservation id",
+    options: { "idempotency-key": { type: "string" } },
+    async run(c, p, v, io) {
+      const [leaf, max] = need(p, 2, this.usage);
+      const r = await c.reserve(leaf!, amountArg(max!, "MAXIMUM_COST"), v["idempotency-key"] !== undefined ? { idempotencyKey: v["idempotency-key"] as string } : {});
+      return printJsonOr(io, v, r, () => `${r.id}\n`);
+    },
+  },
+  complete: {
+    usage: "heddle complete RESERVATION_ID ACTUAL_COST",
+    summary: "complete a reservation, charging its actual cost exactly once",
+    async run(c, p, v, io) {
+      const [id, cost] = need(p, 2, this.usage);
+      const r = await c.complete(id!, amountArg(cost!, "ACTUAL_COST"));
+      return printJsonOr(io, v, r, () => `${r.outcome === "charged" ? `charged ${r.charged}` : "no such reservation (already completed or cancelled): nothing charged"}\n`);
+    },
+  },
+  cancel: {
+    usage: "heddle cancel RESERVATION_ID",
+    summary: "cancel a reservation (charges nothing)",
+    async run(c, p, v, io) {
+      const [id] = need(p, 1, this.usage);
+      const r = await c.cancel(id!);
+      return printJsonOr(io, v, r, () => `${r.outcome === "charged" ? "cancelled" : "no such reservation"}\n`);
+    },
+  },
+  demand: {
+    usage: "heddle demand LEAF TARGET [MAX_GRANT] [--edge] [--lease SECONDS]",
+    summary: "stand demand for a leaf (or, with --edge, an edge id); 0 withdraws it",
+    options: { edge: { type: "boolean" }, lease: { type: "string" } },
+    async run(c, p, v, io) {
+      if (p.length < 2 || p.length > 3) throw new UsageError(`usage: ${this.usage}`);
+      const target = amountArg(p[1]!, "TARGET");
+      const maxGrant = p[2] === undefined ? target : amountArg(p[2], "MAX_GRANT");
+      const lease = v["lease"] === undefined ? undefined : Math.round(Number(v["lease"]) * 1000);
+      if (lease !== undefined && (!Number.isFinite(lease) || lease < 100)) throw new UsageError("--lease must be at least 0.1 seconds");
+      const r = (await c.demand({ ...(v["edge"] ? { edge: p[0]! } : { leaf: p[0]! }), targetOutstanding: target, maximumUsefulGrant: maxGrant, ...(lease !== undefined ? { leaseMs: lease } : {}) })) as Json;
+      return printJsonOr(io, v, r, () => (r.standing === null ? `demand on ${r.edge} withdrawn\n` : `demand on ${r.edge}: target ${r.standing.demand.targetOutstanding}, max grant ${r.standing.demand.maximumUsefulGrant}\n`));
+    },
+  },
+  mint: {
+    usage: "heddle mint AMOUNT [--holder PEER_ID] [--idempotency-key K]",
+    summary: "create supply at the root (governed mode); a retry with the same key applies once",
+    options: { holder: { type: "string" }, "idempotency-key": { type: "string" } },
+    async run(c, p, v, io) {
+      const [amount] = need(p, 1, this.usage);
+      const r = (await c.mint(amountArg(amount!, "AMOUNT"), {
+        ...(v["holder"] !== undefined ? { holder: v["holder"] as string } : {}),
+        ...(v["idempotency-key"] !== undefined ? { idempotencyKey: v["idempotency-key"] as string } : {}),
+      })) as Json;
+      return printJsonOr(io, v, r, () => appliedLine(`mint ${amount}`, r));
+    },
+  },
+  prepare: {
+    usage: "heddle prepare EDGE_ID PARENT CHILD WEIGHT [--idempotency-key K]",
+    summary: "prepare a new edge (governed mode)",
+    options: { "idempotency-key": { type: "string" } },
+    async run(c, p, v, io) {
+      const [id, parent, child, weight] = need(p, 4, this.usage);
+      const w = /^[0-9]+$/.test(weight!) ? Number(weight) : weight!;
+      const r = (await c.prepare({ id: id!, parent: parent!, child: child!, weight: w }, v["idempotency-key"] !== undefined ? { idempotencyKey: v["idempotency-key"] as string } : {})) as Json;
+      return printJsonOr(io, v, r, () => appliedLine(`prepare ${id}`, r));
+    },
+  },
+  activate: edgeVerb("activate", (c, e, o) => c.activate(e, o)),
+  close: edgeVerb("close", (c, e, o) => c.closeEdge(e, o)),
+  retire: edgeVerb("retire", (c, e, o) => c.retire(e, o)),
+  enroll: {
+    usage: "heddle enroll [PEER_ID]",
+    summary: "enroll a replica as a ledger writer (default: this peer)",
+    options: { "idempotency-key": { type: "string" } },
+    async run(c, p, v, io) {
+      if (p.length > 1) throw new UsageError(`usage: ${this.usage}`);
+      const r = (await c.enroll(p[0], v["idempotency-key"] !== undefined ? { idempotencyKey: v["idempotency-key"] as string } : {})) as Json;
+      return printJsonOr(io, v, r, () => appliedLine("enroll", r));
+    },
+  },
+  depart: {
+    usage: "heddle depart",
+    summary: "depart this peer (it promises to write no more ledger slots)",
+    options: { "idempotency-key": { type: "string" } },
+    async run(c, p, v, io) {
+      need(p, 0, this.usage);
+      const r = (await c.depart(v["idempotency-key"] !== undefined ? { idempotencyKey: v["idempotency-key"] as string } : {})) as Json;
+      return printJsonOr(io, v, r, () => appliedLine("depart", r));
+    },
+  },
+  sync: {
+    usage: "heddle sync",
+    summary: "a linearizable read of the control state",
+    async run(c, _p, v, io) {
+      const r = (await c.sync()) as Json;
+      return printJsonOr(io, v, r, () => `applied index ${r.appliedIndex}, minted ${r.mintedTotal}, enrolled ${r.enrolled.length}\n`);
+    },
+  },
+  roster: {
+    usage: "heddle roster",
+    summary: "the enrolled roster and the Raft voters",
+    async run(c, _p, v, io) {
+      const r = (await c.roster()) as Json;
+      return printJsonOr(io, v, r, () => `applied index ${r.appliedIndex}\n${table(["peer", "enrolled", "raft"], [...new Set<string>([...r.enrolled, ...r.raft.voters, ...r.raft.learners])].map((id) => [id, r.enrolled.includes(id), r.raft.voters.includes(id) ? (r.raft.leader === id ? "voter (leader)" : "voter") : "learner"]))}`);
+    },
+  },
+  outcome: {
+    usage: "heddle outcome --idempotency-key K | --client C --seq N",
+    summary: "the recorded outcome of an earlier control call",
+    options: { "idempotency-key": { type: "string" }, client: { type: "string" }, seq: { type: "string" } },
+    async run(c, _p, v, io) {
+      const q = v["idempotency-key"] !== undefined ? { idempotencyKey: v["idempotency-key"] as string } : v["client"] !== undefined && v["seq"] !== undefined ? { client: v["client"] as string, seq: Number(v["seq"]) } : null;
+      if (q === null) throw new UsageError(`usage: ${this.usage}`);
+      const r = (await c.outcome(q)) as Json;
+      return printJsonOr(io, v, r, () => `${JSON.stringify(r.outcome)}\n`);
+    },
+  },
+  "claims take": {
+    usage: "heddle claims take KEY... --holder H [--shared] [--ttl MS] [--scope S] [--label L]",
+    summary: "take claims, all or nothing (governed mode)",
+    options: { holder: { type: "string" }, shared: { type: "boolean" }, ttl: { type: "string" }, scope: { type: "string" }, label: { type: "string" }, "idempotency-key": { type: "string" } },
+    async run(c, p, v, io) {
+      if (p.length === 0 || v["holder"] === undefined) throw new UsageError(`usage: ${this.usage}`);
+      const ttl = v["ttl"] === undefined ? undefined : Number(v["ttl"]);
+      if (ttl !== undefined && (!Number.isInteger(ttl) || ttl <= 0)) throw new UsageError("--ttl must be a positive integer of milliseconds");
+      const r = (await c.claimsTake(
+        {
+          holder: v["holder"] as string,
+          resources: p.map((key) => ({ key, mode: v["shared"] ? ("shared" as const) : ("exclusive" as const) })),
+          ...(ttl !== undefined ? { ttlMs: ttl } : {}),
+          ...(v["scope"] !== undefined ? { scope: v["scope"] as string } : {}),
+          ...(v["label"] !== undefined ? { label: v["label"] as string } : {}),
+        },
+        v["idempotency-key"] !== undefined ? { idempotencyKey: v["idempotency-key"] as string } : {},
+      )) as Json;
+      return printJsonOr(io, v, r, () => table(["key", "mode", "token"], (r.claims?.grants ?? []).map((g: Json) => [g.key, g.mode, g.token])));
+    },
+  },
+  "claims release": {
+    usage: "heddle claims release KEY --holder H",
+    summary: "release one claim",
+    options: { holder: { type: "string" } },
+    async run(c, p, v, io) {
+      if (p.length !== 1 || v["holder"] === undefined) throw new UsageError(`usage: ${this.usage}`);
+      const r = (await c.claimsRelease(v["holder"] as string, p[0]!)) as Json;
+      return printJsonOr(io, v, r, () => (r.claims === true ? `released ${p[0]}\n` : `${v["holder"]} did not hold ${p[0]}: nothing released\n`));
+    },
+  },
+  "claims renew": {
+    usage: "heddle claims renew KEY --holder H",
+    summary: "renew a lease",
+    options: { holder: { type: "string" } },
+    async run(c, p, v, io) {
+      if (p.length !== 1 || v["holder"] === undefined) throw new UsageError(`usage: ${this.usage}`);
+      const r = (await c.claimsRenew(v["holder"] as string, p[0]!)) as Json;
+      return printJsonOr(io, v, r, () => (r.claims === true ? `renewed ${p[0]}\n` : `${v["holder"]} does not hold ${p[0]} (or its lease lapsed)\n`));
+    },
+  },
+  "claims list": {
+    usage: "heddle claims list [KEY]",
+    summary: "open claims (or one key's holders)",
+    async run(c, p, v, io) {
+      if (p.length > 1) throw new UsageError(`usage: ${this.usage}`);
+      const r = (await c.claimsList(p[0])) as Json;
+      if (p[0] !== undefined) return printJsonOr(io, v, r, () => `${r.key}: ${r.holders.length === 0 ? "free" : r.holders.join(", ")}\n`);
+      return printJsonOr(io, v, r, () => table(["key", "holder", "mode", "token", "since", "scope"], r.open.map((o: Json) => [o.key, o.holder, o.mode, o.token, o.since, o.scope ?? "-"])));
+    },
+  },
+  "leader transfer": {
+    usage: "heddle leader transfer PEER_ID",
+    summary: "hand Raft leadership to another voter (for rolling restarts)",
+    async run(c, p, v, io) {
+      const [to] = need(p, 1, this.usage);
+      const r = (await c.transferLeader(to!)) as Json;
+      return printJsonOr(io, v, r, () => `leader is now ${r.leader}\n`);
+    },
+  },
+};
+
+function edgeVerb(verb: string, call: (c: HeddleClient, edge: string, o: { idempotencyKey?: string }) => Promise<unknown>): ApiCommand {
+  return {
+    usage: `heddle ${verb} EDGE_ID [--idempotency-key K]`,
+    summary: `${verb} an edge (governed mode)`,
+    options: { "idempotency-key": { type: "string" } },
+    async run(c, p, v, io) {
+      const [edge] = need(p, 1, this.usage);
+      const r = (await call(c, edge!, v["idempotency-key"] !== undefined ? { idempotencyKey: v["idempotency-key"] as string } : {})) as Json;
+      return printJsonOr(io, v, r, () => appliedLine(`${verb} ${edge}`, r));
+    },
+  };
+}
+
+/** Runs API command `name` on `argv`. */
+export async function runApiCommand(name: string, argv: string[], io: Io): Promise<number> {
+  const cmd = API_COMMANDS[name]!;
+  const { values, positionals, client } = parseApiArgs(argv, cmd.options ?? {});
+  if (values["help"]) {
+    io.out(`${cmd.usage}\n\n${cmd.summary}\n\n${TARGET_HELP}\n  --json                print the API's JSON instead of a table\n`);
+    return EXIT.ok;
+  }
+  return withClient(client, (c) => cmd.run(c, positionals, values, io));
+}

@@ -1,0 +1,278 @@
+// The commands that make and run daemons: init, start, up, env.
+import { spawn, type ChildProcess } from "node:child_process";
+import { existsSync, readdirSync } from "node:fs";
+import { join, relative, resolve } from "node:path";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import { ApiError, DaemonUnreachableError } from "@heddle/client";
+import { CONFIG_FILE, ConfigError, DaemonStartError, initCluster, loadConfig, startDaemon, TreeSpecError, type DaemonConfig } from "@heddle/daemon";
+import { EXIT, UsageError } from "../exit-codes.ts";
+import { table } from "../table.ts";
+import { clientOf, targetOfConfig } from "../target.ts";
+import type { Io } from "./io.ts";
+
+const MAIN = fileURLToPath(new URL("../main.ts", import.meta.url));
+
+export const INIT_HELP = `heddle init — write a local cluster: a key, a token and a config per peer
+
+Usage: heddle init [--peers N] [--mode static|governed] [options] DIR
+
+  --peers N          peers, 1…64 (default 3)
+  --mode M           static: supply and tree fixed at genesis (default)
+                     governed: mint, reshape, enroll and claims through the Raft log
+  --base-port P      peer i listens on P+i (libp2p) and P+100+i (API); default: free ports picked now
+  --supply N         static: root supply of every peer (default 1000)
+  --tree SPEC        static: the genesis tree, parent>child=weight items separated by commas;
+                     child=weight hangs under the root (default "tenant-a=3,tenant-b=1")
+
+Writes DIR/peer-<i>/{peer.key, token, heddle.json} (key and token mode 0600) and prints what to run next.
+`;
+
+/** `heddle init` */
+export async function initCommand(argv: string[], io: Io): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      peers: { type: "string", default: "3" },
+      mode: { type: "string", default: "static" },
+      "base-port": { type: "string" },
+      supply: { type: "string" },
+      tree: { type: "string" },
+      json: { type: "boolean" },
+      help: { type: "boolean", short: "h" },
+    },
+  });
+  if (values.help) return io.out(INIT_HELP), EXIT.ok;
+  if (positionals.length !== 1) throw new UsageError("give exactly one folder: heddle init --peers 3 DIR");
+  const peers = Number(values.peers);
+  if (!Number.isInteger(peers) || peers < 1 || peers > 64) throw new UsageError("--peers must be an integer 1…64");
+  if (values.mode !== "static" && values.mode !== "governed") throw new UsageError("--mode must be static or governed");
+  const basePort = values["base-port"] === undefined ? undefined : Number(values["base-port"]);
+  if (basePort !== undefined && (!Number.isInteger(basePort) || basePort < 1024 || basePort + 100 + peers > 65_535)) throw new UsageError("--base-port must leave room for P+100+N within 1024…65535");
+  if (values.supply !== undefined && !/^[0-9]{1,18}$/.test(values.supply)) throw new UsageError("--supply must be a non-negative integer");
+  let written;
+  try {
+    written = await initCluster({
+      dir: positionals[0]!,
+      peers,
+      mode: values.mode,
+      ...(basePort !== undefined ? { basePort } : {}),
+      ...(values.supply !== undefined ? { supply: BigInt(values.supply) } : {}),
+      ...(values.tree !== undefined ? { tree: values.tree } : {}),
+    });
+  } catch (e) {
+    if (e instanceof TreeSpecError) throw new UsageError(e.message);
+    io.err(`heddle init: ${(e as Error).message}\n`);
+    return EXIT.usage;
+  }
+  if (values.json) return io.out(`${JSON.stringify(written)}\n`), EXIT.ok;
+  const dir = positionals[0]!;
+  const rel = (p: string) => relative(process.cwd(), p) || ".";
+  io.out(`Wrote a ${values.mode} cluster of ${peers} peer(s) in ${dir}:\n\n`);
+  io.out(table(["peer", "id", "API", "libp2p", "config"], written.map((p) => [`peer-${p.index}`, p.id, p.apiUrl, p.p2pAddr, rel(p.config)])));
+  io.out(`
+Next:
+  heddle up ${dir}                                   # start every peer (Ctrl-C stops them all)
+  export HEDDLE_CONFIG=${rel(written[0]!.config)}    # talk to peer-1
+  heddle status
+`);
+  return EXIT.ok;
+}
+
+export const START_HELP = `heddle start — run one peer in the foreground
+
+Usage: heddle start --config FILE [--log-format text|json] [--log-level debug|info|warn|error]
+
+Starts libp2p, the SQLite store, the node, its scheduler and the HTTP API. Logs go to stderr (readable
+lines, or one JSON object per line with --log-format json). SIGTERM or SIGINT stops it cleanly: no new
+API calls, calls in flight finish, the store is closed. Exit 0 after a clean stop, 8 on a bad config,
+9 when it cannot start (busy port, store of another cluster, missing key or token).
+`;
+
+/** `heddle start` */
+export async function startCommand(argv: string[], io: Io): Promise<number> {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      config: { type: "string", short: "c" },
+      "log-format": { type: "string" },
+      "log-level": { type: "string" },
+      help: { type: "boolean", short: "h" },
+    },
+  });
+  if (values.help) return io.out(START_HELP), EXIT.ok;
+  const file = values.config ?? process.env["HEDDLE_CONFIG"];
+  if (file === undefined) throw new UsageError("give the peer's config: heddle start --config FILE");
+  const fmt = values["log-format"];
+  if (fmt !== undefined && fmt !== "text" && fmt !== "json") throw new UsageError("--log-format must be text or json");
+  const lvl = values["log-level"];
+  if (lvl !== undefined && !["debug", "info", "warn", "error"].includes(lvl)) throw new UsageError("--log-level must be debug, info, warn or error");
+  let config: DaemonConfig;
+  try {
+    config = loadConfig(file);
+  } catch (e) {
+    if (e instanceof ConfigError) return io.err(`heddle start: ${e.message}\n`), EXIT.config;
+    throw e;
+  }
+  config = { ...config, log: { format: (fmt as "text" | "json" | undefined) ?? config.log.format, level: (lvl as DaemonConfig["log"]["level"] | undefined) ?? config.log.level } };
+  let daemon;
+  try {
+    daemon = await startDaemon(config);
+  } catch (e) {
+    if (e instanceof ConfigError) return io.err(`heddle start: ${e.message}\n`), EXIT.config;
+    if (e instanceof DaemonStartError) return io.err(`heddle start: ${e.message}\n`), EXIT.startFailed;
+    throw e;
+  }
+  return new Promise<number>((resolveExit) => {
+    let stopping = false;
+    const stop = (sig: string) => {
+      if (stopping) {
+        io.err(`heddle start: second ${sig}: exiting without waiting\n`);
+        process.exit(EXIT.internal);
+      }
+      stopping = true;
+      daemon.close().then(
+        () => resolveExit(EXIT.ok),
+        (e: unknown) => {
+          io.err(`heddle start: shutdown failed: ${(e as Error).message}\n`);
+          resolveExit(EXIT.internal);
+        },
+      );
+    };
+    process.once("SIGTERM", () => stop("SIGTERM"));
+    process.once("SIGINT", () => stop("SIGINT"));
+  });
+}
+
+export const UP_HELP = `heddle up — start every peer of an init folder, for local use
+
+Usage: heddle up DIR [--log-format text|json]
+
+Runs 'heddle start --config DIR/peer-<i>/heddle.json' for every peer as a child process, prefixes their
+logs with [peer-<i>], prints a table once every API answers, and stops them all on Ctrl-C (SIGINT) or
+SIGTERM. A peer that dies is reported; the others keep running.
+`;
+
+/** The config files of an init folder, in peer order. */
+export function peerConfigs(dir: string): string[] {
+  if (!existsSync(dir)) throw new UsageError(`${dir} does not exist; create a cluster with: heddle init --peers 3 ${dir}`);
+  const peers = readdirSync(dir)
+    .map((n) => /^peer-([0-9]+)$/.exec(n))
+    .filter((m): m is RegExpExecArray => m !== null)
+    .sort((a, b) => Number(a[1]) - Number(b[1]))
+    .map((m) => join(dir, m[0], CONFIG_FILE))
+    .filter((f) => existsSync(f));
+  if (peers.length === 0) throw new UsageError(`${dir} holds no peer-<i>/${CONFIG_FILE}; create a cluster with: heddle init --peers 3 ${dir}`);
+  return peers;
+}
+
+/** `heddle up` */
+export async function upCommand(argv: string[], io: Io): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: { "log-format": { type: "string" }, help: { type: "boolean", short: "h" } },
+  });
+  if (values.help) return io.out(UP_HELP), EXIT.ok;
+  if (positionals.length !== 1) throw new UsageError("give the folder heddle init wrote: heddle up DIR");
+  const configs = peerConfigs(resolve(positionals[0]!));
+  for (const f of configs) {
+    try {
+      loadConfig(f);
+    } catch (e) {
+      if (e instanceof ConfigError) return io.err(`heddle up: ${e.message}\n`), EXIT.config;
+      throw e;
+    }
+  }
+  const children: { name: string; file: string; proc: ChildProcess; exited: Promise<number> }[] = [];
+  let stopping = false;
+  for (const [i, file] of configs.entries()) {
+    const name = `peer-${i + 1}`;
+    const args = [MAIN, "start", "--config", file, ...(values["log-format"] !== undefined ? ["--log-format", values["log-format"]] : [])];
+    const proc = spawn(process.execPath, args, { stdio: ["ignore", "pipe", "pipe"] });
+    for (const s of [proc.stdout!, proc.stderr!]) createInterface({ input: s }).on("line", (l) => io.err(`[${name}] ${l}\n`));
+    const exited = new Promise<number>((res) =>
+      proc.on("exit", (code, signal) => {
+        if (!stopping) io.err(`heddle up: ${name} exited (${signal ?? `code ${code}`}); the others keep running\n`);
+        res(code ?? 1);
+      }),
+    );
+    children.push({ name, file, proc, exited });
+  }
+  const stopAll = async () => {
+    stopping = true;
+    for (const c of children) if (c.proc.exitCode === null && c.proc.signalCode === null) c.proc.kill("SIGTERM");
+    return Promise.all(children.map((c) => c.exited));
+  };
+
+  // Wait until every API answers (or a peer fails to start).
+  const deadline = Date.now() + 60_000;
+  const ready = new Set<string>();
+  while (ready.size < children.length && Date.now() < deadline) {
+    for (const c of children) {
+      if (ready.has(c.name)) continue;
+      if (c.proc.exitCode !== null) {
+        const code = c.proc.exitCode;
+        io.err(`heddle up: ${c.name} could not start (exit ${code}); stopping the others\n`);
+        await stopAll();
+        return code === EXIT.config ? EXIT.config : EXIT.startFailed;
+      }
+      try {
+        const client = clientOf({ config: c.file, timeout: "2" });
+        await client.status();
+        client.close();
+        ready.add(c.name);
+      } catch (e) {
+        if (!(e instanceof DaemonUnreachableError) && !(e instanceof ApiError)) throw e;
+      }
+    }
+    if (ready.size < children.length) await new Promise((r) => setTimeout(r, 150));
+  }
+  if (ready.size < children.length) {
+    io.err("heddle up: not every peer answered within 60 s; stopping\n");
+    await stopAll();
+    return EXIT.startFailed;
+  }
+  io.out(
+    `\nheddle up: ${children.length} peer(s) running (Ctrl-C stops them all)\n` +
+      table(
+        ["peer", "API", "pid", "config"],
+        children.map((c) => [c.name, targetOfConfig(c.file).url, c.proc.pid ?? "-", relative(process.cwd(), c.file)]),
+      ),
+  );
+  return new Promise<number>((resolveExit) => {
+    const onSignal = () => {
+      if (stopping) return;
+      io.err("heddle up: stopping every peer\n");
+      void stopAll().then(() => resolveExit(EXIT.ok));
+    };
+    process.once("SIGINT", onSignal);
+    process.once("SIGTERM", onSignal);
+    // When every child is gone on its own, there is nothing left to run.
+    void Promise.all(children.map((c) => c.exited)).then(() => {
+      if (!stopping) {
+        io.err("heddle up: every peer has exited\n");
+        resolveExit(EXIT.startFailed);
+      }
+    });
+  });
+}
+
+export const ENV_HELP = `heddle env — print shell exports for a peer's API (for curl and scripts)
+
+Usage: heddle env --config FILE
+Prints: export HEDDLE_URL=…  and  export HEDDLE_TOKEN=…   (use: eval "$(heddle env --config FILE)")
+`;
+
+/** `heddle env` */
+export async function envCommand(argv: string[], io: Io): Promise<number> {
+  const { values } = parseArgs({ args: argv, options: { config: { type: "string", short: "c" }, help: { type: "boolean", short: "h" } } });
+  if (values.help) return io.out(ENV_HELP), EXIT.ok;
+  const file = values.config ?? process.env["HEDDLE_CONFIG"];
+  if (file === undefined) throw new UsageError("give the peer's config: heddle env --config FILE");
+  const t = targetOfConfig(file);
+  io.out(`export HEDDLE_URL=${t.url}\nexport HEDDLE_TOKEN=${t.token}\n`);
+  return EXIT.ok;
+}

@@ -1,0 +1,70 @@
+// Which daemon a command talks to, and with which token: --config FILE (reads api.listen and the token
+// file), or --url with --token / --token-file, or the same from HEDDLE_CONFIG / HEDDLE_URL /
+// HEDDLE_TOKEN / HEDDLE_TOKEN_FILE.
+import { readFileSync } from "node:fs";
+import { HeddleClient } from "@heddle/client";
+import { loadConfig } from "@heddle/daemon";
+import { UsageError } from "./exit-codes.ts";
+
+/** Global options every API command accepts. */
+export interface TargetOptions {
+  config?: string;
+  url?: string;
+  token?: string;
+  "token-file"?: string;
+  timeout?: string;
+}
+
+/** `parseArgs` option specs of {@link TargetOptions}. */
+export const TARGET_OPTIONS = {
+  config: { type: "string", short: "c" },
+  url: { type: "string" },
+  token: { type: "string" },
+  "token-file": { type: "string" },
+  timeout: { type: "string" },
+} as const;
+
+/** The help lines of {@link TARGET_OPTIONS}. */
+export const TARGET_HELP = `Which daemon (first that applies):
+  -c, --config FILE     the peer's config file: its api.listen and api.tokenFile   (env HEDDLE_CONFIG)
+  --url URL             the daemon's API, e.g. http://127.0.0.1:7201               (env HEDDLE_URL)
+  --token T | --token-file F   the bearer token                        (env HEDDLE_TOKEN, HEDDLE_TOKEN_FILE)
+  --timeout S           seconds to wait for an answer (default 30)`;
+
+/** The URL and token a config file points at. */
+export function targetOfConfig(file: string): { url: string; token: string; ca?: Buffer } {
+  const c = loadConfig(file);
+  const host = c.api.host.includes(":") ? `[${c.api.host}]` : c.api.host === "0.0.0.0" ? "127.0.0.1" : c.api.host;
+  const scheme = c.api.tls !== null ? "https" : "http";
+  let token: string;
+  try {
+    token = readFileSync(c.api.tokenFile, "utf8").trim();
+  } catch (e) {
+    throw new UsageError(`cannot read the token file ${c.api.tokenFile} named by ${file}: ${(e as Error).message}`);
+  }
+  return { url: `${scheme}://${host}:${c.api.port}`, token, ...(c.api.tls !== null ? { ca: readFileSync(c.api.tls.certFile) } : {}) };
+}
+
+/** A client for the daemon the options (or environment) name. */
+export function clientOf(o: TargetOptions, env: NodeJS.ProcessEnv = process.env): HeddleClient {
+  const timeoutMs = o.timeout === undefined ? 30_000 : Number(o.timeout) * 1000;
+  if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) throw new UsageError("--timeout must be a positive number of seconds");
+  const configFile = o.config ?? (o.url === undefined ? env["HEDDLE_CONFIG"] : undefined);
+  if (configFile !== undefined) {
+    const t = targetOfConfig(configFile);
+    return new HeddleClient({ url: o.url ?? t.url, token: o.token ?? t.token, timeoutMs, ...(t.ca !== undefined ? { ca: t.ca } : {}) });
+  }
+  const url = o.url ?? env["HEDDLE_URL"];
+  if (url === undefined) throw new UsageError("which daemon? give --config FILE (a peer's heddle.json) or --url URL with --token, or set HEDDLE_CONFIG");
+  let token = o.token ?? env["HEDDLE_TOKEN"];
+  const tokenFile = o["token-file"] ?? env["HEDDLE_TOKEN_FILE"];
+  if (token === undefined && tokenFile !== undefined) {
+    try {
+      token = readFileSync(tokenFile, "utf8").trim();
+    } catch (e) {
+      throw new UsageError(`cannot read --token-file ${tokenFile}: ${(e as Error).message}`);
+    }
+  }
+  if (token === undefined) throw new UsageError("no token: give --token or --token-file (the peer's api.tokenFile), or set HEDDLE_TOKEN");
+  return new HeddleClient({ url, token, timeoutMs });
+}
