@@ -15,6 +15,7 @@ import {
   sqliteStore,
   StoreMismatchError,
   type HeddleConfig,
+  type HeddleStore,
   type HeddleNode,
   type Libp2pSeam,
 } from "@heddle/node";
@@ -44,6 +45,11 @@ export class DaemonStartError extends Error {
 export interface StartDaemonOptions {
   /** Where the daemon logs; default: the config's `log` settings, to stderr. */
   readonly logger?: Logger;
+  /**
+   * The ledger store to use instead of `store.dir/ledger.sqlite` (embedding only: tests, and the API bench
+   * that isolates HTTP cost from fsync cost with `memoryStore()`). Not settable from a config file.
+   */
+  readonly store?: HeddleStore;
 }
 
 /** A running daemon. */
@@ -181,7 +187,7 @@ export async function startDaemon(configOrPath: DaemonConfig | string, opts: Sta
     const storePath = join(config.storeDir, "ledger.sqlite");
     let node: HeddleNode;
     try {
-      const store = sqliteStore(storePath);
+      const store = opts.store ?? sqliteStore(storePath);
       node = heddleStatic({
         seam,
         self: ReplicaId(self),
