@@ -143,7 +143,7 @@ export function parseConfig(doc: unknown, file: string | null = null): DaemonCon
   let mode: StaticMode | GovernedMode | null = null;
   const d = doc as PeerConfigDocument;
   const rosterOk = r.ok || !issues.some((i) => i.field.startsWith("roster"));
-  const rosterIds = rosterOk && Array.isArray(d?.roster) ? d.roster.map((e) => e.id) : [];
+  const rosterIds = rosterOk && Array.isArray(d?.roster) ? d.roster.map((e) => e.id) : null;
   // The mode is checked against the schema of its kind, so its errors name fields inside it.
   const m = (doc as { mode?: { kind?: unknown } } | null)?.mode;
   if (m !== undefined && m !== null && typeof m === "object" && (m.kind === "static" || m.kind === "governed")) {
@@ -224,8 +224,9 @@ export function splitHostPort(s: string): [string, string] {
   return [s.slice(0, i), s.slice(i + 1)];
 }
 
-function resolveMode(m: PeerConfigDocument["mode"], rosterIds: readonly string[], issues: FieldIssue[]): StaticMode | GovernedMode {
-  const roster = new Set(rosterIds);
+function resolveMode(m: PeerConfigDocument["mode"], rosterIds: readonly string[] | null, issues: FieldIssue[]): StaticMode | GovernedMode {
+  // With a broken roster (already reported), membership checks would only repeat that problem.
+  const roster = { has: (id: string) => rosterIds === null || rosterIds.includes(id) };
   if (m.kind === "governed") {
     const voters = new Set<string>();
     m.voters.forEach((v, i) => {
@@ -249,7 +250,7 @@ function resolveMode(m: PeerConfigDocument["mode"], rosterIds: readonly string[]
     supply.set(ReplicaId(id), a ?? 0n);
   }
   if (total > (1n << 63n) - 1n) issues.push({ field: "mode.supply", problem: "sums above 2^63 − 1" });
-  for (const id of rosterIds) if (!Object.hasOwn(m.supply, id)) issues.push({ field: `mode.supply.${id}`, problem: "is missing: every roster peer needs a supply (0 is allowed)" });
+  for (const id of rosterIds ?? []) if (!Object.hasOwn(m.supply, id)) issues.push({ field: `mode.supply.${id}`, problem: "is missing: every roster peer needs a supply (0 is allowed)" });
   const ids = new Set<string>();
   const topology: AttachmentRecord[] = [];
   m.topology.forEach((e, i) => {

@@ -1,0 +1,102 @@
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ConfigError, initCluster, loadConfig, parseConfig, type InitPeer } from "../src/index.ts";
+
+let dir: string;
+let peers: InitPeer[];
+let base: Record<string, any>;
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), "heddle-config-"));
+  peers = await initCluster({ dir: join(dir, "c"), peers: 3, mode: "static", basePort: 20_000 });
+  base = JSON.parse(readFileSync(peers[0]!.config, "utf8"));
+});
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+function issuesOf(doc: unknown): { field: string; problem: string }[] {
+  try {
+    parseConfig(doc, join(dir, "x.json"));
+  } catch (e) {
+    expect(e).toBeInstanceOf(ConfigError);
+    return [...(e as ConfigError).issues];
+  }
+  throw new Error("the config was accepted");
+}
+
+function edit(f: (d: any) => void): unknown {
+  const d = structuredClone(base);
+  f(d);
+  return d;
+}
+
+describe("config file", () => {
+  it("accepts what init writes, resolving paths against the file and filling defaults", () => {
+    const c = loadConfig(peers[1]!.config);
+    expect(c.keyFile).toBe(join(peers[1]!.dir, "peer.key"));
+    expect(c.api).toMatchObject({ host: "127.0.0.1", port: 20_102, tokenFile: join(peers[1]!.dir, "token"), tls: null });
+    expect(c.mode.kind).toBe("static");
+    if (c.mode.kind === "static") {
+      expect([...c.mode.supply.values()]).toEqual([1000n, 1000n, 1000n]);
+      expect(c.mode.topology.map((t) => t.id)).toEqual(["root→tenant-a", "root→tenant-b"]);
+    }
+    expect(c.limits.maxBodyBytes).toBe(65_536);
+    expect(c.roster.map((p) => p.id)).toEqual(peers.map((p) => p.id));
+  });
+
+  it("names a field of the wrong type, with what it wanted and what it got", () => {
+    const issues = issuesOf(edit((d) => (d.api.listen = 7201)));
+    expect(issues).toEqual([{ field: "api.listen", problem: expect.stringMatching(/wrong type: expected host:port.*got the integer 7201/) }]);
+    const nested = issuesOf(edit((d) => (d.roster[1].addrs = "x")));
+    expect(nested.map((i) => i.field)).toEqual(["roster[1].addrs"]);
+  });
+
+  it("names an unknown key, and lists the known ones", () => {
+    const issues = issuesOf(edit((d) => (d.api.tokenfile = "token")));
+    expect(issues).toEqual([{ field: "api.tokenfile", problem: expect.stringMatching(/not a known key.*tokenFile/) }]);
+    expect(issuesOf(edit((d) => (d.colour = "blue"))).map((i) => i.field)).toEqual(["colour"]);
+  });
+
+  it("names a missing field", () => {
+    expect(issuesOf(edit((d) => delete d.store))).toEqual([{ field: "store", problem: "is missing (required)" }]);
+    expect(issuesOf(edit((d) => delete d.identity.keyFile))).toEqual([{ field: "identity.keyFile", problem: "is missing (required)" }]);
+  });
+
+  it("checks the mode against its own kind, naming fields inside it", () => {
+    expect(issuesOf(edit((d) => (d.mode.kind = "federated"))).map((i) => i.field)).toEqual(["mode.kind"]);
+    expect(issuesOf(edit((d) => (d.mode.topology[0].weight = "0")))).toEqual([{ field: "mode.topology[0].weight", problem: expect.stringMatching(/positive weight/) }]);
+    expect(issuesOf(edit((d) => (d.mode.voters = [])))).toEqual([{ field: "mode.voters", problem: expect.stringMatching(/not a known key/) }]);
+    const missingSupply = issuesOf(edit((d) => delete d.mode.supply[peers[2]!.id]));
+    expect(missingSupply).toEqual([{ field: `mode.supply.${peers[2]!.id}`, problem: expect.stringMatching(/every roster peer needs a supply/) }]);
+    const governed = issuesOf(edit((d) => (d.mode = { kind: "governed", root: "root", voters: ["nobody"], learners: [] })));
+    expect(governed).toEqual([{ field: "mode.voters[0]", problem: "names nobody, which is not in the roster" }]);
+  });
+
+  it("refuses an API beyond loopback without TLS, naming api.tls", () => {
+    const issues = issuesOf(edit((d) => (d.api.listen = "0.0.0.0:7201")));
+    expect(issues).toEqual([{ field: "api.tls", problem: expect.stringMatching(/beyond loopback, which requires TLS/) }]);
+    expect(() => parseConfig(edit((d) => ((d.api.listen = "0.0.0.0:7201"), (d.api.tls = { keyFile: "k.pem", certFile: "c.pem" }))))).not.toThrow();
+  });
+
+  it("reports several problems at once, and cross-field rules", () => {
+    const issues = issuesOf(
+      edit((d) => {
+        d.version = 2;
+        d.node = { heartbeatIntervalMs: 5000, heartbeatTimeoutMs: 4000 };
+      }),
+    );
+    expect(issues.map((i) => i.field)).toEqual(["version"]);
+    expect(issuesOf(edit((d) => (d.node = { heartbeatIntervalMs: 5000, heartbeatTimeoutMs: 4000 })))).toEqual([
+      { field: "node.heartbeatTimeoutMs", problem: "must exceed node.heartbeatIntervalMs (5000)" },
+    ]);
+    expect(issuesOf(edit((d) => d.roster.push(d.roster[0]))).map((i) => i.field)).toEqual(["roster[3].id"]);
+  });
+
+  it("says so when the file is not JSON or cannot be read", () => {
+    const bad = join(dir, "bad.json");
+    writeFileSync(bad, "{ version: 1 ");
+    expect(() => loadConfig(bad)).toThrow(/not valid JSON/);
+    expect(() => loadConfig(join(dir, "absent.json"))).toThrow(/cannot be read/);
+  });
+});

@@ -1,0 +1,94 @@
+import { mkdtempSync, rmSync, unlinkSync, writeFileSync } from "node:fs";
+import { createServer, type Server } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ConfigError, DaemonStartError, initCluster, loadConfig, silentLogger, startDaemon, type InitPeer } from "../src/index.ts";
+import { onEphemeralPorts } from "./support/embedded.ts";
+
+let dir: string;
+let a: InitPeer[];
+let b: InitPeer[];
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), "heddle-start-"));
+  a = await initCluster({ dir: join(dir, "a"), peers: 2, mode: "static" });
+  b = await initCluster({ dir: join(dir, "b"), peers: 1, mode: "static", supply: 5n });
+});
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+async function startError(p: Promise<unknown>): Promise<Error> {
+  try {
+    await p;
+  } catch (e) {
+    return e as Error;
+  }
+  throw new Error("the daemon started");
+}
+
+describe("startDaemon refuses what it cannot run, saying what to fix", () => {
+  it("a busy API port", async () => {
+    const blocker: Server = createServer();
+    await new Promise<void>((r) => blocker.listen(0, "127.0.0.1", r));
+    const port = (blocker.address() as { port: number }).port;
+    try {
+      const c = onEphemeralPorts(loadConfig(a[0]!.config));
+      const e = await startError(startDaemon({ ...c, api: { ...c.api, port } }, { logger: silentLogger }));
+      expect(e).toBeInstanceOf(DaemonStartError);
+      expect((e as DaemonStartError).reason).toBe("api-port");
+      expect(e.message).toMatch(new RegExp(`api.listen 127.0.0.1:${port}: the address is in use`));
+      // Everything started before the API was stopped again: the same peer starts on a free port.
+      const d = await startDaemon(c, { logger: silentLogger });
+      await d.close();
+    } finally {
+      blocker.close();
+    }
+  });
+
+  it("a store of another cluster", async () => {
+    const other = onEphemeralPorts(loadConfig(b[0]!.config));
+    const d = await startDaemon(other, { logger: silentLogger });
+    await d.close();
+    const mine = onEphemeralPorts(loadConfig(a[1]!.config));
+    const e = await startError(startDaemon({ ...mine, storeDir: other.storeDir }, { logger: silentLogger }));
+    expect(e).toBeInstanceOf(DaemonStartError);
+    expect((e as DaemonStartError).reason).toBe("store");
+    expect(e.message).toMatch(/belongs to another cluster or peer/);
+  });
+
+  it("a key that is not in the roster, a missing key, a short token", async () => {
+    const c = onEphemeralPorts(loadConfig(a[0]!.config));
+    const foreign = await startError(startDaemon({ ...c, keyFile: join(b[0]!.dir, "peer.key") }, { logger: silentLogger }));
+    expect(foreign).toBeInstanceOf(ConfigError);
+    expect((foreign as ConfigError).issues).toEqual([{ field: "identity.keyFile", problem: expect.stringMatching(/not in the roster/) }]);
+    const missing = await startError(startDaemon({ ...c, keyFile: join(dir, "nope.key") }, { logger: silentLogger }));
+    expect(missing).toMatchObject({ reason: "key", message: expect.stringMatching(/does not exist; heddle init creates/) });
+    const short = join(dir, "short-token");
+    writeFileSync(short, "abc\n");
+    const tok = await startError(startDaemon({ ...c, api: { ...c.api, tokenFile: short } }, { logger: silentLogger }));
+    expect(tok).toMatchObject({ reason: "token", message: expect.stringMatching(/at least 16 characters/) });
+    unlinkSync(short);
+    const noTok = await startError(startDaemon({ ...c, api: { ...c.api, tokenFile: short } }, { logger: silentLogger }));
+    expect(noTok).toMatchObject({ reason: "token", message: expect.stringMatching(/cannot be read/) });
+  });
+
+  it("governed mode, until the governed control plane is wired", async () => {
+    const c = onEphemeralPorts(loadConfig(a[0]!.config));
+    const e = await startError(startDaemon({ ...c, mode: { kind: "governed", root: c.mode.root, voters: [a[0]!.id], learners: [], raft: {} } }, { logger: silentLogger }));
+    expect(e).toMatchObject({ reason: "governed-unavailable" });
+  });
+});
+
+describe("clean shutdown", () => {
+  it("closes the API and the store; the same store restarts with the next epoch", async () => {
+    const c = onEphemeralPorts(loadConfig(a[0]!.config));
+    const d1 = await startDaemon(c, { logger: silentLogger });
+    const s1 = (await (await fetch(`${d1.url}/v1/status`, { headers: { authorization: `Bearer ${d1.token}` } })).json()) as { epoch: number };
+    await d1.close();
+    await expect(fetch(`${d1.url}/v1/status`)).rejects.toThrow();
+    const d2 = await startDaemon(c, { logger: silentLogger });
+    const s2 = (await (await fetch(`${d2.url}/v1/status`, { headers: { authorization: `Bearer ${d2.token}` } })).json()) as { epoch: number };
+    expect(s2.epoch).toBe(s1.epoch + 1);
+    await d2.close();
+  });
+});
