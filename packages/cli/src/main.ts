@@ -1,15 +1,15 @@
 #!/usr/bin/env node
 // The `heddle` command.
 import { ApiError, DaemonUnreachableError } from "@heddle/client";
-import { ConfigError } from "@heddle/daemon";
+import { ConfigError } from "@heddle/daemon/config";
 import { DEMO_HELP, DemoUsageError, parseDemoArgs } from "./demo/options.ts";
-import { runDemo } from "./demo/run.ts";
 import { API_COMMANDS, runApiCommand } from "./commands/api-commands.ts";
-import { benchCommand } from "./commands/bench.ts";
-import { envCommand, initCommand, startCommand, upCommand } from "./commands/daemon-commands.ts";
 import { processIo, type Io } from "./commands/io.ts";
-import { reshapeCommand } from "./commands/reshape.ts";
 import { EXIT, UsageError } from "./exit-codes.ts";
+
+// Commands that need the daemon (libp2p, fastify, SQLite) or the demo load it on use, so the API verbs
+// a script calls often start quickly.
+const daemonCommands = () => import("./commands/daemon-commands.ts");
 
 export const USAGE = `heddle — fair sharing of capacity across a tree of groups, on many peers
 
@@ -99,20 +99,20 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
           io.out(DEMO_HELP);
           return EXIT.ok;
         }
-        return await runDemo(o);
+        return await (await import("./demo/run.ts")).runDemo(o);
       }
       case "init":
-        return await initCommand(rest, io);
+        return await (await daemonCommands()).initCommand(rest, io);
       case "start":
-        return await startCommand(rest, io);
+        return await (await daemonCommands()).startCommand(rest, io);
       case "up":
-        return await upCommand(rest, io);
+        return await (await daemonCommands()).upCommand(rest, io);
       case "env":
-        return await envCommand(rest, io);
+        return await (await daemonCommands()).envCommand(rest, io);
       case "reshape":
-        return await reshapeCommand(rest, io);
+        return await (await import("./commands/reshape.ts")).reshapeCommand(rest, io);
       case "bench":
-        return await benchCommand(rest, io);
+        return await (await import("./commands/bench.ts")).benchCommand(rest, io);
       default: {
         const name = TWO_WORD.has(cmd) ? `${cmd} ${rest[0] ?? ""}` : cmd;
         if (API_COMMANDS[name] === undefined) {

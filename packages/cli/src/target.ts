@@ -3,7 +3,7 @@
 // HEDDLE_TOKEN / HEDDLE_TOKEN_FILE.
 import { readFileSync } from "node:fs";
 import { HeddleClient } from "@heddle/client";
-import { loadConfig } from "@heddle/daemon";
+import { loadConfig } from "@heddle/daemon/config";
 import { UsageError } from "./exit-codes.ts";
 
 /** Global options every API command accepts. */
@@ -46,7 +46,9 @@ export function targetOfConfig(file: string): { url: string; token: string; ca?:
 }
 
 /** A client for the daemon the options (or environment) name. */
-export function clientOf(o: TargetOptions, env: NodeJS.ProcessEnv = process.env): HeddleClient {
+export function clientOf(o: TargetOptions, processEnv: NodeJS.ProcessEnv = process.env): HeddleClient {
+  // An empty variable counts as unset (a shell's HEDDLE_CONFIG= clears it).
+  const env = Object.fromEntries(Object.entries(processEnv).filter(([, v]) => v !== undefined && v !== ""));
   const timeoutMs = o.timeout === undefined ? 30_000 : Number(o.timeout) * 1000;
   if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) throw new UsageError("--timeout must be a positive number of seconds");
   const configFile = o.config ?? (o.url === undefined ? env["HEDDLE_CONFIG"] : undefined);
