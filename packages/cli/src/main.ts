@@ -19,6 +19,7 @@ Run a cluster:
   init DIR            write a local cluster: a key, a token and a config per peer
   start --config F    run one peer in the foreground (libp2p, store, node, HTTP API)
   up DIR              start every peer of an init folder; Ctrl-C stops them all
+                      (--detach: leave them running; heddle down DIR stops them)
   env --config F      print HEDDLE_URL / HEDDLE_TOKEN exports for curl and scripts
   demo                a live demo on real processes
 
@@ -107,6 +108,8 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
         return await (await daemonCommands()).startCommand(rest, io);
       case "up":
         return await (await daemonCommands()).upCommand(rest, io);
+      case "down":
+        return await (await daemonCommands()).downCommand(rest, io);
       case "env":
         return await (await daemonCommands()).envCommand(rest, io);
       case "reshape":

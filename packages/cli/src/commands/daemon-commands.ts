@@ -1,7 +1,7 @@
 // The commands that make and run daemons: init, start, up, env.
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, readdirSync } from "node:fs";
-import { join, relative, resolve } from "node:path";
+import { closeSync, existsSync, openSync, readdirSync, readFileSync, unlinkSync, writeFileSync } from "node:fs";
+import { dirname, join, relative, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
@@ -148,12 +148,54 @@ export async function startCommand(argv: string[], io: Io): Promise<number> {
 
 export const UP_HELP = `heddle up — start every peer of an init folder, for local use
 
-Usage: heddle up DIR [--log-format text|json]
+Usage: heddle up DIR [--detach] [--log-format text|json]
 
 Runs 'heddle start --config DIR/peer-<i>/heddle.json' for every peer as a child process, prefixes their
 logs with [peer-<i>], prints a table once every API answers, and stops them all on Ctrl-C (SIGINT) or
 SIGTERM. A peer that dies is reported; the others keep running.
+
+  --detach   leave the peers running in the background and return once every API answers; each peer logs
+             to DIR/peer-<i>/daemon.log and its pid is in DIR/peer-<i>/daemon.pid. Stop them with heddle down DIR.
 `;
+
+export const DOWN_HELP = `heddle down — stop the peers 'heddle up --detach' started
+
+Usage: heddle down DIR
+Sends SIGTERM to every DIR/peer-<i>/daemon.pid and waits until each has stopped cleanly.
+`;
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** \`heddle down\` */
+export async function downCommand(argv: string[], io: Io): Promise<number> {
+  const { values, positionals } = parseArgs({ args: argv, allowPositionals: true, options: { help: { type: "boolean", short: "h" } } });
+  if (values.help) return io.out(DOWN_HELP), EXIT.ok;
+  if (positionals.length !== 1) throw new UsageError("give the folder: heddle down DIR");
+  const pids: { name: string; pid: number; file: string }[] = [];
+  for (const conf of peerConfigs(resolve(positionals[0]!))) {
+    const file = join(dirname(conf), "daemon.pid");
+    if (!existsSync(file)) continue;
+    const pid = Number(readFileSync(file, "utf8").trim());
+    if (Number.isInteger(pid) && pid > 0 && alive(pid)) {
+      process.kill(pid, "SIGTERM");
+      pids.push({ name: dirname(conf).split("/").pop()!, pid, file });
+    } else unlinkSync(file);
+  }
+  const deadline = Date.now() + 30_000;
+  while (pids.some((p) => alive(p.pid)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+  const stuck = pids.filter((p) => alive(p.pid));
+  for (const p of pids) if (!alive(p.pid) && existsSync(p.file)) unlinkSync(p.file);
+  if (stuck.length > 0) return io.err(`heddle down: ${stuck.map((p) => `${p.name} (pid ${p.pid})`).join(", ")} did not stop within 30 s\n`), EXIT.internal;
+  io.out(pids.length === 0 ? "heddle down: no peer was running\n" : `heddle down: stopped ${pids.map((p) => p.name).join(", ")}\n`);
+  return EXIT.ok;
+}
 
 /** The config files of an init folder, in peer order. */
 export function peerConfigs(dir: string): string[] {
@@ -173,9 +215,10 @@ export async function upCommand(argv: string[], io: Io): Promise<number> {
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
-    options: { "log-format": { type: "string" }, help: { type: "boolean", short: "h" } },
+    options: { "log-format": { type: "string" }, detach: { type: "boolean" }, help: { type: "boolean", short: "h" } },
   });
   if (values.help) return io.out(UP_HELP), EXIT.ok;
+  const detach = values.detach === true;
   if (positionals.length !== 1) throw new UsageError("give the folder heddle init wrote: heddle up DIR");
   const configs = peerConfigs(resolve(positionals[0]!));
   for (const f of configs) {
@@ -188,11 +231,30 @@ export async function upCommand(argv: string[], io: Io): Promise<number> {
   }
   const children: { name: string; file: string; proc: ChildProcess; exited: Promise<number> }[] = [];
   let stopping = false;
+  const stopAll = async () => {
+    stopping = true;
+    for (const c of children) if (c.proc.exitCode === null && c.proc.signalCode === null) c.proc.kill("SIGTERM");
+    return Promise.all(children.map((c) => c.exited));
+  };
   for (const [i, file] of configs.entries()) {
     const name = `peer-${i + 1}`;
     const args = [MAIN, "start", "--config", file, ...(values["log-format"] !== undefined ? ["--log-format", values["log-format"]] : [])];
-    const proc = spawn(process.execPath, args, { stdio: ["ignore", "pipe", "pipe"] });
-    for (const s of [proc.stdout!, proc.stderr!]) createInterface({ input: s }).on("line", (l) => io.err(`[${name}] ${l}\n`));
+    let proc: ChildProcess;
+    if (detach) {
+      const pidFile = join(dirname(file), "daemon.pid");
+      if (existsSync(pidFile) && alive(Number(readFileSync(pidFile, "utf8").trim()))) {
+        io.err(`heddle up: ${name} is already running (pid file ${pidFile}); heddle down stops it\n`);
+        await stopAll();
+        return EXIT.startFailed;
+      }
+      const log = openSync(join(dirname(file), "daemon.log"), "a");
+      proc = spawn(process.execPath, args, { stdio: ["ignore", log, log], detached: true });
+      closeSync(log);
+      writeFileSync(pidFile, `${proc.pid}\n`);
+    } else {
+      proc = spawn(process.execPath, args, { stdio: ["ignore", "pipe", "pipe"] });
+      for (const s of [proc.stdout!, proc.stderr!]) createInterface({ input: s }).on("line", (l) => io.err(`[${name}] ${l}\n`));
+    }
     const exited = new Promise<number>((res) =>
       proc.on("exit", (code, signal) => {
         if (!stopping) io.err(`heddle up: ${name} exited (${signal ?? `code ${code}`}); the others keep running\n`);
@@ -201,11 +263,6 @@ export async function upCommand(argv: string[], io: Io): Promise<number> {
     );
     children.push({ name, file, proc, exited });
   }
-  const stopAll = async () => {
-    stopping = true;
-    for (const c of children) if (c.proc.exitCode === null && c.proc.signalCode === null) c.proc.kill("SIGTERM");
-    return Promise.all(children.map((c) => c.exited));
-  };
 
   // Wait until every API answers (or a peer fails to start).
   const deadline = Date.now() + 60_000;
@@ -236,12 +293,16 @@ export async function upCommand(argv: string[], io: Io): Promise<number> {
     return EXIT.startFailed;
   }
   io.out(
-    `\nheddle up: ${children.length} peer(s) running (Ctrl-C stops them all)\n` +
+    `\nheddle up: ${children.length} peer(s) running ${detach ? `in the background (heddle down ${positionals[0]} stops them; logs in each peer's daemon.log)` : "(Ctrl-C stops them all)"}\n` +
       table(
         ["peer", "API", "pid", "config"],
         children.map((c) => [c.name, targetOfConfig(c.file).url, c.proc.pid ?? "-", relative(process.cwd(), c.file)]),
       ),
   );
+  if (detach) {
+    for (const c of children) c.proc.unref();
+    return EXIT.ok;
+  }
   return new Promise<number>((resolveExit) => {
     const onSignal = () => {
       if (stopping) return;
