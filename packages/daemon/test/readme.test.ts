@@ -1,0 +1,20 @@
+// The package README opens with a runnable example: run it.
+import { execFile } from "node:child_process";
+import { readFileSync, rmSync, writeFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { expect, it } from "vitest";
+
+it("the README's example runs and completes a reservation", async () => {
+  const readme = readFileSync(fileURLToPath(new URL("../README.md", import.meta.url)), "utf8");
+  const code = /```ts\n([\s\S]*?)```/.exec(readme)![1]!;
+  const file = fileURLToPath(new URL("./readme-example.tmp.ts", import.meta.url));
+  writeFileSync(file, code);
+  try {
+    const out = await new Promise<string>((resolve, reject) =>
+      execFile(process.execPath, [file], { timeout: 60_000 }, (err, stdout, stderr) => (err ? reject(new Error(`${err.message}\n${stderr}`)) : resolve(stdout))),
+    );
+    expect(out).toMatch(/charged: '7',\s+outcome: 'charged'/);
+  } finally {
+    rmSync(file, { force: true });
+  }
+});
