@@ -577,6 +577,10 @@ function sendControlError(reply: FastifyReply, e: unknown, logger: Logger) {
     return reply.code(400).send({ error: "invalid-request", message: err.message, issues: [{ field: "(body)", in: "body", problem: err.message }] });
   }
   switch (err?.name) {
+    case "NotLeaderHereError":
+      return reply.code(409).send({ error: "refused", message: err.message, refusal: { kind: "not-leader", leader: (err as { leader?: string | null }).leader ?? null } });
+    case "LeadershipTransferError":
+      return reply.code(409).send({ error: "refused", message: err.message, refusal: { kind: "transfer-failed", reason: (err as { reason?: string }).reason ?? null } });
     case CONTROL_ERRORS.outcomeUnknown:
       return reply.code(504).send({
         error: "outcome-unknown",

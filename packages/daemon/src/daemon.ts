@@ -24,6 +24,7 @@ import { buildApi } from "./api.ts";
 import { ConfigError, loadConfig, type DaemonConfig } from "./config.ts";
 import type { ControlPlane } from "./control-plane.ts";
 import type { DataPlane } from "./data-plane.ts";
+import { startGovernedPeer, type HeddleGovernedFn } from "./governed-peer.ts";
 import { createLogger, type Logger } from "./log.ts";
 import { Scheduler } from "./scheduler.ts";
 
@@ -145,13 +146,19 @@ export async function startDaemon(configOrPath: DaemonConfig | string, opts: Sta
       throw new DaemonStartError("tls", `api.tls: ${(e as Error).message}`);
     }
   }
-  if (config.mode.kind === "governed") {
-    throw new DaemonStartError(
-      "governed-unavailable",
-      "mode.kind \"governed\" is not available in this build yet: the governed control plane (heddleGoverned, issue 11) has not landed. Use mode.kind \"static\" (heddle init --mode static) for now",
-    );
-  }
   const mode = config.mode;
+  let heddleGoverned: HeddleGovernedFn | null = null;
+  if (mode.kind === "governed") {
+    // Loaded by name so this build runs static peers whether or not @heddle/governed exports it yet.
+    const governed = (await import("@heddle/governed")) as Record<string, unknown>;
+    if (typeof governed["heddleGoverned"] !== "function") {
+      throw new DaemonStartError(
+        "governed-unavailable",
+        "mode.kind \"governed\" is not available in this build yet: @heddle/governed does not export heddleGoverned (issue 11). Use mode.kind \"static\" (heddle init --mode static) for now",
+      );
+    }
+    heddleGoverned = governed["heddleGoverned"] as HeddleGovernedFn;
+  }
 
   const cleanups: (() => Promise<void> | void)[] = [];
   const unwind = async () => {
@@ -185,17 +192,32 @@ export async function startDaemon(configOrPath: DaemonConfig | string, opts: Sta
     cleanups.push(() => seam.close());
 
     const storePath = join(config.storeDir, "ledger.sqlite");
-    let node: HeddleNode;
+    let data: DataPlane;
+    let control: ControlPlane | null = null;
+    let partitionEvents: HeddleNode["partitionEvents"];
+    let staticNode: HeddleNode | null = null;
     try {
       const store = opts.store ?? sqliteStore(storePath);
-      node = heddleStatic({
-        seam,
-        self: ReplicaId(self),
-        root: mode.root,
-        supply: mode.supply,
-        topology: mode.topology,
-        config: nodeConfigOf(config, store),
-      });
+      if (mode.kind === "static") {
+        const node = heddleStatic({
+          seam,
+          self: ReplicaId(self),
+          root: mode.root,
+          supply: mode.supply,
+          topology: mode.topology,
+          config: nodeConfigOf(config, store),
+        });
+        cleanups.push(() => node.shutdown());
+        staticNode = node;
+        data = node;
+        partitionEvents = node.partitionEvents;
+      } else {
+        const peer = await startGovernedPeer({ heddleGoverned: heddleGoverned!, seam, self: ReplicaId(self), mode, storeDir: config.storeDir, config: nodeConfigOf(config, store), logger });
+        cleanups.push(() => peer.close());
+        data = peer.node;
+        control = peer.control;
+        partitionEvents = peer.node.partitionEvents;
+      }
     } catch (e) {
       if (e instanceof StoreMismatchError) {
         throw new DaemonStartError("store", `store ${storePath} belongs to another cluster or peer (${e.message}); point store.dir at this cluster's store or at an empty directory`, { cause: e });
@@ -203,22 +225,20 @@ export async function startDaemon(configOrPath: DaemonConfig | string, opts: Sta
       if (e instanceof BootstrapError) throw new ConfigError(config.file, [{ field: "mode", problem: `does not make a valid genesis: ${e.message}` }]);
       throw new DaemonStartError("store", `store ${storePath} could not be opened: ${(e as Error).message}`, { cause: e });
     }
-    cleanups.push(() => node.shutdown());
-
-    const data: DataPlane = node;
-    const control: ControlPlane | null = null;
     const liveness = new Map<string, { kind: string; at: number; reason?: string }>();
-    const offLive = node.partitionEvents.subscribe((e) => {
+    const offLive = partitionEvents.subscribe((e) => {
       liveness.set(e.peer, { kind: e.kind, at: Date.now(), ...(e.reason !== undefined ? { reason: e.reason } : {}) });
       logger.info(`peer ${e.kind}`, { other: e.peer, ...(e.reason !== undefined ? { reason: e.reason } : {}) });
     });
     cleanups.push(offLive);
-    const offEvents = node.events.subscribe((e) => {
-      if (e.kind === "persist-failed") logger.error("store commit failed: the node has failed closed; restart it", { error: String(e.error) });
-      else if (e.kind === "peer-joined" || e.kind === "peer-left") logger.info(e.kind, { other: e.peer });
-      else if (e.kind === "conflicts" && e.conflicts.length > 0) logger.warn("ledger conflicts", { conflicts: e.conflicts.map((c) => c.kind).join(",") });
-    });
-    cleanups.push(offEvents);
+    if (staticNode !== null) {
+      const offEvents = staticNode.events.subscribe((e) => {
+        if (e.kind === "persist-failed") logger.error("store commit failed: the node has failed closed; restart it", { error: String(e.error) });
+        else if (e.kind === "peer-joined" || e.kind === "peer-left") logger.info(e.kind, { other: e.peer });
+        else if (e.kind === "conflicts" && e.conflicts.length > 0) logger.warn("ledger conflicts", { conflicts: e.conflicts.map((c) => c.kind).join(",") });
+      });
+      cleanups.push(offEvents);
+    }
 
     const scheduler = new Scheduler({
       node: data,
@@ -237,7 +257,7 @@ export async function startDaemon(configOrPath: DaemonConfig | string, opts: Sta
       data,
       control,
       scheduler,
-      mode: "static",
+      mode: mode.kind,
       root: GroupId(mode.root),
       token,
       logger,
@@ -261,14 +281,14 @@ export async function startDaemon(configOrPath: DaemonConfig | string, opts: Sta
     const port = typeof addr === "object" && addr !== null ? addr.port : config.api.port;
     const host = config.api.host.includes(":") ? `[${config.api.host}]` : config.api.host;
     const url = `${tls !== null ? "https" : "http"}://${host}:${port}`;
-    logger.info("heddle peer started", { mode: "static", api: url, p2p: seam.addrs().join(" "), store: config.storeDir, epoch: node.epoch });
+    logger.info("heddle peer started", { mode: mode.kind, api: url, p2p: seam.addrs().join(" "), store: config.storeDir, epoch: data.epoch ?? null });
 
     let closing: Promise<void> | null = null;
     return {
       url,
       token,
       self,
-      mode: "static",
+      mode: mode.kind,
       p2pAddrs: seam.addrs(),
       config,
       close() {

@@ -1,0 +1,153 @@
+// Governed mode: the Raft member (SQLite log under store.dir, Raft frames on channel 4 of the peer's seam)
+// and the governed node (governed.md §2) fitted to the API's `ControlPlane`, plus the `enroll(self)` every
+// start must make (§3.9) before the peer may write ledger slots.
+import { randomUUID } from "node:crypto";
+import { join } from "node:path";
+import type { AttachmentId, AttachmentRecord, ReplicaId } from "@heddle/ledger";
+import { raftChannelTransport, raftNode, sqliteRaftStorage, type RaftNode } from "@heddle/governed";
+import { realTimers, type EventStream, type HeddleConfig, type PartitionEvent, type Seam } from "@heddle/node";
+import type { GovernedMode } from "./config.ts";
+import type { CallOptions, ClaimsVerbs, ControlOutcome, ControlPlane, ControlView, RosterView } from "./control-plane.ts";
+import type { DataPlane } from "./data-plane.ts";
+import type { Logger } from "./log.ts";
+
+/** What the daemon uses of a `GovernedHeddleNode` (governed.md §2.2). */
+export interface GovernedNodeLike extends Omit<DataPlane, "self"> {
+  readonly self: ReplicaId;
+  readonly isWritable: boolean;
+  readonly partitionEvents: EventStream<PartitionEvent>;
+  mint(holder: ReplicaId, amount: bigint, opts?: CallOptions): Promise<ControlOutcome>;
+  prepare(record: AttachmentRecord, opts?: CallOptions): Promise<ControlOutcome>;
+  activate(edge: AttachmentId, opts?: CallOptions): Promise<ControlOutcome>;
+  close(edge: AttachmentId, opts?: CallOptions): Promise<ControlOutcome>;
+  retire(edge: AttachmentId, opts?: CallOptions): Promise<ControlOutcome>;
+  enroll(replica: ReplicaId, opts?: CallOptions): Promise<ControlOutcome>;
+  depart(opts?: CallOptions): Promise<ControlOutcome>;
+  readonly claims: ClaimsVerbs;
+  roster(): RosterView;
+  controlView(): ControlView;
+  sync(opts?: { timeoutMs?: number; signal?: AbortSignal }): Promise<ControlView>;
+  shutdown(): Promise<void>;
+}
+
+/** `heddleGoverned`'s signature (governed.md §2.1), as the daemon calls it. */
+export type HeddleGovernedFn = (opts: { seam: Seam; self: ReplicaId; root: GovernedMode["root"]; config: HeddleConfig; raft: RaftNode; incarnation: string }) => GovernedNodeLike;
+
+/** An error the API maps to 409 `refused` with `refusal.kind = "not-leader"`. */
+export class NotLeaderHereError extends Error {
+  readonly leader: string | null;
+
+  constructor(leader: string | null) {
+    super(leader === null ? "no leader is known right now; retry in a moment" : `this peer is not the Raft leader; run it against the leader, ${leader}`);
+    this.name = "NotLeaderHereError";
+    this.leader = leader;
+  }
+}
+
+/** The `ControlPlane` of a governed node and its Raft member. */
+export function governedControlPlane(g: GovernedNodeLike, raft: RaftNode): ControlPlane {
+  return {
+    mint: (h, a, o) => g.mint(h, a, o),
+    prepare: (r, o) => g.prepare(r, o),
+    activate: (e, o) => g.activate(e, o),
+    close: (e, o) => g.close(e, o),
+    retire: (e, o) => g.retire(e, o),
+    enroll: (r, o) => g.enroll(r, o),
+    depart: (o) => g.depart(o),
+    claims: g.claims,
+    get isWritable() {
+      return g.isWritable;
+    },
+    roster: () => g.roster(),
+    controlView: () => g.controlView(),
+    sync: (o) => g.sync(o),
+    raft: () => {
+      const m = raft.membership.get();
+      return { role: raft.role.get(), leader: raft.leader.get(), commitIndex: raft.commitIndex.get(), voters: [...m.voters], learners: [...m.learners] };
+    },
+    async transferLeadership(to) {
+      const transfer = (raft as RaftNode & { transferLeadership?: (target: string) => Promise<void> }).transferLeadership;
+      if (typeof transfer !== "function") throw new Error("leadership transfer is not available in this build of @heddle/governed");
+      if (raft.role.get() !== "leader") throw new NotLeaderHereError(raft.leader.get());
+      await transfer.call(raft, to);
+    },
+  };
+}
+
+/** A started governed peer. */
+export interface GovernedPeer {
+  readonly node: GovernedNodeLike;
+  readonly raft: RaftNode;
+  readonly control: ControlPlane;
+  /** Stops the enroll loop, the node and the Raft member. */
+  close(): Promise<void>;
+}
+
+/** Longest wait between two attempts of the start-up `enroll(self)`. */
+export const ENROLL_RETRY_MAX_MS = 5_000;
+
+/**
+ * Starts the Raft member and the governed node, then enrolls this peer in the background, retrying with the
+ * same key after an unknown outcome until it applies (a peer started before a quorum is up simply waits).
+ */
+export async function startGovernedPeer(o: {
+  heddleGoverned: HeddleGovernedFn;
+  seam: Seam;
+  self: ReplicaId;
+  mode: GovernedMode;
+  storeDir: string;
+  config: HeddleConfig;
+  logger: Logger;
+}): Promise<GovernedPeer> {
+  const raft = raftNode({
+    cluster: { voters: [...o.mode.voters], learners: [...o.mode.learners] },
+    transport: raftChannelTransport(o.seam, (m) => o.logger.warn(m)),
+    storage: sqliteRaftStorage(join(o.storeDir, "raft.sqlite"), { thread: "worker" }),
+    timers: realTimers,
+    random: Math.random,
+    config: o.mode.raft,
+    defer: (fn) => void setImmediate(fn),
+  });
+  try {
+    await raft.started;
+  } catch (e) {
+    await raft.close().catch(() => {});
+    throw e;
+  }
+  let node: GovernedNodeLike;
+  try {
+    node = o.heddleGoverned({ seam: o.seam, self: o.self, root: o.mode.root, config: o.config, raft, incarnation: randomUUID() });
+  } catch (e) {
+    await raft.close().catch(() => {});
+    throw e;
+  }
+  let stopped = false;
+  const enrolled = (async () => {
+    let key: CallOptions["key"];
+    for (let attempt = 0, delay = 250; !stopped; attempt++) {
+      try {
+        const out = await node.enroll(o.self, { timeoutMs: 10_000, ...(key !== undefined ? { key } : {}) });
+        o.logger.info("enrolled: this peer may write ledger slots", { index: out.index ?? null });
+        return;
+      } catch (e) {
+        if (stopped) return;
+        const k = (e as { key?: CallOptions["key"] }).key;
+        if (k !== undefined) key = k;
+        if (attempt === 0 || attempt % 10 === 0) o.logger.info("waiting to enroll (no Raft quorum yet?)", { error: (e as Error).message });
+        await new Promise((r) => setTimeout(r, delay));
+        delay = Math.min(delay * 2, ENROLL_RETRY_MAX_MS);
+      }
+    }
+  })();
+  return {
+    node,
+    raft,
+    control: governedControlPlane(node, raft),
+    async close() {
+      stopped = true;
+      await node.shutdown();
+      await enrolled.catch(() => {});
+      await raft.close();
+    },
+  };
+}
