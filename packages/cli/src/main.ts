@@ -55,9 +55,10 @@ function apiErrorExit(e: ApiError, io: Io): number {
       return EXIT.unauthorized;
     case 409: {
       const detail = b.conflict ?? b.refusal;
-      io.err(`heddle: ${b.error === "static-mode" ? b.message : `${b.error}: ${b.message}`}${detail !== undefined ? `\n  ${JSON.stringify(detail)}` : ""}\n`);
+      io.err(`heddle: ${b.message}${detail !== undefined ? `\n  ${JSON.stringify(detail)}` : ""}\n`);
       return EXIT.refused;
     }
+    case 501:
     case 503:
     case 504:
       io.err(`heddle: ${b.message}${b.key !== undefined ? `\n  key ${JSON.stringify(b.key)}` : ""}\n`);

@@ -560,9 +560,24 @@ function refusalMessage(r: { kind: string }): string {
   }
 }
 
+function conflictMessage(c: { reason: string; [k: string]: unknown }): string {
+  switch (c.reason) {
+    case "dualInbound":
+      return `conflict dualInbound: ${String(c["child"])} already has a live inbound edge, ${String(c["incumbent"])}; retire it first (heddle reshape does the whole recipe)`;
+    case "notDrained":
+      return `conflict notDrained: ${String(c["edge"])} still has outstanding entitlement; wait for it to drain, then retry`;
+    case "keyReuse":
+      return "conflict keyReuse: this Idempotency-Key was already used for a different request";
+    case "unknownEdge":
+      return `conflict unknownEdge: no edge ${String(c["edge"])} in the control log; prepare it first`;
+    default:
+      return `conflict ${c.reason}`;
+  }
+}
+
 function sendOutcome(reply: FastifyReply, o: ControlOutcome) {
   if (o.kind === "conflict") {
-    return reply.code(409).send({ error: "conflict", message: `conflict: ${o.conflict.reason}`, conflict: toWire(o.conflict), index: o.index, key: o.key });
+    return reply.code(409).send({ error: "conflict", message: conflictMessage(o.conflict), conflict: toWire(o.conflict), index: o.index, key: o.key });
   }
   const claims = o.claims as { ok?: boolean } | undefined;
   if (claims !== undefined && claims !== null && typeof claims === "object" && claims.ok === false) {
@@ -579,6 +594,8 @@ function sendControlError(reply: FastifyReply, e: unknown, logger: Logger) {
   switch (err?.name) {
     case "NotLeaderHereError":
       return reply.code(409).send({ error: "refused", message: err.message, refusal: { kind: "not-leader", leader: (err as { leader?: string | null }).leader ?? null } });
+    case "TransferUnavailableError":
+      return reply.code(501).send({ error: "unavailable", message: err.message });
     case "LeadershipTransferError":
       return reply.code(409).send({ error: "refused", message: err.message, refusal: { kind: "transfer-failed", reason: (err as { reason?: string }).reason ?? null } });
     case CONTROL_ERRORS.outcomeUnknown:

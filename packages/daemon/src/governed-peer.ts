@@ -67,7 +67,9 @@ export function governedControlPlane(g: GovernedNodeLike, raft: RaftNode): Contr
     },
     async transferLeadership(to) {
       const transfer = (raft as RaftNode & { transferLeadership?: (target: string) => Promise<void> }).transferLeadership;
-      if (typeof transfer !== "function") throw new Error("leadership transfer is not available in this build of @heddle/governed");
+      if (typeof transfer !== "function") {
+        throw Object.assign(new Error("leadership transfer is not available in this build of @heddle/governed (governed.md §4.10)"), { name: "TransferUnavailableError" });
+      }
       if (raft.role.get() !== "leader") throw new NotLeaderHereError(raft.leader.get());
       await transfer.call(raft, to);
     },

@@ -2,6 +2,7 @@
 // recipe through the API — prepare the new generation, close the old, wait for it to drain on every
 // replica, retire it, activate the new — with a progress line while it drains. Every step carries an
 // Idempotency-Key derived from the new edge, so running the same command again resumes where it stopped.
+import { createHash } from "node:crypto";
 import { ApiError, type HeddleClient } from "@heddle/client";
 import { EXIT, UsageError } from "../exit-codes.ts";
 import { parseApiArgs } from "./api-commands.ts";
@@ -81,13 +82,15 @@ export async function reshape(c: HeddleClient, io: Io, o: { child: string; paren
     if (e.lifecycle === "PREPARED" && e.parent === parent && e.child === o.child && sameWeight(e.weight, weight)) newId = e.id;
   }
   for (let g = 1; newId === null; g++) if (!edges.has(generationId(parent, o.child, g))) newId = generationId(parent, o.child, g);
-  const key = (s: string) => ({ idempotencyKey: `reshape:${newId}:${s}` });
+  // Keys name the new edge by a digest: edge ids may hold characters a header cannot (→).
+  const edgeTag = (id: string) => createHash("sha256").update(id).digest("hex").slice(0, 24);
+  const key = (s: string) => ({ idempotencyKey: `reshape:${edgeTag(newId!)}:${s}` });
   const w = /^[0-9]+$/.test(weight) ? Number(weight) : weight;
   io.err(old === null ? `attaching ${o.child} under ${parent} (weight ${weight}) as ${newId}\n` : `reshaping ${o.child}: ${oldId} (under ${old.parent}, weight ${old.weight}) → ${newId} (under ${parent}, weight ${weight})\n`);
   try {
     await step(io, `prepare ${newId}`, () => c.prepare({ id: newId!, parent, child: o.child, weight: w }, key("prepare")));
     if (old !== null) {
-      await step(io, `close ${oldId}`, () => c.closeEdge(oldId!, key(`close:${oldId}`)));
+      await step(io, `close ${oldId}`, () => c.closeEdge(oldId!, key(`close:${edgeTag(oldId!)}`)));
       const started = Date.now();
       let attempt = 0;
       for (;;) {
@@ -96,7 +99,7 @@ export async function reshape(c: HeddleClient, io: Io, o: { child: string; paren
         if (e.lifecycle === "RETIRED") break;
         if (positions.length === 0) {
           try {
-            await step(io, `retire ${oldId}`, () => c.retire(oldId!, key(`retire:${oldId}:${++attempt}`)));
+            await step(io, `retire ${oldId}`, () => c.retire(oldId!, key(`retire:${edgeTag(oldId!)}:${++attempt}`)));
             break;
           } catch (x) {
             // Drained on our view but not (yet) on the proposer's: wait for gossip and try again.
