@@ -594,8 +594,6 @@ function sendControlError(reply: FastifyReply, e: unknown, logger: Logger) {
   switch (err?.name) {
     case "NotLeaderHereError":
       return reply.code(409).send({ error: "refused", message: err.message, refusal: { kind: "not-leader", leader: (err as { leader?: string | null }).leader ?? null } });
-    case "TransferUnavailableError":
-      return reply.code(501).send({ error: "unavailable", message: err.message });
     case "LeadershipTransferError":
       return reply.code(409).send({ error: "refused", message: err.message, refusal: { kind: "transfer-failed", reason: (err as { reason?: string }).reason ?? null } });
     case CONTROL_ERRORS.outcomeUnknown:

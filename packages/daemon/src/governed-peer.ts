@@ -66,12 +66,8 @@ export function governedControlPlane(g: GovernedNodeLike, raft: RaftNode): Contr
       return { role: raft.role.get(), leader: raft.leader.get(), commitIndex: raft.commitIndex.get(), voters: [...m.voters], learners: [...m.learners] };
     },
     async transferLeadership(to) {
-      const transfer = (raft as RaftNode & { transferLeadership?: (target: string) => Promise<void> }).transferLeadership;
-      if (typeof transfer !== "function") {
-        throw Object.assign(new Error("leadership transfer is not available in this build of @heddle/governed (governed.md §4.10)"), { name: "TransferUnavailableError" });
-      }
       if (raft.role.get() !== "leader") throw new NotLeaderHereError(raft.leader.get());
-      await transfer.call(raft, to);
+      await raft.transferLeadership(to);
     },
   };
 }
