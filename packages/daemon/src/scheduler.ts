@@ -1,6 +1,7 @@
 // Keeps entitlement flowing on this peer: holds the standing demand services advertised through the
 // API, rolls it up the tree, re-advertises it before the node's demand TTL runs out (node.md §6: callers
-// refresh, the node does not), and schedules every parent top-down on a timer (node.md §7).
+// refresh, the node does not), and schedules the parents along its own demand top-down on a timer
+// (node.md §7).
 import type { AttachmentId, EntitlementLedger, GroupId } from "@heddle/ledger";
 import { DEMAND_NONE, type Demand } from "@heddle/policy";
 import type { HeddleNode, Timers } from "@heddle/node";
@@ -107,7 +108,7 @@ export class Scheduler {
     return new Map([...this.#advertised].map(([e, a]) => [e, a.demand]));
   }
 
-  /** One round: drop lapsed demand, refresh advertisements, schedule every parent top-down. */
+  /** One round: drop lapsed demand, refresh advertisements, schedule the parents of wanted edges top-down. */
   tick(): void {
     this.#ticks++;
     const now = this.#o.timers.now();
@@ -160,23 +161,25 @@ export class Scheduler {
     }
   }
 
-  /** `schedule(parent)` for every parent with an ACTIVE child, parents before their children. */
+  /**
+   * `schedule(parent)` at every parent of an edge this peer wants (its standing demand and everything
+   * above it), parents before their children. A peer delegates its own holdings (node.md §7), and the
+   * demand it folds is every peer's: a peer with no demand of its own under `parent` would fill another
+   * peer's demand into its own pocket at a leaf where it runs no work, and the demanding peer, seeing the
+   * target met, would never be served. So a peer spends its holdings only toward what it wants itself.
+   */
   #scheduleAll(): void {
     const view = this.#o.node.ledger.get();
-    const queue: GroupId[] = [this.#o.root];
-    const seen = new Set<GroupId>(queue);
-    for (let i = 0; i < queue.length && i < MAX_PARENTS_PER_TICK; i++) {
-      const parent = queue[i]!;
-      const children = view.childrenOf(parent);
-      if (children.length === 0) continue;
-      this.#o.node.schedule(parent);
-      for (const c of children) {
-        const rec = view.record(c.attachment);
-        if (rec === null || seen.has(rec.child)) continue;
-        seen.add(rec.child);
-        queue.push(rec.child);
-      }
+    const depth = new Map<GroupId, number>();
+    for (const e of this.#advertised.keys()) {
+      const rec = view.record(e);
+      if (rec === null || depth.has(rec.parent)) continue;
+      const lineage = view.lineageOf(rec.parent);
+      if (lineage === null) continue;
+      depth.set(rec.parent, lineage.length);
     }
+    const parents = [...depth].sort((a, b) => a[1] - b[1] || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+    for (let i = 0; i < parents.length && i < MAX_PARENTS_PER_TICK; i++) this.#o.node.schedule(parents[i]![0]);
   }
 }
 

@@ -1,0 +1,65 @@
+// The daemon's scheduler spends this peer's holdings only toward the demand this peer stands itself.
+import { AttachmentId, EntitlementLedger, GroupId, ReplicaId, Weight } from "@heddle/ledger";
+import { VirtualTimers } from "@heddle/node";
+import type { Demand } from "@heddle/policy";
+import { describe, expect, it } from "vitest";
+import { Scheduler } from "../src/scheduler.ts";
+
+function tree(): EntitlementLedger {
+  let l = EntitlementLedger.bootstrap(GroupId("root"), new Map([[ReplicaId("p1"), 100n]]), "scheduler-test");
+  const edges: [string, string, string][] = [["root→a", "root", "a"], ["root→b", "root", "b"], ["a→batch", "a", "batch"], ["b→web", "b", "web"]];
+  for (const [id, parent, child] of edges) {
+    for (const step of [(x: EntitlementLedger) => x.prepare({ id: AttachmentId(id), parent: GroupId(parent), child: GroupId(child), weight: Weight.ONE }), (x: EntitlementLedger) => x.activate(AttachmentId(id))]) {
+      const r = step(l);
+      if (!r.ok) throw new Error(r.refusal.kind);
+      l = l.join(r.patch);
+    }
+  }
+  return l;
+}
+
+function harness() {
+  const ledger = tree();
+  const scheduled: string[] = [];
+  const advertised: [string, Demand][] = [];
+  const timers = new VirtualTimers();
+  const s = new Scheduler({
+    node: { ledger: { get: () => ledger } as never, advertise: (e: AttachmentId, d: Demand) => void advertised.push([e, d]), schedule: (p: GroupId) => (scheduled.push(p), { grants: [], seated: [], clamped: [] }) as never },
+    root: GroupId("root"),
+    timers,
+    intervalMs: 100,
+    demandTtlMs: 3_000,
+    maxStanding: 8,
+  });
+  return { s, scheduled, advertised };
+}
+
+describe("daemon scheduler", () => {
+  it("schedules nothing while this peer stands no demand (other peers' demand is theirs to fill)", () => {
+    const h = harness();
+    h.s.tick();
+    h.s.tick();
+    expect(h.scheduled).toEqual([]);
+  });
+
+  it("schedules the parents along its own demand, top-down, and no other subtree", () => {
+    const h = harness();
+    const r = h.s.setDemand(AttachmentId("a→batch"), { targetOutstanding: 50n, maximumUsefulGrant: 10n }, 10_000);
+    expect(r.ok).toBe(true);
+    h.s.tick();
+    expect(h.scheduled).toEqual(["root", "a"]);
+    expect(h.advertised.map(([e]) => e).sort()).toEqual(["a→batch", "root→a"]);
+    // withdrawn: no more rounds
+    h.scheduled.length = 0;
+    h.s.setDemand(AttachmentId("a→batch"), { targetOutstanding: 0n, maximumUsefulGrant: 0n }, 10_000);
+    h.s.tick();
+    expect(h.scheduled).toEqual([]);
+  });
+
+  it("a demand on an inner edge schedules only above it", () => {
+    const h = harness();
+    h.s.setDemand(AttachmentId("root→b"), { targetOutstanding: 5n, maximumUsefulGrant: 5n }, 10_000);
+    h.s.tick();
+    expect(h.scheduled).toEqual(["root"]);
+  });
+});
