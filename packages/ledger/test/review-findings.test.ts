@@ -78,7 +78,7 @@ type Op =
   | ["transfer", string, string, string, bigint]
   | ["spend", string, string, bigint]
   | ["capture", string, string]
-  | ["charge", string, bigint]
+  | ["charge", string, bigint, number]
   | ["mint", string, string, bigint];
 const opArb: fc.Arbitrary<Op> = fc.oneof(
   fc.tuple(fc.constant("prepare" as const), eArb, gArb, gArb, fc.bigInt({ min: 1n, max: 3n })),
@@ -88,7 +88,8 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
   fc.tuple(fc.constant("transfer" as const), gArb, rArb, rArb, amtArb),
   fc.tuple(fc.constant("spend" as const), rArb, gArb, amtArb),
   fc.tuple(fc.constant("capture" as const), rArb, gArb),
-  fc.tuple(fc.constant("charge" as const), rArb, amtArb),
+  // the last element drops that many leading edges of the captured path: 1 is a mid-tree charge (⟨1.1⟩ MalformedPath)
+  fc.tuple(fc.constant("charge" as const), rArb, amtArb, fc.constantFrom(0, 0, 1)),
   fc.tuple(fc.constant("mint" as const), fc.constantFrom("m1", "m2"), rArb, fc.bigInt({ min: 0n, max: 100n })),
 );
 
@@ -143,7 +144,8 @@ describe("LedgerReplica mutators agree with the immutable value (§4.4 threading
             case "charge": {
               const c = captured;
               if (c === undefined) continue;
-              call = (x) => x.chargeCaptured(R(c.replica), c.path, op[2]);
+              const path = c.path.slice(op[3]);
+              call = (x) => x.chargeCaptured(R(c.replica), path, op[2]);
               break;
             }
             case "mint":
@@ -151,14 +153,14 @@ describe("LedgerReplica mutators agree with the immutable value (§4.4 threading
               break;
           }
           const before = imm.encode();
-          const want = expectedOutcome(imm, op);
+          const want = expectedOutcome(imm, op, captured?.path.slice(op[0] === "charge" ? op[3] : 0));
           const a = call(imm);
           expect(a.ok ? "ok" : a.refusal.kind, `outcome of ${show(op)}`).toBe(want);
           const b = call(rep);
           expect(b.ok).toBe(a.ok);
           if (a.ok && b.ok) {
             expect(b.patch.encode()).toBe(a.patch.encode());
-            const exp = expectedPatch(imm, op[0] === "charge" ? ["charge", op[2]] : op, captured && { replica: captured.replica, path: [...captured.path] });
+            const exp = expectedPatch(imm, op[0] === "charge" ? ["charge", op[2]] : op, captured && { replica: captured.replica, path: captured.path.slice(op[0] === "charge" ? op[3] : 0) });
             expect(a.patch.encode(), `patch of ${show(op)}`).toBe(exp.encode());
             imm = imm.join(a.patch);
           } else if (!a.ok && !b.ok) {
@@ -225,7 +227,7 @@ describe("§11 read contract", () => {
     expect(x.holdings(G("nowhere"), R("p"))).toBe(0n);
     expect(x.holdings(G("root"), R("nobody"))).toBe(0n);
     expect(x.holdings(G("root"), R("p"))).toBe(10n);
-    expect(x.lineageOf(G("nowhere"))).toEqual([]);
+    expect(x.lineageOf(G("nowhere"))).toBeNull(); // ⟨1.1⟩ a group named nowhere is a detached top group
     expect(x.isLeaf(G("nowhere"))).toBe(true);
     expect(x.childrenOf(G("nowhere"))).toEqual([]);
     expect(x.projectEdge(ghost).equals(EntitlementLedger.EMPTY)).toBe(true);
@@ -298,7 +300,7 @@ function oracleReads(O: Oracle) {
       if (seen.has(cur)) return { path: null, onCycle: cur === g };
       seen.add(cur);
       const ins = inbound(cur);
-      if (ins.length === 0) return { path, onCycle: false };
+      if (ins.length === 0) return roots.includes(cur) ? { path, onCycle: false } : { path: null, onCycle: false }; // ⟨1.1⟩ detached
       const li = ins.filter(live);
       if (li.length !== 1) return { path: null, onCycle: false };
       const r = rec(li[0]!);
@@ -325,14 +327,12 @@ function oracleReads(O: Oracle) {
     const w = walk(g);
     if (w.path === null) return 0n;
     if (w.path.length === 0) {
-      let h = 0n;
-      if (roots.includes(g)) {
-        for (const id of [...O.mints.keys()].sort(cmp)) {
-          const m = O.mints.get(id)!;
-          if (m[0] === g && m[1] === r) h = ck(h + m[2]);
-        }
-        h = ck(h + tnet("", r));
+      let h = 0n; // g is the root: the walk of any other top group is null
+      for (const id of [...O.mints.keys()].sort(cmp)) {
+        const m = O.mints.get(id)!;
+        if (m[0] === g && m[1] === r) h = ck(h + m[2]);
       }
+      h = ck(h + tnet("", r));
       for (const c of childEdges(g)) h = ck(h - netInflow(c, r));
       return h;
     }
@@ -608,7 +608,14 @@ function expectedPatch(view: EntitlementLedger, op: readonly unknown[], captured
     case "retire": {
       const e = op[1] as string;
       life.set(e, "RETIRED");
-      for (const f of ["issued", "returned", "leafSpent", "rollupSpent"] as const) for (const [r, v] of O.c[f].get(e) ?? []) put(f, e, r, v);
+      const writers = new Set<string>();
+      for (const f of ["issued", "returned", "leafSpent", "rollupSpent"] as const) {
+        for (const [r, v] of O.c[f].get(e) ?? []) {
+          put(f, e, r, v);
+          writers.add(r);
+        }
+      }
+      for (const w of writers) mintsOf(w);
       const g = gaugeOf(e);
       if (g) putG(e, g);
       break;
@@ -668,7 +675,7 @@ function expectedPatch(view: EntitlementLedger, op: readonly unknown[], captured
 }
 
 /** The outcome §7 prescribes for `op` on `view`: "ok" or the refusal kind, checks in the listed order. */
-function expectedOutcome(view: EntitlementLedger, op: readonly unknown[]): string {
+function expectedOutcome(view: EntitlementLedger, op: readonly unknown[], chargePath?: readonly string[]): string {
   const O = oracleOf(view);
   const o = oracleReads(O);
   const single = (e: string): string | undefined => {
@@ -704,13 +711,13 @@ function expectedOutcome(view: EntitlementLedger, op: readonly unknown[]): strin
     }
     case "close": {
       const e = op[1] as string;
-      return single(e) ?? (o.lc(e) === "RETIRED" ? "WrongLifecycle" : "ok");
+      return single(e) ?? (o.live(e) ? "ok" : "WrongLifecycle");
     }
     case "retire": {
       const e = op[1] as string;
       const bad = single(e);
       if (bad) return bad;
-      if (o.lc(e) !== "CLOSING") return "WrongLifecycle";
+      if (o.lc(e) !== "CLOSING" && o.lc(e) !== "PREPARED") return "WrongLifecycle";
       return o.replicas.some((r) => o.pos(e, r) !== 0n) ? "NotDrained" : "ok";
     }
     case "seat": {
@@ -754,8 +761,12 @@ function expectedOutcome(view: EntitlementLedger, op: readonly unknown[]): strin
       if (L.length === 0) return "RootHasNoEdge";
       return a > o.holdings(g, r) ? "InsufficientHoldings" : "ok";
     }
-    case "charge":
-      return "ok";
+    case "charge": {
+      if ((op[2] as bigint) === 0n) return "ok";
+      if (chargePath!.length === 0) return "EmptyPath";
+      // ⟨1.1⟩ a captured path starts at the root (lineageOf only captures such paths)
+      return O.records.get(chargePath![0]!)!.some(([p]) => o.roots.includes(p)) ? "ok" : "MalformedPath";
+    }
     case "mint": {
       const [, id, h, a] = op as [string, string, string, bigint];
       const cur = O.mints.get(id);
@@ -787,10 +798,7 @@ describe("§7.1 witness guarantee and §6.5 local safety in honest runs without 
               res = v.activate(E(op[1]));
               break;
             case "close":
-              // close() of a PREPARED edge makes it live (CLOSING) beside the child's live inbound,
-              // bypassing activate's guard — a spec gap reported separately; not an honest step here.
-              if (v.lifecycle(E(op[1])) === "PREPARED") continue;
-              res = v.close(E(op[1]));
+              res = v.close(E(op[1])); // ⟨1.1⟩ refused on PREPARED, so no honest close forks or loops
               break;
             case "retire":
               res = v.retire(E(op[1]));
