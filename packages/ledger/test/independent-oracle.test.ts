@@ -1,6 +1,8 @@
 /**
- * Review findings against ledger.md / policy.md §2: each test pins one behaviour the spec fixes,
- * quoting the section it comes from. Tests that fail here point at a defect in `src/`.
+ * An independent reading of ledger.md (core v1.1) and policy.md §2, written from the spec over the
+ * canonical encoding: an oracle for the derived reads and `validate()`, the outcome and patch of every
+ * mutator, and `LedgerReplica` held to the immutable value call by call. Each test quotes the section
+ * it pins.
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
@@ -895,14 +897,13 @@ describe("Rational against policy.md §2.2 written out literally", () => {
 });
 
 // ---------------------------------------------------------------------------------------------
-// Confirmed findings: these tests FAIL on the current src/ (see /work/notes/ledger-bugs.md).
-// They are deliberately left uncommitted until the code is fixed.
+// Single behaviours the spec fixes, each once found wrong in review.
 // ---------------------------------------------------------------------------------------------
 
 import { DivisionByZeroError, MAX } from "../src/index.ts";
 import { refused } from "./arbitraries.ts";
 
-describe("review findings — LedgerReplica index (§5.1)", () => {
+describe("LedgerReplica index (§5.1)", () => {
   it("§5.1 replicas() = mint holders ∪ slot owners ∪ transfer parties: a mint replaced by the per-key max (§4.1, §9 'the larger wins') no longer names its old holder", () => {
     const a = decode(`{${F},"mints":[["m",["root","alice","5"]]]}`);
     const b = decode(`{${F},"mints":[["m",["root","bob","5"]]]}`);
@@ -914,7 +915,7 @@ describe("review findings — LedgerReplica index (§5.1)", () => {
   });
 });
 
-describe("review findings — §2.3 LedgerOverflowError leaves LedgerReplica untouched", () => {
+describe("§2.3 LedgerOverflowError leaves LedgerReplica untouched", () => {
   // floor (2^62)/1 joined with floor 1/2: compare's cross product 2^62 × 2 leaves I64 (§3.4),
   // so the gauge join — and with it the whole join — throws.
   const base = `{${F},"issued":[["e",[["alice","1"]]]],"gauges":[["e",["${1n << 62n}","1","0"]]]}`;
