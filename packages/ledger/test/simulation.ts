@@ -300,12 +300,16 @@ export class Simulation {
     const reps = v.replicas();
     let negative = false;
     let sum = 0n;
+    // §9 scans groups() — groups named by a record — for PersistentNegativeHoldings: a root that no record in
+    // the view names yet (mints delivered before any topology, I-21) can read negative unreported, until its
+    // releases' credits arrive. Only the groups a report can name are held to "negative ⇒ reported".
+    const reportable = new Set(v.groups());
     for (const g of groups) {
       for (const r of reps) {
         const h = v.holdings(g, r);
         sum += h;
         if (h < 0n) {
-          negative = true;
+          if (reportable.has(g)) negative = true;
           if (selves.includes(r) && !topologyRaces) {
             throw new Error(`step ${this.step} (${what}): holdings(${g}, ${r}) = ${h} < 0 in its own view (I-6/§6.5)`);
           }
