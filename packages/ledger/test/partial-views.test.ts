@@ -51,6 +51,9 @@ function matchesModel(sim: Simulation, v: EntitlementLedger): void {
   expect(v.mintedTotal()).toBe(sim.modelMinted);
 }
 
+/** Each property runs RUNS × 200 steps: its timeout grows with HEDDLE_RUNS (and leaves room for a loaded machine). */
+const TIMEOUT_MS = 120_000 + RUNS * 600;
+
 describe("I-21 partial views are safe", () => {
   it("I-21 with transfers: honest replicas mutating on partially delivered views (topology and mints included), then the full join: §6.4's identity holds, validate() is empty and no holding is created from nothing", () => {
     const cfg: SimConfig = { replicas: 3, shared: false, transfers: true, reparents: false, steps: 200, partialStart: true, mirror: true };
@@ -76,7 +79,7 @@ describe("I-21 partial views are safe", () => {
     expect(total.spends).toBeGreaterThan(0);
     expect(total.newChildren).toBeGreaterThan(0);
     expect(total.conservationChecks).toBeGreaterThan(0);
-  });
+  }, TIMEOUT_MS);
 
   it("I-21 with reshapes (close, drain, retire, activate, and prepared edges abandoned by retire): every retire patch alone on EMPTY validates empty, and in race-free runs every patch does and adds no report to its producer's topology+mints; after the full join §6.4's identity holds when its preconditions do, and a race-free run creates no holding from nothing", () => {
     const cfg: SimConfig = { replicas: 3, shared: false, transfers: false, reparents: true, steps: 200, partialStart: true, mirror: true };
@@ -122,5 +125,5 @@ describe("I-21 partial views are safe", () => {
     // most runs end clean; races (§13.4) are reported and excluded from the model comparison only
     expect(total.clean).toBeGreaterThan(RUNS / 2);
     expect(total.identity).toBeGreaterThan(RUNS / 2);
-  });
+  }, TIMEOUT_MS);
 });
