@@ -517,7 +517,7 @@ describe("§4.8 R-M4 (amended): leader frames from outside the adopted voter set
     expect(s.core(winner).state).toBe("leader");
   }
 
-  it("R-M4 dropped only at the term of the entry carrying the configuration (the leader that removed itself); processed at a higher term; a joiner accepts any sender", () => {
+  it("R-M4 dropped (AppendEntries and TimeoutNow) only at the term of the entry carrying the configuration (the leader that removed itself); processed at a higher term; a joiner accepts any sender", () => {
     // f adopted {b, f} from a config entry a appended at term 1: a removed itself
     const f = lone("f", ["a", "b", "f"]);
     f.step("a", append(1, 0, 0, [e(1, 1, { kind: "noop", command: new Uint8Array() }), cfgEntry(2, 1, { voters: ["b", "f"], learners: [] })], 1));
@@ -528,6 +528,13 @@ describe("§4.8 R-M4 (amended): leader frames from outside the adopted voter set
     expect(dropped.trace).toContainEqual({ type: "frameRefused", from: "a", reason: "sender-not-voter" });
     expect(dropped.messages).toEqual([]);
     f.advance(dropped);
+    // a TimeoutNow from the leader that removed itself is dropped too: f does not campaign on its word
+    f.step("a", { type: "timeoutNow", term: 1 });
+    const noCampaign = f.ready();
+    expect(noCampaign.trace).toContainEqual({ type: "frameRefused", from: "a", reason: "sender-not-voter" });
+    expect(f.state).toBe("follower");
+    expect(f.term).toBe(1);
+    f.advance(noCampaign);
     f.step("a", append(2, 2, 1, [e(3, 2)], 3)); // a higher term: a was elected by a configuration f has not seen
     const heard = f.ready();
     expect(heard.trace.some((t) => t.type === "frameRefused")).toBe(false);
