@@ -502,6 +502,140 @@ describe("§5.3 membership", () => {
   });
 });
 
+describe("§4.8 R-M4 (amended): leader frames from outside the adopted voter set", () => {
+  const refusedAsNonVoter = (s: Script, id: string): boolean =>
+    traceOf(s, id).some((t) => t.type === "frameRefused" && t.reason === "sender-not-voter");
+  const cfgEntry = (index: number, term: number, config: ClusterConfig): LogEntry =>
+    e(index, term, { kind: "config", config, command: new Uint8Array() });
+  /**
+   * Runs every clock (so the other members' leader leases lapse) until `winner` leads; only `winner`'s
+   * campaign frames get through, so no one else can win first.
+   */
+  function electOnly(s: Script, winner: string, allow: (m: InFlight) => boolean): void {
+    const campaign = (m: InFlight): boolean => m.message.type === "preVote" || m.message.type === "vote";
+    for (let i = 0; i < 1000 && s.core(winner).state !== "leader"; i++) s.advance(10, (m) => allow(m) && (!campaign(m) || m.from === winner));
+    expect(s.core(winner).state).toBe("leader");
+  }
+
+  it("R-M4 dropped (AppendEntries and TimeoutNow) only at the term of the entry carrying the configuration (the leader that removed itself); processed at a higher term; a joiner accepts any sender", () => {
+    // f adopted {b, f} from a config entry a appended at term 1: a removed itself
+    const f = lone("f", ["a", "b", "f"]);
+    f.step("a", append(1, 0, 0, [e(1, 1, { kind: "noop", command: new Uint8Array() }), cfgEntry(2, 1, { voters: ["b", "f"], learners: [] })], 1));
+    f.advance(f.ready());
+    expect(f.config.voters).toEqual(["b", "f"]);
+    f.step("a", append(1, 2, 1, [], 1)); // same term as the config entry: dropped
+    const dropped = f.ready();
+    expect(dropped.trace).toContainEqual({ type: "frameRefused", from: "a", reason: "sender-not-voter" });
+    expect(dropped.messages).toEqual([]);
+    f.advance(dropped);
+    // a TimeoutNow from the leader that removed itself is dropped too: f does not campaign on its word
+    f.step("a", { type: "timeoutNow", term: 1 });
+    const noCampaign = f.ready();
+    expect(noCampaign.trace).toContainEqual({ type: "frameRefused", from: "a", reason: "sender-not-voter" });
+    expect(f.state).toBe("follower");
+    expect(f.term).toBe(1);
+    f.advance(noCampaign);
+    f.step("a", append(2, 2, 1, [e(3, 2)], 3)); // a higher term: a was elected by a configuration f has not seen
+    const heard = f.ready();
+    expect(heard.trace.some((t) => t.type === "frameRefused")).toBe(false);
+    expect(f.lastIndex).toBe(3);
+    expect(f.leader).toBe("a");
+    f.advance(heard);
+    const joiner = lone("j", []);
+    joiner.step("z", append(1, 0, 0, [e(1, 1)], 0));
+    expect(joiner.lastIndex).toBe(1);
+  });
+
+  it("R-M4 regression: a lagging member whose adopted configuration excludes the new leader catches up", () => {
+    const s = new Script(ABC, {}, ["d"]);
+    s.elect("a");
+    const add = s.nextId++;
+    s.core("a").changeMembership(add, { voters: ABC, learners: ["d"] });
+    s.stabilize();
+    expect(s.outcomes.get(add)).toMatchObject({ ok: true });
+    // c lags: it misses d's promotion, which a, b and d commit
+    const withoutC = (m: InFlight): boolean => m.from !== "c" && m.to !== "c";
+    s.advance(100, withoutC);
+    const promote = s.nextId++;
+    s.core("a").changeMembership(promote, { voters: [...ABC, "d"], learners: [] });
+    s.stabilize(withoutC);
+    expect(s.outcomes.get(promote)).toMatchObject({ ok: true });
+    expect(s.core("c").config).toEqual({ voters: ABC, learners: ["d"] });
+    // a restarts as a follower; d wins term 2 with a's and b's votes, c still cut off
+    s.start("a");
+    electOnly(s, "d", withoutC);
+    const d = s.core("d");
+    expect(d.term).toBeGreaterThan(s.core("c").term);
+    const last = s.propose("d", put("k", "after"));
+    s.stabilize(withoutC);
+    expect(s.outcomes.get(last)).toMatchObject({ ok: true });
+    // heal: d's frames reach c, whose adopted configuration does not list d as a voter
+    expect(s.core("c").config.voters).not.toContain("d");
+    s.advance(200);
+    const c = s.core("c");
+    expect(refusedAsNonVoter(s, "c")).toBe(false);
+    expect(c.leader).toBe("d");
+    expect(c.config.voters).toEqual([...ABC, "d"]);
+    expect(c.lastIndex).toBe(d.lastIndex);
+    expect(c.commitIndex).toBe(d.commitIndex);
+    expect(s.kvs.get("c")!.stateText()).toBe(s.kvs.get("d")!.stateText());
+  });
+
+  it("R-M4 regression: a crashed leader's uncommitted self-removal is truncated by the next leader", () => {
+    const s = new Script(ABC);
+    s.elect("a");
+    const a = s.core("a");
+    const k = a.lastIndex + 1;
+    const removal = s.nextId++;
+    a.changeMembership(removal, { voters: ["b", "c"], learners: [] });
+    expect(a.config.voters).toEqual(["b", "c"]); // adopted on append (R-M1)
+    // a sends the entry to b while writing it, and crashes before the write completes: only b holds it
+    const rd = a.ready();
+    for (const env of [...rd.earlyMessages, ...rd.messages]) if (env.to === "b") s.core("b").step("a", env.message);
+    expect(s.core("b").entryAt(k)?.kind).toBe("config");
+    expect(s.core("b").config.voters).toEqual(["b", "c"]);
+    s.start("a");
+    expect(s.core("a").lastIndex).toBe(k - 1);
+    // the next leader is a itself, elected at term 2 with c's vote while b is cut off
+    electOnly(s, "a", isolate(["a", "c"]));
+    const next = s.core("a");
+    expect(next.term).toBe(2);
+    const done = s.propose("a", put("k", "v"));
+    s.stabilize(isolate(["a", "c"]));
+    expect(s.outcomes.get(done)).toMatchObject({ ok: true });
+    // heal: a's frames reach b, whose adopted configuration {b, c} excludes a — at term 2, above the
+    // entry's term 1, they are processed and the uncommitted removal is truncated
+    s.advance(200);
+    const b = s.core("b");
+    expect(refusedAsNonVoter(s, "b")).toBe(false);
+    expect(b.entryAt(k)).toEqual(next.entryAt(k));
+    expect(b.entryAt(k)!.term).toBe(2);
+    expect(b.config.voters).toEqual(ABC);
+    expect(b.lastIndex).toBe(next.lastIndex);
+    expect(b.commitIndex).toBe(next.commitIndex);
+    expect(s.outcomes.get(removal)).toBeUndefined(); // never committed, and its proposer's life ended
+  });
+
+  it("R-M4 regression (variant): when the crashed leader kept its self-removal on disk, the next leader truncates it there and it votes again", () => {
+    const s = new Script(ABC);
+    s.elect("a");
+    const k = s.core("a").lastIndex + 1;
+    s.core("a").changeMembership(s.nextId++, { voters: ["b", "c"], learners: [] });
+    s.flush("a"); // durable on a; its appends are lost in the crash
+    s.inflight = [];
+    s.start("a");
+    expect(s.core("a").config.voters).toEqual(["b", "c"]); // restarts outside its own adopted configuration
+    electOnly(s, "b", (m) => m.from !== "a" && m.to !== "a");
+    s.propose("b", put("k", "v"));
+    s.stabilize((m) => m.from !== "a" && m.to !== "a");
+    s.advance(200);
+    const a = s.core("a");
+    expect(a.entryAt(k)!.term).toBe(s.core("b").term);
+    expect(a.config.voters).toEqual(ABC);
+    expect(a.commitIndex).toBe(s.core("b").commitIndex);
+  });
+});
+
 describe("§5.3 frame hygiene, restore, configuration", () => {
   it("the term-jump bound drops a far-future frame", () => {
     const f = lone("f", ["a", "f", "c"], persisted(1, []));

@@ -63,18 +63,15 @@ export function mintedTo(v: View, g: GroupId, r: ReplicaId): bigint {
   return h;
 }
 
-/** `holdings(g, r)` for a group whose lineage is already known (ledger.md §6.2). */
+/** `holdings(g, r)` for a group whose lineage `walk(g).path` is already known (ledger.md §6.2). */
 export function holdingsOnPath(v: View, g: GroupId, r: ReplicaId, path: readonly AttachmentId[] | null): bigint {
   if (path === null) return 0n;
   const s = v.s;
   const children = v.ix.childEdges(g);
   let h: bigint;
   if (path.length === 0) {
-    h = 0n;
-    if (v.ix.isRoot(g)) {
-      h = mintedTo(v, g, r);
-      h = add(h, tnet(s, PathKey.ROOT, r));
-    }
+    // g is the root: a walk ending at any other top group is detached (null), ledger.md §5.2
+    h = add(mintedTo(v, g, r), tnet(s, PathKey.ROOT, r));
     for (const c of children) h = sub(h, netInflow(s, c, r));
     return h;
   }
@@ -83,7 +80,7 @@ export function holdingsOnPath(v: View, g: GroupId, r: ReplicaId, path: readonly
   return h;
 }
 
-/** `holdings(g, r)` (ledger.md §6.2): 0 for a quarantined or unknown group. */
+/** `holdings(g, r)` (ledger.md §6.2): 0 for a quarantined, detached or unknown group. */
 export function holdings(v: View, g: GroupId, r: ReplicaId): bigint {
   return holdingsOnPath(v, g, r, walk(v.s, v.ix, g).path);
 }

@@ -32,7 +32,7 @@ export abstract class LedgerReads implements View {
 
   // ---- reads (ledger.md §6) ----
 
-  /** Entitlement `replica` may delegate, transfer or spend at `group`; 0 when quarantined or unknown. */
+  /** Entitlement `replica` may delegate, transfer or spend at `group`; 0 when quarantined, detached or unknown. */
   holdings(group: GroupId, replica: ReplicaId): bigint {
     return acct.holdings(this, str(group, "group") as GroupId, str(replica, "replica") as ReplicaId);
   }
@@ -65,7 +65,10 @@ export abstract class LedgerReads implements View {
     return isKnownEdge(this.s, id) ? lc(this.s, id) : null;
   }
 
-  /** The root-first live path to `group` (`[]` for a top group), or null when quarantined. */
+  /**
+   * The root-first live path to `group` (`[]` for the root), or null when quarantined or detached
+   * (the walk ends at a top group that is not a mint root, ledger.md §5.2).
+   */
   lineageOf(group: GroupId): AttachmentId[] | null {
     return walk(this.s, this.ix, str(group, "group") as GroupId).path;
   }
@@ -246,12 +249,18 @@ export class EntitlementLedger extends LedgerReads {
     return wrap(mut.activate(this, edge));
   }
 
-  /** Moves an edge to CLOSING: it drains, no new entitlement crosses it (ledger.md §7.4). */
+  /**
+   * Moves an ACTIVE edge to CLOSING: it drains, no new entitlement crosses it (ledger.md §7.4).
+   * Refuses a PREPARED edge — only `activate` makes an edge live.
+   */
   close(edge: AttachmentId): MutationResult {
     return wrap(mut.close(this, edge));
   }
 
-  /** Retires a drained CLOSING edge, with its drain witness (ledger.md §7.4). */
+  /**
+   * Retires a CLOSING edge drained per replica, or abandons a PREPARED one, with its drain witness:
+   * the edge's counters and gauge plus the mints of every replica with a slot on it (ledger.md §7.4).
+   */
   retire(edge: AttachmentId): MutationResult {
     return wrap(mut.retire(this, edge));
   }

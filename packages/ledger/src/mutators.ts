@@ -129,7 +129,10 @@ export function activate(v: View, edge: AttachmentId): RawResult {
 export function close(v: View, edge: AttachmentId): RawResult {
   const r = singleRecord(v, edge);
   if (isResult(r)) return r;
-  if (lc(v.s, edge) === "RETIRED") return refuse("WrongLifecycle", `edge ${edge} is RETIRED`);
+  const l = lc(v.s, edge);
+  // Only activate makes an edge live (⟨1.1⟩): CLOSING counts as live, so closing a PREPARED edge
+  // would bypass activate's InboundAlreadyLive and WouldCreateCycle guards.
+  if (l !== "ACTIVE" && l !== "CLOSING") return refuse("WrongLifecycle", `edge ${edge} is ${l}, not ACTIVE or CLOSING`);
   const p = new PatchBuilder();
   p.lifecycle(edge, "CLOSING");
   return ok(p);
@@ -141,7 +144,8 @@ export function retire(v: View, edge: AttachmentId): RawResult {
   if (isResult(r)) return r;
   const s = v.s;
   const l = lc(s, edge);
-  if (l !== "CLOSING") return refuse("WrongLifecycle", `edge ${edge} is ${l}, not CLOSING`);
+  // PREPARED: abandon an edge that never went live (⟨1.1⟩); its counter maps are empty in an honest run.
+  if (l !== "CLOSING" && l !== "PREPARED") return refuse("WrongLifecycle", `edge ${edge} is ${l}, not CLOSING or PREPARED`);
   const undrained: [string, string][] = [];
   for (const rep of v.ix.replicas()) {
     const x = pos(s, edge, rep);
@@ -151,10 +155,18 @@ export function retire(v: View, edge: AttachmentId): RawResult {
   if (undrained.length > 0) return refuse("NotDrained", `edge ${edge} still has non-zero positions`, Object.fromEntries(undrained));
   const p = new PatchBuilder();
   p.lifecycle(edge, "RETIRED");
+  // Drain witness: the edge's whole counter maps and gauge at observed values, and (⟨1.1⟩) the mints
+  // of every writer on it, so the patch balances alone (without transfers Lf(e, r) ≤ mints(r)).
+  const writers = new Set<ReplicaId>();
   for (const fam of COUNTER_FAMILIES) {
     const slots = s[fam].get(edge);
-    if (slots !== undefined) for (const [rep, x] of slots) p.counter(fam, edge, rep, x);
+    if (slots === undefined) continue;
+    for (const [rep, x] of slots) {
+      p.counter(fam, edge, rep, x);
+      if (x > 0n) writers.add(rep);
+    }
   }
+  for (const rep of writers) p.mintsOf(v, rep);
   const g = s.gauges.get(edge);
   if (g !== undefined) p.gauge(edge, g);
   return ok(p);
@@ -263,6 +275,11 @@ export function chargeCaptured(v: View, replica: ReplicaId, path: readonly Attac
   const s = v.s;
   if (new Set(path).size !== path.length) return refuse("MalformedPath", "the captured path repeats an edge");
   for (const e of path) if (!s.records.has(e)) return refuse("MalformedPath", `edge ${e} of the captured path has no record`);
+  // ⟨1.1⟩ the path starts at the root: a mid-tree path debits the child edge without the roll-up
+  // through the parent's inbound edge, so the parent's holdings would rise by the amount charged.
+  if (!s.records.get(path[0]!)!.some((r) => v.ix.isRoot(r.parent))) {
+    return refuse("MalformedPath", `the captured path starts at ${path[0]}, whose parent is not the root`);
+  }
   for (let i = 0; i + 1 < path.length; i++) {
     const a = s.records.get(path[i]!)!;
     const b = s.records.get(path[i + 1]!)!;

@@ -174,7 +174,11 @@ export interface Walk {
   onCycle: boolean;
 }
 
-/** The lineage walk of ledger.md §5.2: root-first live path to `g`, or null when quarantined. */
+/**
+ * The lineage walk of ledger.md §5.2: the root-first live path to `g` (`[]` for the root), or null
+ * when `g` is quarantined (a fork, no live inbound, a divergent record, a cycle) or detached (the
+ * walk ends at a top group that is not a mint root).
+ */
 export function walk(s: State, ix: TopologyIndex, g: GroupId): Walk {
   const path: AttachmentId[] = [];
   const seen = new Set<GroupId>();
@@ -183,7 +187,12 @@ export function walk(s: State, ix: TopologyIndex, g: GroupId): Walk {
     if (seen.has(cur)) return { path: null, onCycle: cur === g };
     seen.add(cur);
     const ins = ix.inbound(cur);
-    if (ins.length === 0) return { path: path.reverse(), onCycle: false };
+    if (ins.length === 0) {
+      // A top group that is not a mint root is detached (⟨1.1⟩): its inbound record, or the
+      // root's mints, have not arrived. Reading it as a root would let a spend below it skip the
+      // roll-up through the missing edge.
+      return ix.isRoot(cur) ? { path: path.reverse(), onCycle: false } : { path: null, onCycle: false };
+    }
     let only: AttachmentId | undefined;
     let count = 0;
     for (const e of ins) {

@@ -253,11 +253,10 @@ describe("§7 check order on random states", () => {
           }
           if (res.ok && conservationApplies(s)) {
             // §6.4: a successful mutation between two states satisfying 1–4 preserves the identity
-            // exactly (mint raises both sides). A captured charge is held to it only on a
-            // root-anchored path, the only kind lineageOf captures.
+            // exactly (mint raises both sides) — captured charges included, since ⟨1.1⟩ refuses
+            // a path that does not start at the root (§7.10).
             const after = s.join(res.patch);
-            const anchored = c.m !== "chargeCaptured" || (ref.rec(c.path[0]!) !== undefined && ref.walk(ref.rec(c.path[0]!)![0]).path?.length === 0);
-            if (anchored && conservationApplies(after)) {
+            if (conservationApplies(after)) {
               const [m0, r0] = conservationSides(s);
               const [m1, r1] = conservationSides(after);
               expect([c, r1 - r0]).toEqual([c, m1 - m0]);

@@ -85,7 +85,11 @@ export class Reference {
       if (seen.has(cur)) return { path: null, onCycle: cur === g };
       seen.add(cur);
       const ins = this.inbound(cur);
-      if (ins.length === 0) return { path, onCycle: false };
+      if (ins.length === 0) {
+        // ⟨1.1⟩ a top group that is not a mint root is detached
+        if (!this.roots().includes(cur)) return { path: null, onCycle: false };
+        return { path, onCycle: false };
+      }
       const liveIns = ins.filter((e) => this.live(e));
       if (liveIns.length !== 1) return { path: null, onCycle: false };
       const e = liveIns[0]!;
@@ -138,14 +142,13 @@ export class Reference {
     const w = this.walk(g);
     if (w.path === null) return 0n;
     if (w.path.length === 0) {
+      // g is the root (⟨1.1⟩: any other top group is detached and walked to null above)
       let h = 0n;
-      if (this.roots().includes(g)) {
-        for (const id of asc(this.c.mints.keys())) {
-          const m = this.c.mints.get(id)!;
-          if (m[0] === g && m[1] === r) h = this.ck(h + m[2]);
-        }
-        h = this.ck(h + this.tnet("", r));
+      for (const id of asc(this.c.mints.keys())) {
+        const m = this.c.mints.get(id)!;
+        if (m[0] === g && m[1] === r) h = this.ck(h + m[2]);
       }
+      h = this.ck(h + this.tnet("", r));
       for (const c of this.childEdges(g)) h = this.ck(h - this.netInflow(c, r));
       return h;
     }
@@ -314,13 +317,14 @@ export function expectedOutcome(ref: Reference, call: Call): string {
       if (!validId(call.edge)) return "InvalidArgument"; // §7.0: an empty or malformed id
       const s = single(call.edge);
       if (s !== null) return s;
-      return ref.lc(call.edge) === "RETIRED" ? "WrongLifecycle" : "ok";
+      const lc = ref.lc(call.edge);
+      return lc === "ACTIVE" || lc === "CLOSING" ? "ok" : "WrongLifecycle"; // ⟨1.1⟩ PREPARED refused
     }
     case "retire": {
       if (!validId(call.edge)) return "InvalidArgument"; // §7.0: an empty or malformed id
       const s = single(call.edge);
       if (s !== null) return s;
-      if (ref.lc(call.edge) !== "CLOSING") return "WrongLifecycle";
+      if (ref.lc(call.edge) !== "CLOSING" && ref.lc(call.edge) !== "PREPARED") return "WrongLifecycle"; // ⟨1.1⟩ PREPARED abandons
       if (ref.replicas().some((r) => ref.pos(call.edge, r) !== 0n)) return "NotDrained";
       return "ok";
     }
@@ -372,6 +376,7 @@ export function expectedOutcome(ref: Reference, call: Call): string {
       if (call.path.length === 0) return "EmptyPath";
       if (new Set(call.path).size !== call.path.length) return "MalformedPath";
       if (call.path.some((e) => ref.R(e).length === 0)) return "MalformedPath";
+      if (!ref.R(call.path[0]!).some((x) => ref.roots().includes(x[0]))) return "MalformedPath"; // ⟨1.1⟩ starts at the root
       for (let i = 0; i + 1 < call.path.length; i++) {
         const a = ref.R(call.path[i]!);
         const b = ref.R(call.path[i + 1]!);
@@ -478,12 +483,18 @@ export function expectedPatch(ref: Reference, call: Call): import("./arbitraries
       break;
     case "retire": {
       p.lifecycle[call.edge] = "RETIRED";
+      const writers = new Set<string>();
       for (const fam of COUNTER_FAMILIES) {
         for (const [k, v] of ref.c.counters[fam]) {
           const [e, r] = k.split("|") as [string, string];
-          if (e === call.edge) p.slot(fam, e, r, v);
+          if (e === call.edge) {
+            p.slot(fam, e, r, v);
+            if (v > 0n) writers.add(r);
+          }
         }
       }
+      // ⟨1.1⟩ the drain witness carries every mint held by a writer on the edge
+      for (const [id, m] of ref.c.mints) if (writers.has(m[1])) p.mints[id] = [m[0], m[1], m[2]];
       const g = ref.c.gauges.get(call.edge);
       if (g !== undefined) p.gauges[call.edge] = [g[0], g[1], g[2]];
       break;

@@ -7,7 +7,8 @@
  * and throws (with the step) when a promise breaks; the caller's property reports the seed.
  */
 import { expect } from "vitest";
-import { EntitlementLedger, GroupId, AttachmentId, MintId, ReplicaId, Rational, Weight } from "../src/index.ts";
+import { components } from "./components.ts";
+import { EntitlementLedger, GroupId, AttachmentId, LedgerReplica, MintId, ReplicaId, Rational, Weight } from "../src/index.ts";
 
 /** A small, fast PRNG (mulberry32); the whole run is a function of its seed. */
 export function prng(seed: number): () => number {
@@ -33,6 +34,18 @@ export interface SimConfig {
   readonly reparents: boolean;
   /** Number of random steps. */
   readonly steps: number;
+  /**
+   * Per-view mode only: only the authority starts with the base. The bootstrap mints and the
+   * base topology are published patches like any other, delivered to the other replicas in random
+   * subsets and orders, so replicas act on views that lack mints, records or lifecycles (I-21).
+   */
+  readonly partialStart?: boolean;
+  /**
+   * Per-view mode only: every replica also runs as a mutable {@link LedgerReplica} that receives
+   * the same deliveries; every call must give the same outcome and patch on both, and the two
+   * must hold the same state.
+   */
+  readonly mirror?: boolean;
 }
 
 /** One published patch with the view it was computed from. */
@@ -46,6 +59,8 @@ export interface Published {
 }
 
 type Result = ReturnType<EntitlementLedger["spend"]>;
+/** Either shape of a ledger: mutators and reads are the same on both. */
+type Ledger = EntitlementLedger | LedgerReplica;
 
 const ROOT = GroupId("root");
 
@@ -102,6 +117,8 @@ export class Simulation {
   readonly rand: () => number;
   readonly reps: ReplicaId[];
   views: EntitlementLedger[];
+  /** Per view, its mutable twin (when `cfg.mirror`). */
+  readonly mirrors: LedgerReplica[] = [];
   /** Per view, the bit set of published patches it contains. */
   has: bigint[];
   readonly log: Published[] = [];
@@ -116,8 +133,9 @@ export class Simulation {
   readonly reshapes: Reshape[] = [];
   /** Counters of what happened, so tests can require that runs are not vacuous. */
   readonly stats = {
-    ok: 0, refused: 0, reparents: 0, reparentsAbandoned: 0, newChildren: 0, transfers: 0, spends: 0,
+    ok: 0, refused: 0, reparents: 0, reparentsUndone: 0, newChildren: 0, transfers: 0, spends: 0,
     conservationChecks: 0, deliveries: 0, exchanges: 0, retires: 0, holdingsPreserved: 0, internalReparents: 0,
+    preparedAbandoned: 0, detachedRefusals: 0,
   };
   step = 0;
   private serial = 0;
@@ -126,21 +144,26 @@ export class Simulation {
     this.cfg = cfg;
     this.rand = prng(seed);
     this.reps = Array.from({ length: cfg.replicas }, (_, i) => ReplicaId(`r${i + 1}`));
-    let s = EntitlementLedger.bootstrap(
-      ROOT,
-      new Map(this.reps.map((r, i) => [r, BigInt(300 + 100 * i)] as const)),
-      "genesis",
-    );
+    const partial = cfg.partialStart === true && !cfg.shared;
+    let s = EntitlementLedger.EMPTY;
+    // with a partial start the base is published by the authority, patch by patch
+    const setup = (what: string, patch: EntitlementLedger): void => {
+      if (partial) this.log.push({ by: 0, what, patch, base: s, deps: (1n << BigInt(this.log.length)) - 1n });
+      s = s.join(patch);
+    };
+    setup("bootstrap", EntitlementLedger.bootstrap(ROOT, new Map(this.reps.map((r, i) => [r, BigInt(300 + 100 * i)] as const)), "genesis"));
     const link = (id: string, p: string, c: string, w: Weight): void => {
-      s = s.join(okPatch(s.prepare({ id: AttachmentId(id), parent: GroupId(p), child: GroupId(c), weight: w })));
-      s = s.join(okPatch(s.activate(AttachmentId(id))));
-      s = s.join(okPatch(s.seat(AttachmentId(id), Rational.ZERO)));
+      setup(`prepare(${id})`, okPatch(s.prepare({ id: AttachmentId(id), parent: GroupId(p), child: GroupId(c), weight: w })));
+      setup(`activate(${id})`, okPatch(s.activate(AttachmentId(id))));
+      setup(`seat(${id})`, okPatch(s.seat(AttachmentId(id), Rational.ZERO)));
     };
     link("ea", "root", "a", Weight.of(2n));
     link("eb", "root", "b", Weight.ONE);
     link("ea1", "a", "a1", Weight.of(1n, 3n));
-    this.views = cfg.shared ? [s] : this.reps.map(() => s);
-    this.has = this.views.map(() => 0n);
+    this.views = cfg.shared ? [s] : this.reps.map((_, i) => (partial && i > 0 ? EntitlementLedger.EMPTY : s));
+    const all = (1n << BigInt(this.log.length)) - 1n;
+    this.has = this.views.map((_, i) => (i === 0 ? all : 0n));
+    if (cfg.mirror === true && !cfg.shared) for (const v of this.views) this.mirrors.push(new LedgerReplica(v));
     this.reps.forEach((r, i) => this.model.set(`${ROOT}|${r}`, BigInt(300 + 100 * i)));
     this.modelMinted = s.mintedTotal();
   }
@@ -198,10 +221,19 @@ export class Simulation {
    * Runs one mutator on replica `i`'s view: checks I-5 (receiver untouched), joins an `ok` patch
    * into the view, logs it, and observes the new view.
    */
-  call(i: number, what: string, f: (v: EntitlementLedger) => Result, on: EntitlementLedger = this.viewOf(i)): Result {
+  call(i: number, what: string, f: (v: Ledger) => Result, on: EntitlementLedger = this.viewOf(i)): Result {
     const before = on.encode();
     const r = f(on);
     expect(on.encode(), `I-5 receiver changed by ${what}`).toBe(before);
+    const twin = this.mirrors[i];
+    if (twin !== undefined && on === this.views[i]) {
+      // the mutable replica applies its own ok patch; the caller commits the same patch to the view
+      const m = f(twin);
+      expect(m.ok ? "ok" : m.refusal.kind, `step ${this.step} (${what}): LedgerReplica outcome`).toBe(r.ok ? "ok" : r.refusal.kind);
+      if (m.ok && r.ok) expect(m.patch.encode(), `step ${this.step} (${what}): LedgerReplica patch`).toBe(r.patch.encode());
+      if (!m.ok && !r.ok) expect(m.refusal.detail).toEqual(r.refusal.detail);
+    }
+    if (!r.ok && r.refusal.kind === "Quarantined") this.stats.detachedRefusals++;
     if (r.ok) this.stats.ok++;
     else this.stats.refused++;
     return r;
@@ -223,7 +255,7 @@ export class Simulation {
   }
 
   /** Helper: call and commit. */
-  act(i: number, what: string, f: (v: EntitlementLedger) => Result, effect: Effect = {}): Result {
+  act(i: number, what: string, f: (v: Ledger) => Result, effect: Effect = {}): Result {
     const r = this.call(i, what, f);
     this.commit(i, what, r, effect);
     return r;
@@ -260,6 +292,7 @@ export class Simulation {
    * negative holdings without a report", and conservation (§6.4) when its preconditions hold.
    */
   observe(i: number, what: string): void {
+    if (this.cfg.partialStart === true) this.probeDetached(i, what);
     const v = this.viewOf(i);
     const selves = this.cfg.shared ? this.reps : [this.reps[i]!];
     const topologyRaces = this.cfg.reparents && !this.cfg.shared;
@@ -267,12 +300,16 @@ export class Simulation {
     const reps = v.replicas();
     let negative = false;
     let sum = 0n;
+    // §9 scans groups() — groups named by a record — for PersistentNegativeHoldings: a root that no record in
+    // the view names yet (mints delivered before any topology, I-21) can read negative unreported, until its
+    // releases' credits arrive. Only the groups a report can name are held to "negative ⇒ reported".
+    const reportable = new Set(v.groups());
     for (const g of groups) {
       for (const r of reps) {
         const h = v.holdings(g, r);
         sum += h;
         if (h < 0n) {
-          negative = true;
+          if (reportable.has(g)) negative = true;
           if (selves.includes(r) && !topologyRaces) {
             throw new Error(`step ${this.step} (${what}): holdings(${g}, ${r}) = ${h} < 0 in its own view (I-6/§6.5)`);
           }
@@ -291,6 +328,41 @@ export class Simulation {
     if (this.causallyClosed(i) && conservationApplies(v)) {
       this.stats.conservationChecks++;
       expect(sum + v.leafSpentTotal(), `step ${this.step} (${what}): conservation (I-7) on view ${i}`).toBe(v.mintedTotal());
+    }
+  }
+
+  /**
+   * ⟨1.1⟩ §5.2/§6.2 on view `i`: every detached group (its walk ends at a top group that is not a
+   * mint root — a parent's record or the root's mints have not arrived) has no lineage, reads 0
+   * for every replica, and refuses every mutator that needs its lineage; the mutable twin agrees.
+   */
+  probeDetached(i: number, what: string): void {
+    const v = this.viewOf(i);
+    const twin = this.mirrors[i];
+    const r = this.reps[i]!;
+    const other = this.reps[(i + 1) % this.reps.length]!;
+    const at = `step ${this.step} (${what}) on r${i + 1}`;
+    for (const g of this.allGroups(v)) {
+      if (!detached(v, g)) continue;
+      expect(v.lineageOf(g), `${at}: lineageOf(${g}) of a detached group`).toBeNull();
+      for (const x of v.replicas()) expect(v.holdings(g, x), `${at}: holdings(${g}, ${x}) of a detached group`).toBe(0n);
+      const calls: [string, (x: Ledger) => Result, string][] = [
+        [`transfer(${g})`, (x) => x.transfer(g, r, other, 1n), "Quarantined"],
+        [`spend(${g})`, (x) => x.spend(r, g, 1n), v.isLeaf(g) ? "Quarantined" : "NotALeaf"],
+      ];
+      for (const e of v.knownEdges()) {
+        const rec = v.record(e);
+        if (rec === null || rec.child !== g) continue;
+        calls.push([`release(${e})`, (x) => x.release(r, e, 1n), "Quarantined"]);
+        if (v.lifecycle(e) === "ACTIVE") calls.push([`delegate(${e})`, (x) => x.delegate(r, e, 1n), "ChildQuarantined"]);
+      }
+      for (const [name, f, want] of calls) {
+        for (const on of twin === undefined ? [v] : [v, twin]) {
+          const res = f(on);
+          expect(res.ok ? "ok" : res.refusal.kind, `${at}: ${name} below a detached lineage`).toBe(want);
+        }
+        this.stats.detachedRefusals++;
+      }
     }
   }
 
@@ -388,10 +460,12 @@ export class Simulation {
     const id = AttachmentId(`n${k}`);
     const child = GroupId(`N${k}`);
     const w = this.pick([Weight.ONE, Weight.of(3n), Weight.of(2n, 5n)])!;
-    const steps: [string, (x: EntitlementLedger) => Result][] = [
+    // drawn once, outside the calls: a mutable twin (cfg.mirror) runs each call a second time
+    const front = Rational.of(BigInt(this.n(20)), BigInt(1 + this.n(3)));
+    const steps: [string, (x: Ledger) => Result][] = [
       [`prepare(${id}: ${p}→${child})`, (x) => x.prepare({ id, parent: p, child, weight: w })],
       [`activate(${id})`, (x) => x.activate(id)],
-      [`seat(${id})`, (x) => x.seat(id, Rational.of(BigInt(this.n(20)), BigInt(1 + this.n(3))))],
+      [`seat(${id})`, (x) => x.seat(id, front)],
     ];
     for (const [what, f] of steps) expect(this.act(0, what, f).ok, what).toBe(true);
     this.stats.newChildren++;
@@ -417,19 +491,23 @@ export class Simulation {
     const savedView = this.views[0]!;
     const savedHas = this.has[0]!;
     const savedStats = { ...this.stats };
-    const steps = (what: string, i: number, f: (x: EntitlementLedger) => Result, effect: Effect = {}): boolean =>
+    const steps = (what: string, i: number, f: (x: Ledger) => Result, effect: Effect = {}): boolean =>
       this.commit(i, what, this.call(i, what, f), effect);
     const savedModel = new Map(this.model);
-    const abandon = (): void => {
+    const undo = (): void => {
       this.log.length = savedLog;
       this.views[0] = savedView;
       this.has[0] = savedHas;
       this.model.clear();
       for (const [k, x] of savedModel) this.model.set(k, x);
       Object.assign(this.stats, savedStats);
-      this.stats.reparentsAbandoned++;
+      this.stats.reparentsUndone++;
     };
     expect(steps(`prepare(${next}: ${p}→${c})`, 0, (x) => x.prepare({ id: next, parent: p, child: c, weight: w }))).toBe(true);
+    if (this.n(4) === 0) {
+      this.abandon(next);
+      return;
+    }
     expect(steps(`close(${old})`, 0, (x) => x.close(old))).toBe(true);
     // drain: every replica releases everything it holds below c up to c, deepest first
     for (const g of below) {
@@ -465,7 +543,7 @@ export class Simulation {
     if (!drained) {
       const res = this.call(0, `retire(${old})`, (x) => x.retire(old));
       expect(res.ok ? "ok" : res.refusal.kind).toBe("NotDrained");
-      abandon();
+      undo();
       return;
     }
     const snapshot = this.holdingsTable(v);
@@ -474,7 +552,8 @@ export class Simulation {
     expect(steps(`activate(${next})`, 0, (x) => x.activate(next))).toBe(true);
     expect(this.holdingsTable(this.viewOf(0)), `I-18 reparent of ${c} from ${old} to ${next}`).toEqual(snapshot);
     this.stats.holdingsPreserved++;
-    expect(steps(`seat(${next})`, 0, (x) => x.seat(next, Rational.of(BigInt(this.n(30)))))).toBe(true);
+    const front = Rational.of(BigInt(this.n(30)));
+    expect(steps(`seat(${next})`, 0, (x) => x.seat(next, front))).toBe(true);
     this.stats.reparents++;
     if (below.length > 0) this.stats.internalReparents++;
   }
@@ -491,8 +570,26 @@ export class Simulation {
     if (p === undefined) return;
     const next = AttachmentId(`p${++this.serial}`);
     expect(this.act(0, `prepare(${next})`, (x) => x.prepare({ id: next, parent: p, child: c, weight: Weight.ONE })).ok).toBe(true);
+    if (this.n(4) === 0) {
+      this.abandon(next);
+      return;
+    }
     expect(this.act(0, `close(${old})`, (x) => x.close(old)).ok).toBe(true);
     this.reshapes.push({ old, next, child: c, done: false });
+  }
+
+  /**
+   * The authority calls off a reshape it prepared (⟨1.1⟩ §8 "abandon a prepared edge"): `close`
+   * refuses the PREPARED edge — only `activate` makes an edge live — and `retire` takes it
+   * straight from PREPARED with an empty drain witness.
+   */
+  abandon(next: AttachmentId): void {
+    const closed = this.call(0, `close(${next})`, (x) => x.close(next));
+    expect(closed.ok ? "ok" : closed.refusal.kind, `close(${next}) of a PREPARED edge`).toBe("WrongLifecycle");
+    const res = this.act(0, `retire(${next}) from PREPARED`, (x) => x.retire(next));
+    expect(res.ok, `retire(${next}) from PREPARED`).toBe(true);
+    if (res.ok) expect(components(res.patch).lifecycle.get(next)).toBe("RETIRED");
+    this.stats.preparedAbandoned++;
   }
 
   /** Per-view mode: a replica that sees a CLOSING edge drains its own holdings through it. */
@@ -506,7 +603,8 @@ export class Simulation {
       const lin = w.lineageOf(g);
       if (lin === null || lin.length === 0) continue;
       const h = w.holdings(g, r);
-      if (h > 0n) this.act(i, `drain release(${r}, ${lin.at(-1)}, ${h})`, (x) => x.release(r, lin.at(-1)!, h));
+      const up = w.record(lin.at(-1)!)!.parent;
+      if (h > 0n) this.act(i, `drain release(${r}, ${lin.at(-1)}, ${h})`, (x) => x.release(r, lin.at(-1)!, h), { moves: [[g, r, -h], [up, r, h]] });
     }
   }
 
@@ -529,6 +627,7 @@ export class Simulation {
     const p = this.log[k]!;
     const to = this.n(this.reps.length);
     this.views[to] = this.views[to]!.join(p.patch);
+    this.mirrors[to]?.apply(p.patch);
     this.has[to] = this.has[to]! | (1n << BigInt(k));
     this.stats.deliveries++;
     this.observe(to, `deliver ${p.what} to r${to + 1}`);
@@ -539,6 +638,7 @@ export class Simulation {
     const a = this.n(this.reps.length);
     const b = this.n(this.reps.length);
     this.views[a] = this.views[a]!.join(this.views[b]!);
+    this.mirrors[a]?.apply(this.views[b]!);
     this.has[a] = this.has[a]! | this.has[b]!;
     this.stats.exchanges++;
     this.observe(a, `exchange r${b + 1} → r${a + 1}`);
@@ -597,10 +697,35 @@ export class Simulation {
     for (let i = 0; i < this.views.length; i++) {
       const order = this.log.map((p, k) => [this.rand(), k] as const).sort((a, b) => a[0] - b[0] || a[1] - b[1]);
       let v = this.views[i]!;
-      for (const [, k] of order) v = v.join(this.log[k]!.patch);
+      for (const [, k] of order) {
+        v = v.join(this.log[k]!.patch);
+        this.mirrors[i]?.apply(this.log[k]!.patch);
+      }
       this.views[i] = v;
       this.has[i] = (1n << BigInt(this.log.length)) - 1n;
     }
+  }
+}
+
+/**
+ * True when the lineage walk of `g` (§5.2), read through the public surface, ends at a top group
+ * that is not a mint root (⟨1.1⟩ detached), rather than at the root or at a fork, a group with no
+ * live inbound, a divergent record or a cycle.
+ */
+export function detached(v: EntitlementLedger, g: GroupId): boolean {
+  const roots = v.roots();
+  const seen = new Set<GroupId>();
+  let cur = g;
+  for (;;) {
+    if (seen.has(cur)) return false;
+    seen.add(cur);
+    const ins = v.knownEdges().filter((e) => v.records(e).some((x) => x.child === cur));
+    if (ins.length === 0) return !roots.includes(cur);
+    const live = ins.filter((e) => v.lifecycle(e) === "ACTIVE" || v.lifecycle(e) === "CLOSING");
+    if (live.length !== 1) return false;
+    const rec = v.record(live[0]!);
+    if (rec === null) return false;
+    cur = rec.parent;
   }
 }
 

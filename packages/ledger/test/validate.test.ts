@@ -235,7 +235,7 @@ describe("derived sets and reads (§5.1, §6.3)", () => {
     expect(s.lifecycle(E("c"))).toBe("ACTIVE");
     expect(s.record(E("c"))).toBeNull();
     expect(s.edge(E("t"))).toBeNull();
-    expect(s.lineageOf(G("nowhere"))).toEqual([]);
+    expect(s.lineageOf(G("nowhere"))).toBeNull(); // ⟨1.1⟩ detached
     expect(s.isLeaf(G("nowhere"))).toBe(true);
   });
 

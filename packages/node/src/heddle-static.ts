@@ -39,7 +39,7 @@ export interface StaticOptions {
  * The genesis ledger of node.md §13.1 steps 2–3: `bootstrap(root, supply, "heddle-static-genesis")`, then
  * each record, sorted by id, prepared and activated. A pure function of its inputs, so every peer given
  * the same inputs computes byte-identical canonical bytes. Empty supply and topology give `EMPTY`.
- * Throws {@link BootstrapError} when a record is refused.
+ * Throws {@link BootstrapError} when a record is refused or a group does not hang from `root`.
  */
 export function staticGenesis(root: GroupId, supply: ReadonlyMap<ReplicaId, bigint>, topology: readonly AttachmentRecord[]): EntitlementLedger {
   let genesis: EntitlementLedger;
@@ -51,6 +51,13 @@ export function staticGenesis(root: GroupId, supply: ReadonlyMap<ReplicaId, bigi
   const sorted = [...topology].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   const r = prepareAndActivate(genesis, sorted);
   if (!r.ok) throw new BootstrapError(`topology record ${JSON.stringify(r.edge)}: ${r.step} refused: ${r.refusal.kind} (${r.refusal.message})`);
+  // A tree that does not hang from the root would start detached (ledger.md ⟨1.1⟩ §5.2: a top group that
+  // is not the mint root reads 0 and refuses every mutator), and stay so on every peer.
+  for (const g of r.ledger.groups()) {
+    if (r.ledger.lineageOf(g) === null) {
+      throw new BootstrapError(`topology: group ${JSON.stringify(g)} does not hang from the root ${JSON.stringify(root)}; every edge must descend from it`);
+    }
+  }
   return r.ledger;
 }
 

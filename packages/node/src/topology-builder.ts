@@ -137,7 +137,11 @@ export type TopologyPatchResult =
  * The ledger patch that creates `records` as new ACTIVE generations on `base` (ledger.md §8 "create
  * child"): for each record in order, `prepare` then `activate`, each computed on the view that already
  * absorbed the previous patches (the threading rule, ledger.md §4.4). It only creates: closing and
- * retiring old generations of a reshape are separate, later steps. Stops at the first refusal.
+ * retiring old generations of a reshape are separate, later steps, and a prepared edge that will not be
+ * used is retired, never closed (ledger.md ⟨1.1⟩: only `activate` makes an edge live). Records may come
+ * in any order; a child's edge before its parent's is a detached window (ledger.md §5.2) that closes
+ * once the parent's edge is in, so the result is usable only if every record descends from the mint
+ * root. Stops at the first refusal.
  */
 export function prepareAndActivate(base: EntitlementLedger, records: readonly AttachmentRecord[]): TopologyPatchResult {
   let work = base;

@@ -372,6 +372,8 @@ describe("HeddleConfig and heddleStatic validation (§12, §13.1)", () => {
     expect(st({ supply: new Map([[r("q1"), 1n << 62n], [r("q2"), 1n << 62n]]) })).toThrow(/exceeds 2\^63/);
     expect(st({ topology: [rec("e1", "root", "g1"), rec("e1", "root", "g2")] })).toThrow(/record id "e1" appears twice/);
     expect(st({ topology: [rec("e1", "root", "g1"), rec("e2", "root", "g1")] })).toThrow(BootstrapError);
+    // ledger.md ⟨1.1⟩: a tree under a group that is not the mint root would start detached
+    expect(st({ topology: [rec("e1", "root", "g1"), rec("e2", "elsewhere", "g2")] })).toThrow(/group "elsewhere" does not hang from the root "root"/);
     await c.shutdown();
   });
 });

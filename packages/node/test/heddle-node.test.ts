@@ -51,6 +51,26 @@ describe("schedule (§7): the planned round is the literal pick → delegate loo
   });
 });
 
+describe("schedule (§7) on a partial view (ledger.md ⟨1.1⟩ detached lineages)", () => {
+  it("a parent whose grandparent edge has not arrived is detached: schedule grants nothing there until it does", () => {
+    const self = ReplicaId("p");
+    let full = staticGenesis(GroupId("root"), new Map([[self, 100n]]), [rec("et", "root", "t"), rec("em", "t", "m"), rec("ec1", "m", "c1"), rec("ec2", "m", "c2")]);
+    for (const edge of ["et", "em"]) full = full.join((full.delegate(self, e(edge), 40n) as { patch: EntitlementLedger }).patch);
+    // the same view without root→t's record and lifecycle: m's lineage ends at t, which is not the root
+    const text = JSON.parse(full.encode()) as Record<string, [string, unknown][]>;
+    const partial = EntitlementLedger.decode(JSON.stringify({ ...text, records: text.records!.filter(([id]) => id !== "et"), lifecycle: text.lifecycle!.filter(([id]) => id !== "et") }));
+    expect(partial.lineageOf(g("m"))).toBeNull();
+    expect(partial.holdings(g("m"), self)).toBe(0n);
+    const round = (view: EntitlementLedger) =>
+      planSchedule({ view, parent: GroupId("m"), self, earmarked: 0n, demand: () => HUNGRY, offsets: new Map(), observed: new Map(), policy: { quantum: 5n }, maxGrants: 10 });
+    const detached = round(partial);
+    expect(detached.grants).toEqual([]);
+    expect(detached.refusals).toBe(0);
+    const attached = round(full);
+    expect(attached.grants.reduce((sum, x) => sum + x.amount, 0n)).toBe(40n);
+  });
+});
+
 describe("boundMetrics (§11)", () => {
   it("matches the definitions on a worked example, exactly", () => {
     const a = ReplicaId("a");

@@ -254,7 +254,10 @@ describe("reservation table refusals and captured paths", () => {
     expect(h.table.reserve(ROOT, 1n)).toEqual({ ok: false, refusal: { kind: "not-a-leaf", leaf: ROOT } });
     expect(h.table.reserve(g("t"), 1n)).toEqual({ ok: false, refusal: { kind: "not-a-leaf", leaf: "t" } });
     expect(h.table.reserve(g("gp"), 1n)).toEqual({ ok: false, refusal: { kind: "no-lineage", leaf: "gp" } });
-    expect(h.table.reserve(g("nowhere"), 1n)).toEqual({ ok: false, refusal: { kind: "root-leaf", leaf: "nowhere" } });
+    // ledger.md ⟨1.1⟩: a group named nowhere is a detached top group, not a root — it has no lineage
+    expect(h.table.reserve(g("nowhere"), 1n)).toEqual({ ok: false, refusal: { kind: "no-lineage", leaf: "nowhere" } });
+    const bare = new Harness(memorySource().open, EntitlementLedger.bootstrap(ROOT, new Map([[SELF, 5n]]), "bare"));
+    expect(bare.table.reserve(ROOT, 1n)).toEqual({ ok: false, refusal: { kind: "root-leaf", leaf: ROOT } });
     expect(h.table.reserve(g("g1"), 41n)).toEqual({ ok: false, refusal: { kind: "insufficient", leaf: "g1", available: 40n, requested: 41n } });
     reserveOk(h, "g1", 25n);
     expect(h.table.reserve(g("g1"), 16n)).toEqual({ ok: false, refusal: { kind: "insufficient", leaf: "g1", available: 15n, requested: 16n } });
@@ -387,7 +390,7 @@ interface RefModel {
   publishedCharges: bigint;
 }
 
-const REFUSAL_OF: Record<string, string> = { t: "not-a-leaf", root: "not-a-leaf", gp: "no-lineage", nowhere: "root-leaf" };
+const REFUSAL_OF: Record<string, string> = { t: "not-a-leaf", root: "not-a-leaf", gp: "no-lineage", nowhere: "no-lineage" };
 
 function runModel(source: StoreSource, ops: Op[]): void {
   const src = source();

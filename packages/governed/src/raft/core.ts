@@ -555,13 +555,7 @@ export class RaftCore {
         return this.#onVoteReply(from, m.granted);
       case "append":
       case "snapshot": {
-        // R-M4: drop leader frames from outside our voter set. Refinement: a sender whose term is above the term of
-        // the entry that gave us our configuration was elected by a configuration we have not seen yet (we lag),
-        // and must be heard or a lagging member could never catch up; at or below it, the sender is one our
-        // configuration removed (e.g. a leader that removed itself) and is dropped.
-        if (this.#config.voters.length > 0 && !this.#config.voters.includes(from) && m.term <= this.#configTerm()) {
-          return this.#refuse(from, "sender-not-voter");
-        }
+        if (this.#removedLeader(from, m.term)) return this.#refuse(from, "sender-not-voter");
         if (this.#state === "leader") this.#becomeFollower(this.#term, from, "leader-contact");
         else if (this.#state !== "follower") this.#becomeFollower(this.#term, from, "lost-election");
         else this.#setLeader(from);
@@ -574,8 +568,21 @@ export class RaftCore {
       case "snapshotReply":
         return this.#onSnapshotReply(from, m);
       case "timeoutNow":
+        if (this.#removedLeader(from, m.term)) return this.#refuse(from, "sender-not-voter");
         return this.#onTimeoutNow(from);
     }
+  }
+
+  /**
+   * R-M4 (amended): a leader frame (AppendEntries, InstallSnapshot, TimeoutNow) from outside the adopted voter
+   * set is dropped only when its term equals the term of the entry (or snapshot) carrying that configuration —
+   * the leader that removed itself, which steps down (R-M3). At a higher term the sender was elected by a
+   * configuration we have not seen (we lag), or the removal we hold was never committed and must be truncated:
+   * processed normally. A joiner that knows no voters accepts any sender. This only guards against disruption;
+   * safety rests on terms and vote quorums. (Lower terms never get here: they are stale and refused before.)
+   */
+  #removedLeader(from: NodeId, term: number): boolean {
+    return this.#config.voters.length > 0 && !this.#config.voters.includes(from) && term === this.#configTerm();
   }
 
   /** Collects the work accumulated since the last `ready()`. Call `advance` with it once persisted. */

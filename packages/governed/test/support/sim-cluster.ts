@@ -222,11 +222,16 @@ export abstract class SimCluster<N extends SimPeer> {
         if (!target.alive || this.net.blocked(from.id, to)) return null;
         const m = decodeMessage(frame);
         if (m === null) this.fail(`frame from ${from.id} did not decode`);
-        target.core.step(from.id, m);
+        this.deliverFrame(target, from.id, m);
         this.poke(target);
         return target.id;
       }),
     );
+  }
+
+  /** Steps one arrived frame into `target`'s core; a simulation may look before and after. */
+  deliverFrame(target: N, from: string, m: Message): void {
+    target.core.step(from, m);
   }
 
   /** A check on every frame a peer emits (none by default). */

@@ -121,6 +121,12 @@ export interface SimResult {
   readonly transfersFailed: Readonly<Record<string, number>>;
   /** Figure 8 rounds that got as far as a third leader holding an earlier leader's uncommitted entries. */
   readonly figure8Rounds: number;
+  /** R-M4: leader frames from outside the receiver's adopted voter set that it processed (it lagged). */
+  readonly outsiderFramesHeard: number;
+  /** R-M4: such frames dropped, each at its configuration's own term. */
+  readonly outsiderFramesDropped: number;
+  /** Uncommitted self-removals (config entries excluding their own leader) truncated by a later leader. */
+  readonly selfRemovalsTruncated: number;
 }
 
 const TICK_MS = 10;
@@ -214,6 +220,14 @@ class Simulation extends SimCluster<SimNode> {
   figure8Rounds = 0;
 
   readonly sabotage: Sabotage | undefined;
+  /**
+   * R-M4 (governed.md §4.8, amended) on every leader frame from outside the receiver's adopted voter set:
+   * dropped exactly when its term equals the term of the entry (or snapshot) carrying that configuration.
+   * `expectedDrops`/`seenDrops` count, per peer life, the drops the rule calls for and the drops the core made.
+   */
+  readonly rm4 = { outsiderFramesHeard: 0, outsiderFramesDropped: 0, selfRemovalsTruncated: 0 };
+  readonly expectedDrops = new Map<string, number>();
+  readonly seenDrops = new Map<string, number>();
 
   constructor(seed: number, family: Family, sabotage?: Sabotage) {
     const pr = seededRandom(seed * 1000 + 1);
@@ -326,8 +340,51 @@ class Simulation extends SimCluster<SimNode> {
     }
   }
 
+  override deliverFrame(target: SimNode, from: string, m: Message): void {
+    const c = target.core;
+    const leaderFrame = m.type === "append" || m.type === "snapshot" || m.type === "timeoutNow";
+    if (!leaderFrame) return c.step(from, m);
+    const outsider = c.config.voters.length > 0 && !c.config.voters.includes(from);
+    const termBefore = c.term;
+    const configTerm = c.configIndex > c.floor ? c.termAt(c.configIndex)! : c.snapshot?.config != null ? c.snapshot.lastTerm : 0;
+    const cfgIndex = c.configIndex;
+    const cfgEntry = cfgIndex > c.floor ? c.entryAt(cfgIndex) : undefined;
+    c.step(from, m);
+    if (outsider && m.term >= termBefore) {
+      // at a higher term than ours the frame cannot be at the configuration's term (it is at most ours)
+      if (m.term === termBefore && m.term === configTerm) {
+        this.expectedDrops.set(target.id, (this.expectedDrops.get(target.id) ?? 0) + 1);
+        this.rm4.outsiderFramesDropped++;
+      } else {
+        this.rm4.outsiderFramesHeard++; // a lagging member hearing a leader its configuration does not list
+      }
+    }
+    // An uncommitted self-removal (a config entry whose voters exclude the leader of its term) truncated here.
+    if (cfgEntry !== undefined && cfgEntry.kind === "config" && c.floor < cfgIndex) {
+      const now = c.entryAt(cfgIndex);
+      if (now === undefined || !sameEntry(now, cfgEntry)) {
+        const author = this.leaders.get(cfgEntry.term);
+        if (author !== undefined && !cfgEntry.config!.voters.includes(author)) {
+          this.rm4.selfRemovalsTruncated++;
+          this.trace(`${target.id} TRUNCATED ${author}'s self-removal at ${cfgIndex} (term ${cfgEntry.term})`);
+        }
+      }
+    }
+  }
+
+  override process(n: SimNode): void {
+    const readying = n.writing === null && n.core.hasReady();
+    const expected = this.expectedDrops.get(n.id) ?? 0;
+    super.process(n);
+    // every step before this ready is in its trace: the drops made are exactly the drops R-M4 calls for
+    if (readying && (this.seenDrops.get(n.id) ?? 0) !== expected) {
+      this.fail(`${n.id}: dropped ${this.seenDrops.get(n.id) ?? 0} leader frames as from a non-voter, R-M4 calls for ${expected}`);
+    }
+  }
+
   override onTrace(n: SimNode, ev: RaftTraceEvent): void {
     this.trace("", n.id, ev);
+    if (ev.type === "frameRefused" && ev.reason === "sender-not-voter") this.seenDrops.set(n.id, (this.seenDrops.get(n.id) ?? 0) + 1);
     if (ev.type === "frameRefused" && ev.reason === "truncate-committed") {
       this.fail(`${n.id}: was asked to truncate a committed entry`);
     }
@@ -479,6 +536,9 @@ class Simulation extends SimCluster<SimNode> {
   // ------------------------------------------------------------------ faults
 
   override onRestart(n: SimNode): void {
+    // the previous life's unreported trace died with it
+    this.expectedDrops.delete(n.id);
+    this.seenDrops.delete(n.id);
     if (this.sabotage === "wipe-on-restart") n.disk = emptyDisk();
     n.kv = new KvMachine();
   }
@@ -542,10 +602,32 @@ class Simulation extends SimCluster<SimNode> {
       const pr = leader.core.progress.get(l);
       if (pr !== undefined && pr.match >= leader.core.commitIndex - 5) target = { voters: [...cur.voters, l], learners: cur.learners.filter((x) => x !== l) };
     } else if (cur.voters.length > 3) {
-      const v = cur.voters[Math.floor(r() * cur.voters.length)]!;
+      // most removals are the leader's own (R-M3), so self-removals — committed or not — are common
+      const v = r() < 0.75 ? leader.id : cur.voters[Math.floor(r() * cur.voters.length)]!;
       target = { voters: cur.voters.filter((x) => x !== v), learners: r() < 0.5 ? [...cur.learners, v] : cur.learners };
     }
     if (target === null) return;
+    // R-M4's second regression: a leader that crashes right after appending its own removal, before the entry
+    // commits, having sent it to only some members (one-way cuts to the others) and made it durable or not
+    // (the crash cuts its write anywhere); a next leader without the entry must truncate it where it landed
+    const selfCrash = !target.voters.includes(leader.id) && r() < 0.75;
+    const cuts: string[] = [];
+    if (selfCrash) {
+      for (const id of all) if (id !== leader.id && r() < 0.5) cuts.push(`${leader.id}>${id}`);
+      for (const c of cuts) this.net.cuts.add(c);
+      const inc = leader.incarnation;
+      this.trace(`${leader.id} SELF-REMOVAL CRASH, cut ${JSON.stringify(cuts)}`);
+      this.at(Math.floor(r() * 4), () => {
+        if (!leader.alive || leader.incarnation !== inc) return null;
+        this.crash(leader);
+        this.at(50 + Math.floor(this.faultRandom() * 800), () => {
+          for (const c of cuts) this.net.cuts.delete(c);
+          this.restart(leader);
+          return leader.id;
+        });
+        return null;
+      });
+    }
     const id = this.nextRequestId++;
     this.membershipBusy = true;
     this.trace(`${leader.id} CHANGE ${JSON.stringify(target)}`);
@@ -755,6 +837,7 @@ class Simulation extends SimCluster<SimNode> {
       transfersSucceeded: this.transfersSucceeded,
       transfersFailed: this.transfersFailed,
       figure8Rounds: this.figure8Rounds,
+      ...this.rm4,
     };
   }
 

@@ -1,6 +1,8 @@
 /**
- * Review findings against ledger.md / policy.md §2: each test pins one behaviour the spec fixes,
- * quoting the section it comes from. Tests that fail here point at a defect in `src/`.
+ * An independent reading of ledger.md (core v1.1) and policy.md §2, written from the spec over the
+ * canonical encoding: an oracle for the derived reads and `validate()`, the outcome and patch of every
+ * mutator, and `LedgerReplica` held to the immutable value call by call. Each test quotes the section
+ * it pins.
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
@@ -78,7 +80,7 @@ type Op =
   | ["transfer", string, string, string, bigint]
   | ["spend", string, string, bigint]
   | ["capture", string, string]
-  | ["charge", string, bigint]
+  | ["charge", string, bigint, number]
   | ["mint", string, string, bigint];
 const opArb: fc.Arbitrary<Op> = fc.oneof(
   fc.tuple(fc.constant("prepare" as const), eArb, gArb, gArb, fc.bigInt({ min: 1n, max: 3n })),
@@ -88,7 +90,8 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
   fc.tuple(fc.constant("transfer" as const), gArb, rArb, rArb, amtArb),
   fc.tuple(fc.constant("spend" as const), rArb, gArb, amtArb),
   fc.tuple(fc.constant("capture" as const), rArb, gArb),
-  fc.tuple(fc.constant("charge" as const), rArb, amtArb),
+  // the last element drops that many leading edges of the captured path: 1 is a mid-tree charge (⟨1.1⟩ MalformedPath)
+  fc.tuple(fc.constant("charge" as const), rArb, amtArb, fc.constantFrom(0, 0, 1)),
   fc.tuple(fc.constant("mint" as const), fc.constantFrom("m1", "m2"), rArb, fc.bigInt({ min: 0n, max: 100n })),
 );
 
@@ -143,7 +146,8 @@ describe("LedgerReplica mutators agree with the immutable value (§4.4 threading
             case "charge": {
               const c = captured;
               if (c === undefined) continue;
-              call = (x) => x.chargeCaptured(R(c.replica), c.path, op[2]);
+              const path = c.path.slice(op[3]);
+              call = (x) => x.chargeCaptured(R(c.replica), path, op[2]);
               break;
             }
             case "mint":
@@ -151,14 +155,14 @@ describe("LedgerReplica mutators agree with the immutable value (§4.4 threading
               break;
           }
           const before = imm.encode();
-          const want = expectedOutcome(imm, op);
+          const want = expectedOutcome(imm, op, captured?.path.slice(op[0] === "charge" ? op[3] : 0));
           const a = call(imm);
           expect(a.ok ? "ok" : a.refusal.kind, `outcome of ${show(op)}`).toBe(want);
           const b = call(rep);
           expect(b.ok).toBe(a.ok);
           if (a.ok && b.ok) {
             expect(b.patch.encode()).toBe(a.patch.encode());
-            const exp = expectedPatch(imm, op[0] === "charge" ? ["charge", op[2]] : op, captured && { replica: captured.replica, path: [...captured.path] });
+            const exp = expectedPatch(imm, op[0] === "charge" ? ["charge", op[2]] : op, captured && { replica: captured.replica, path: captured.path.slice(op[0] === "charge" ? op[3] : 0) });
             expect(a.patch.encode(), `patch of ${show(op)}`).toBe(exp.encode());
             imm = imm.join(a.patch);
           } else if (!a.ok && !b.ok) {
@@ -225,7 +229,7 @@ describe("§11 read contract", () => {
     expect(x.holdings(G("nowhere"), R("p"))).toBe(0n);
     expect(x.holdings(G("root"), R("nobody"))).toBe(0n);
     expect(x.holdings(G("root"), R("p"))).toBe(10n);
-    expect(x.lineageOf(G("nowhere"))).toEqual([]);
+    expect(x.lineageOf(G("nowhere"))).toBeNull(); // ⟨1.1⟩ a group named nowhere is a detached top group
     expect(x.isLeaf(G("nowhere"))).toBe(true);
     expect(x.childrenOf(G("nowhere"))).toEqual([]);
     expect(x.projectEdge(ghost).equals(EntitlementLedger.EMPTY)).toBe(true);
@@ -298,7 +302,7 @@ function oracleReads(O: Oracle) {
       if (seen.has(cur)) return { path: null, onCycle: cur === g };
       seen.add(cur);
       const ins = inbound(cur);
-      if (ins.length === 0) return { path, onCycle: false };
+      if (ins.length === 0) return roots.includes(cur) ? { path, onCycle: false } : { path: null, onCycle: false }; // ⟨1.1⟩ detached
       const li = ins.filter(live);
       if (li.length !== 1) return { path: null, onCycle: false };
       const r = rec(li[0]!);
@@ -325,14 +329,12 @@ function oracleReads(O: Oracle) {
     const w = walk(g);
     if (w.path === null) return 0n;
     if (w.path.length === 0) {
-      let h = 0n;
-      if (roots.includes(g)) {
-        for (const id of [...O.mints.keys()].sort(cmp)) {
-          const m = O.mints.get(id)!;
-          if (m[0] === g && m[1] === r) h = ck(h + m[2]);
-        }
-        h = ck(h + tnet("", r));
+      let h = 0n; // g is the root: the walk of any other top group is null
+      for (const id of [...O.mints.keys()].sort(cmp)) {
+        const m = O.mints.get(id)!;
+        if (m[0] === g && m[1] === r) h = ck(h + m[2]);
       }
+      h = ck(h + tnet("", r));
       for (const c of childEdges(g)) h = ck(h - netInflow(c, r));
       return h;
     }
@@ -608,7 +610,14 @@ function expectedPatch(view: EntitlementLedger, op: readonly unknown[], captured
     case "retire": {
       const e = op[1] as string;
       life.set(e, "RETIRED");
-      for (const f of ["issued", "returned", "leafSpent", "rollupSpent"] as const) for (const [r, v] of O.c[f].get(e) ?? []) put(f, e, r, v);
+      const writers = new Set<string>();
+      for (const f of ["issued", "returned", "leafSpent", "rollupSpent"] as const) {
+        for (const [r, v] of O.c[f].get(e) ?? []) {
+          put(f, e, r, v);
+          writers.add(r);
+        }
+      }
+      for (const w of writers) mintsOf(w);
       const g = gaugeOf(e);
       if (g) putG(e, g);
       break;
@@ -668,7 +677,7 @@ function expectedPatch(view: EntitlementLedger, op: readonly unknown[], captured
 }
 
 /** The outcome §7 prescribes for `op` on `view`: "ok" or the refusal kind, checks in the listed order. */
-function expectedOutcome(view: EntitlementLedger, op: readonly unknown[]): string {
+function expectedOutcome(view: EntitlementLedger, op: readonly unknown[], chargePath?: readonly string[]): string {
   const O = oracleOf(view);
   const o = oracleReads(O);
   const single = (e: string): string | undefined => {
@@ -704,13 +713,13 @@ function expectedOutcome(view: EntitlementLedger, op: readonly unknown[]): strin
     }
     case "close": {
       const e = op[1] as string;
-      return single(e) ?? (o.lc(e) === "RETIRED" ? "WrongLifecycle" : "ok");
+      return single(e) ?? (o.live(e) ? "ok" : "WrongLifecycle");
     }
     case "retire": {
       const e = op[1] as string;
       const bad = single(e);
       if (bad) return bad;
-      if (o.lc(e) !== "CLOSING") return "WrongLifecycle";
+      if (o.lc(e) !== "CLOSING" && o.lc(e) !== "PREPARED") return "WrongLifecycle";
       return o.replicas.some((r) => o.pos(e, r) !== 0n) ? "NotDrained" : "ok";
     }
     case "seat": {
@@ -754,8 +763,12 @@ function expectedOutcome(view: EntitlementLedger, op: readonly unknown[]): strin
       if (L.length === 0) return "RootHasNoEdge";
       return a > o.holdings(g, r) ? "InsufficientHoldings" : "ok";
     }
-    case "charge":
-      return "ok";
+    case "charge": {
+      if ((op[2] as bigint) === 0n) return "ok";
+      if (chargePath!.length === 0) return "EmptyPath";
+      // ⟨1.1⟩ a captured path starts at the root (lineageOf only captures such paths)
+      return O.records.get(chargePath![0]!)!.some(([p]) => o.roots.includes(p)) ? "ok" : "MalformedPath";
+    }
     case "mint": {
       const [, id, h, a] = op as [string, string, string, bigint];
       const cur = O.mints.get(id);
@@ -787,10 +800,7 @@ describe("§7.1 witness guarantee and §6.5 local safety in honest runs without 
               res = v.activate(E(op[1]));
               break;
             case "close":
-              // close() of a PREPARED edge makes it live (CLOSING) beside the child's live inbound,
-              // bypassing activate's guard — a spec gap reported separately; not an honest step here.
-              if (v.lifecycle(E(op[1])) === "PREPARED") continue;
-              res = v.close(E(op[1]));
+              res = v.close(E(op[1])); // ⟨1.1⟩ refused on PREPARED, so no honest close forks or loops
               break;
             case "retire":
               res = v.retire(E(op[1]));
@@ -887,14 +897,13 @@ describe("Rational against policy.md §2.2 written out literally", () => {
 });
 
 // ---------------------------------------------------------------------------------------------
-// Confirmed findings: these tests FAIL on the current src/ (see /work/notes/ledger-bugs.md).
-// They are deliberately left uncommitted until the code is fixed.
+// Single behaviours the spec fixes, each once found wrong in review.
 // ---------------------------------------------------------------------------------------------
 
 import { DivisionByZeroError, MAX } from "../src/index.ts";
 import { refused } from "./arbitraries.ts";
 
-describe("review findings — LedgerReplica index (§5.1)", () => {
+describe("LedgerReplica index (§5.1)", () => {
   it("§5.1 replicas() = mint holders ∪ slot owners ∪ transfer parties: a mint replaced by the per-key max (§4.1, §9 'the larger wins') no longer names its old holder", () => {
     const a = decode(`{${F},"mints":[["m",["root","alice","5"]]]}`);
     const b = decode(`{${F},"mints":[["m",["root","bob","5"]]]}`);
@@ -906,7 +915,7 @@ describe("review findings — LedgerReplica index (§5.1)", () => {
   });
 });
 
-describe("review findings — §2.3 LedgerOverflowError leaves LedgerReplica untouched", () => {
+describe("§2.3 LedgerOverflowError leaves LedgerReplica untouched", () => {
   // floor (2^62)/1 joined with floor 1/2: compare's cross product 2^62 × 2 leaves I64 (§3.4),
   // so the gauge join — and with it the whole join — throws.
   const base = `{${F},"issued":[["e",[["alice","1"]]]],"gauges":[["e",["${1n << 62n}","1","0"]]]}`;
