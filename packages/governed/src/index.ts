@@ -30,6 +30,11 @@ export type { Operation, Model, CheckResult, KvInput } from "./raft/linearizabil
 export { checkLinearizable, kvModel, DEFAULT_CHECK_BUDGET } from "./raft/linearizability.ts";
 export type { RaftStorage } from "./raft/storage.ts";
 export { memoryRaftStorage } from "./raft/storage.ts";
+export type { WalRaftStorageOptions } from "./raft/wal-storage.ts";
+export { walRaftStorage } from "./raft/wal-storage.ts";
+export type { SegmentedLogOptions } from "./raft/wal-log.ts";
+export { DEFAULT_SEGMENT_BYTES, MIN_SEGMENT_BYTES } from "./raft/wal-log.ts";
+export { WAL_MAX_RECORD_BYTES } from "./raft/wal-records.ts";
 export type { SqliteRaftStorageOptions } from "./raft/sqlite-storage.ts";
 export { sqliteRaftStorage } from "./raft/sqlite-storage.ts";
 export type { RaftTransport, SeamTransportCounters } from "./raft/transport.ts";
