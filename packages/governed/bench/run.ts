@@ -20,7 +20,7 @@
 import { execFileSync, spawn } from "node:child_process";
 import type { ChildProcess, ChildProcessByStdio } from "node:child_process";
 import type { Readable, Writable } from "node:stream";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -46,6 +46,9 @@ type System = "heddle" | "etcd";
 
 interface Cell {
   ops: number;
+  /** CPU time (user + system, all threads) per write: the leader's, and the followers' summed. */
+  leaderCpuMs: number;
+  followersCpuMs: number;
   seconds: number;
   p50: number;
   p99: number;
@@ -53,8 +56,22 @@ interface Cell {
   failures: number;
 }
 
-/** Runs `concurrency` writers for SECONDS after a warm-up; each `put` resolves when its write is applied. */
-async function load(concurrency: number, client: KvClient): Promise<Cell> {
+/** CPU seconds (user + system, every thread) a process has used, from /proc; NaN where there is no /proc. */
+function cpuSeconds(pid: number | undefined): number {
+  try {
+    const f = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const fields = f.slice(f.lastIndexOf(")") + 2).split(" ");
+    return (Number(fields[11]) + Number(fields[12])) / 100; // utime, stime in clock ticks (USER_HZ = 100)
+  } catch {
+    return NaN;
+  }
+}
+
+/**
+ * Runs `concurrency` writers for SECONDS after a warm-up; each `put` resolves when its write is applied. `pids`
+ * are the cluster's processes, leader first, for the CPU cost per write.
+ */
+async function load(concurrency: number, client: KvClient, pids: readonly (number | undefined)[]): Promise<Cell> {
   const lat: number[] = [];
   let n = 0;
   let failures = 0;
@@ -79,11 +96,16 @@ async function load(concurrency: number, client: KvClient): Promise<Cell> {
   const ws = Array.from({ length: concurrency }, () => writer());
   await sleep(WARMUP_MS);
   startedAt = performance.now();
+  const cpu0 = pids.map(cpuSeconds);
   await Promise.all(ws);
+  const cpu1 = pids.map(cpuSeconds);
   const seconds = (performance.now() - startedAt) / 1000;
   lat.sort((a, b) => a - b);
   const q = (p: number): number => lat[Math.min(lat.length - 1, Math.floor(p * lat.length))] ?? NaN;
-  return { ops: lat.length, seconds, p50: q(0.5), p99: q(0.99), failures };
+  const perOp = (k: number): number => ((cpu1[k]! - cpu0[k]!) * 1000) / Math.max(1, lat.length);
+  let followers = 0;
+  for (let k = 1; k < pids.length; k++) followers += perOp(k);
+  return { ops: lat.length, seconds, p50: q(0.5), p99: q(0.99), failures, leaderCpuMs: perOp(0), followersCpuMs: followers };
 }
 
 function freePort(): Promise<number> {
@@ -152,8 +174,10 @@ async function ours(size: number): Promise<Cell[]> {
     }
     if (leader === undefined) throw new Error("no leader");
     client = await kvTcpClient(leader.kvPort);
+    const l = leader;
+    const pids = [l.child.pid, ...members.filter((m) => m !== l).map((m) => m.child.pid)];
     const cells: Cell[] = [];
-    for (const c of CONCURRENCY) cells.push(await load(c, client));
+    for (const c of CONCURRENCY) cells.push(await load(c, client, pids));
     return cells;
   } finally {
     await client?.close();
@@ -199,11 +223,15 @@ async function etcd(size: number): Promise<Cell[]> {
       probes.push(new Etcd3({ hosts: `http://127.0.0.1:${clients[i]}` }));
     }
     let leaderUrl: string | null = null;
+    let leaderAt = 0;
     for (let t = 0; t < 300 && leaderUrl === null; t++) {
       for (let i = 0; i < size && leaderUrl === null; i++) {
         try {
           const s = await probes[i]!.maintenance.status({ deadline: Date.now() + 500 });
-          if (s.leader !== "0" && s.header.member_id === s.leader) leaderUrl = `http://127.0.0.1:${clients[i]}`;
+          if (s.leader !== "0" && s.header.member_id === s.leader) {
+            leaderUrl = `http://127.0.0.1:${clients[i]}`;
+            leaderAt = i;
+          }
         } catch {
           // not up yet
         }
@@ -214,8 +242,9 @@ async function etcd(size: number): Promise<Cell[]> {
     const c = new Etcd3({ hosts: leaderUrl });
     client = c;
     const kv: KvClient = { put: async (key, value) => void (await c.put(key).value(Buffer.from(value.buffer, value.byteOffset, value.length))), close: async () => c.close() };
+    const pids = [procs[leaderAt]!.pid, ...procs.filter((_, i) => i !== leaderAt).map((p) => p.pid)];
     const cells: Cell[] = [];
-    for (const n of CONCURRENCY) cells.push(await load(n, kv));
+    for (const n of CONCURRENCY) cells.push(await load(n, kv, pids));
     return cells;
   } finally {
     client?.close();
@@ -250,7 +279,7 @@ async function inProcess(size: number): Promise<Cell[]> {
     const l = leader;
     const client: KvClient = { put: async (key, value) => void (await l.propose(new Uint8Array([...new TextEncoder().encode(key), ...value]), null)), close: async () => {} };
     const cells: Cell[] = [];
-    for (const c of CONCURRENCY) cells.push(await load(c, client));
+    for (const c of CONCURRENCY) cells.push(await load(c, client, [process.pid]));
     return cells;
   } finally {
     await Promise.all(nodes.map((n) => n.close()));
@@ -281,7 +310,7 @@ for (let round = 0; round < ROUNDS; round++) {
     for (const s of order) {
       const cells = await runners[s](size);
       cells.forEach((c, k) => results.get(s)!.get(size)![k]!.push(c));
-      const line = cells.map((c, k) => `c=${CONCURRENCY[k]} ${fmt(c.ops / c.seconds, 0)}/s p50 ${fmt(c.p50, 2)} ms`).join(", ");
+      const line = cells.map((c, k) => `c=${CONCURRENCY[k]} ${fmt(c.ops / c.seconds, 0)}/s p50 ${fmt(c.p50, 2)} ms cpu/write leader ${fmt(c.leaderCpuMs, 3)} ms followers ${fmt(c.followersCpuMs, 3)} ms`).join("; ");
       console.log(`  round ${round + 1}, ${size} voters, ${s}: ${line}${cells.some((c) => c.failures > 0) ? ` (${cells.reduce((a, c) => a + c.failures, 0)} failed writes retried)` : ""}`);
     }
   }
