@@ -172,6 +172,54 @@ describe("raftNode driver", () => {
     for (const n of c.nodes.values()) await n.close();
   });
 
+  it("leader pipelining: new entries reach followers while the leader's write is in flight; it counts itself only once written", async () => {
+    const c = new Cluster(11);
+    // every store can be held: a held append resolves only when released
+    const held = new Map<string, { release: (() => void)[]; hold: boolean; appends: number[][] }>();
+    for (const id of ABC.voters) {
+      const base = memoryRaftStorage();
+      const h = { release: [] as (() => void)[], hold: false, appends: [] as number[][] };
+      held.set(id, h);
+      c.add(id, ABC, {
+        ...base,
+        append: async (es) => {
+          h.appends.push(es.map((e) => e.index));
+          await base.append(es);
+          if (h.hold) await new Promise<void>((r) => h.release.push(r));
+        },
+      });
+    }
+    await c.until(() => c.leader() !== undefined);
+    const leader = c.leader()!;
+    const lh = held.get(leader.id)!;
+    const [f1, f2] = ABC.voters.filter((id) => id !== leader.id);
+    await c.settle(leader.propose(kvCommand({ op: "put", key: "warm", value: "up" }), null));
+    // cut one follower off: commitment now needs the leader itself and the other follower
+    c.net.partition([[f2!]], "silent");
+    lh.hold = true;
+    const first = leader.propose(kvCommand({ op: "put", key: "a", value: "1" }), null);
+    await c.run(20);
+    const second = leader.propose(kvCommand({ op: "put", key: "b", value: "2" }), null);
+    await c.run(20);
+    let settled = false;
+    void Promise.all([first, second]).then(() => (settled = true));
+    await c.run(50);
+    // nothing commits: one follower's copy is not a majority until the leader's own write is durable (R-R4) ...
+    expect(settled, "committed before the leader's own write was durable").toBe(false);
+    // ... yet the follower has the second entry, sent while the leader's write of the first was still in flight
+    const leaderWritten = Math.max(...lh.appends.flat());
+    const top = leaderWritten + 1;
+    expect(held.get(f1!)!.appends.flat()).toContain(leaderWritten);
+    expect(held.get(f1!)!.appends.flat(), "sent before the leader's previous write finished").toContain(top);
+    expect(lh.release.length, "one write in flight, the rest queued behind it").toBe(1);
+    lh.hold = false;
+    for (const r of lh.release.splice(0)) r();
+    await c.settle(Promise.all([first, second]));
+    // the second entry, queued while the first write was in flight, was written in one later call
+    expect(lh.appends.at(-1)).toContain(top);
+    for (const n of c.nodes.values()) await n.close();
+  });
+
   it("close() rejects every pending call", async () => {
     const c = new Cluster(9);
     for (const id of ABC.voters) c.add(id, ABC);
@@ -342,7 +390,7 @@ describe("raftNode driver", () => {
 });
 
 describe("walRaftStorage (the segmented log store on real files)", () => {
-  it.each(["caller", "worker"] as const)("persists term, vote, entries and snapshots across reopen (%s thread)", async (thread) => {
+  it.each(["caller", "io-pool", "worker"] as const)("persists term, vote, entries and snapshots across reopen (%s)", async (thread) => {
     const dir = mkdtempSync(join(tmpdir(), "raft-wal-"));
     try {
       const s = walRaftStorage(dir, { thread, segmentBytes: 4096 });

@@ -4,7 +4,7 @@
  * crash (the tests' `SimDirectory`). Every call is synchronous except `preallocate`, which prepares a spare
  * segment in the background.
  */
-import { closeSync, constants, fdatasyncSync, fsync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, write, writeSync, close } from "node:fs";
+import { close, closeSync, constants, fdatasync, fdatasyncSync, fsync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, write, writeSync } from "node:fs";
 import { join } from "node:path";
 
 /** An open file: positional writes and a data sync. */
@@ -13,6 +13,8 @@ export interface WalFile {
   write(bytes: Uint8Array, position: number): void;
   /** Makes every write so far durable (fdatasync; a no-op for a file opened with O_DSYNC, whose writes already are). */
   sync(): void;
+  /** `write` then `sync` on libuv's I/O pool, calling `done` once durable (real files only). */
+  writeAndSyncAsync?(bytes: Uint8Array, position: number, done: (error: Error | null) => void): void;
   close(): void;
 }
 
@@ -59,6 +61,16 @@ export function nodeWalDirectory(path: string): WalDirectory {
         },
         sync() {
           if (!o.dsync) fdatasyncSync(fd);
+        },
+        writeAndSyncAsync(bytes, position, done) {
+          const rest = (from: number): void => {
+            if (from >= bytes.length) {
+              if (o.dsync) return done(null);
+              return fdatasync(fd, (e) => done(e));
+            }
+            write(fd, bytes, from, bytes.length - from, position + from, (e, n) => (e ? done(e) : rest(from + n)));
+          };
+          rest(0);
         },
         close() {
           if (open) closeSync(fd);

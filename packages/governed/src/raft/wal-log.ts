@@ -51,6 +51,12 @@ const segName = (seq: number): string => `wal-${hex(seq)}.seg`;
 const snapName = (index: number): string => `snap-${hex(index)}.snap`;
 const ZEROS = new Uint8Array(1 << 20);
 
+/** One storage call as a batch of records, and its bookkeeping once durable. */
+interface Batch {
+  fill(w: BatchWriter): void;
+  done(): void;
+}
+
 interface Segment {
   readonly seq: number;
   readonly name: string;
@@ -204,6 +210,8 @@ export class SegmentedLog {
   #floor: LogIndex;
   #spare: "none" | "preparing" | "ready" = "none";
   #closed = false;
+  /** A failed write leaves the tail unknown: no further writes until reopened. */
+  #broken: Error | null = null;
   #recovered: PersistedState | null;
   /** Why the last open dropped a torn tail (null when it did not). */
   readonly tornTail: string | null;
@@ -250,30 +258,66 @@ export class SegmentedLog {
   }
 
   saveTermAndVote(term: number, votedFor: NodeId | null): void {
-    this.#write((w) => w.hardState(term, votedFor));
-    this.#term = term;
-    this.#votedFor = votedFor;
+    this.#run(this.#hardStateBatch(term, votedFor));
   }
 
   append(entries: readonly LogEntry[]): void {
-    const first = entries[0];
-    if (first === undefined) return;
-    if (first.index > this.#lastIndex + 1 && first.index !== this.#floor + 1) {
-      throw new Error(`raft log: append at ${first.index} leaves a gap after ${this.#lastIndex}`);
-    }
-    this.#write((w) => {
-      for (const e of entries) w.entry(e);
-    });
-    const last = entries[entries.length - 1]!.index;
-    const seg = this.#segments[this.#segments.length - 1]!;
-    if (last > seg.maxIndex) seg.maxIndex = last;
-    this.#lastIndex = last;
+    this.#run(this.#appendBatch(entries));
   }
 
   truncateFrom(index: LogIndex): void {
-    if (index > this.#lastIndex) return;
-    this.#write((w) => w.truncate(index));
-    this.#lastIndex = Math.max(index - 1, 0);
+    this.#run(this.#truncateBatch(index));
+  }
+
+  /**
+   * `saveTermAndVote`, `append` and `truncateFrom` with the batch's write and sync handed to libuv's I/O pool
+   * (a segment roll, rare, still runs synchronously): the calling thread keeps running meanwhile. Calls must not
+   * overlap (the driver issues storage calls one after another).
+   */
+  saveTermAndVoteAsync(term: number, votedFor: NodeId | null): Promise<void> {
+    return this.#runAsync(this.#hardStateBatch(term, votedFor));
+  }
+
+  appendAsync(entries: readonly LogEntry[]): Promise<void> {
+    return this.#runAsync(this.#appendBatch(entries));
+  }
+
+  truncateFromAsync(index: LogIndex): Promise<void> {
+    return this.#runAsync(this.#truncateBatch(index));
+  }
+
+  #hardStateBatch(term: number, votedFor: NodeId | null): Batch {
+    return {
+      fill: (w) => w.hardState(term, votedFor),
+      done: () => {
+        this.#term = term;
+        this.#votedFor = votedFor;
+      },
+    };
+  }
+
+  #appendBatch(entries: readonly LogEntry[]): Batch | null {
+    const first = entries[0];
+    if (first === undefined) return null;
+    if (first.index > this.#lastIndex + 1 && first.index !== this.#floor + 1) {
+      throw new Error(`raft log: append at ${first.index} leaves a gap after ${this.#lastIndex}`);
+    }
+    return {
+      fill: (w) => {
+        for (const e of entries) w.entry(e);
+      },
+      done: () => {
+        const last = entries[entries.length - 1]!.index;
+        const seg = this.#segments[this.#segments.length - 1]!;
+        if (last > seg.maxIndex) seg.maxIndex = last;
+        this.#lastIndex = last;
+      },
+    };
+  }
+
+  #truncateBatch(index: LogIndex): Batch | null {
+    if (index > this.#lastIndex) return null;
+    return { fill: (w) => w.truncate(index), done: () => void (this.#lastIndex = Math.max(index - 1, 0)) };
   }
 
   saveSnapshot(s: StoredSnapshot): void {
@@ -324,17 +368,56 @@ export class SegmentedLog {
     this.syncs++;
   }
 
-  /** Writes one batch: rolls first when it would not fit the newest segment (a segment takes at least one). */
-  #write(fill: (w: BatchWriter) => void): void {
+  #run(b: Batch | null): void {
+    if (b === null) return;
+    const w = this.#prepare(b);
+    try {
+      w.file.write(w.bytes, w.at);
+      this.#sync();
+    } catch (e) {
+      this.#broken = e as Error;
+      throw e;
+    }
+    b.done();
+  }
+
+  #runAsync(b: Batch | null): Promise<void> {
+    if (b === null) return Promise.resolve();
+    let w: { file: WalFile; bytes: Uint8Array; at: number };
+    try {
+      w = this.#prepare(b);
+    } catch (e) {
+      return Promise.reject(e as Error);
+    }
+    const io = w.file.writeAndSyncAsync;
+    if (io === undefined) return Promise.reject(new Error("raft log: this directory has no asynchronous writes"));
+    return new Promise((resolve, reject) =>
+      io.call(w.file, w.bytes, w.at, (e) => {
+        if (e !== null) {
+          this.#broken = e;
+          return reject(e);
+        }
+        this.syncs++;
+        b.done();
+        resolve();
+      }),
+    );
+  }
+
+  /**
+   * Encodes one batch and reserves its place: rolls first when it would not fit the newest segment (a segment
+   * takes at least one batch after its header, however big).
+   */
+  #prepare(b: Batch): { file: WalFile; bytes: Uint8Array; at: number } {
     if (this.#closed) throw new Error("raft log: closed");
+    if (this.#broken !== null) throw new Error(`raft log: a write failed earlier (${this.#broken.message}); reopen the store`);
     const w = new BatchWriter();
-    fill(w);
-    const size = w.size;
-    if (this.#tail + size > this.#segmentBytes && this.#tail > this.#headerEnd) this.#roll();
+    b.fill(w);
+    if (this.#tail + w.size > this.#segmentBytes && this.#tail > this.#headerEnd) this.#roll();
     const bytes = w.finish(this.#batch++);
-    this.#file!.write(bytes, this.#tail);
-    this.#sync();
+    const at = this.#tail;
     this.#tail += bytes.length;
+    return { file: this.#file!, bytes, at };
   }
 
   /** Starts a new segment: a zero-filled file under a temporary name, its header batch synced, then renamed in. */

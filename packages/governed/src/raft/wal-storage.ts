@@ -14,10 +14,13 @@ import type { SegmentedLogOptions } from "./wal-log.ts";
 /** Options of `walRaftStorage`. */
 export interface WalRaftStorageOptions extends SegmentedLogOptions {
   /**
-   * Where the files are written and synced: `"worker"` (default) keeps the caller's event loop free during each
-   * data sync; `"caller"` blocks it for the duration (fine for tools and tests).
+   * Where the files are written and synced: `"io-pool"` (default) runs the store on the caller's thread with each
+   * batch's write and data sync on libuv's I/O pool, so the event loop keeps running (sending frames, reading
+   * sockets) meanwhile; `"worker"` hosts the whole store in a worker thread (the same, at the price of a message
+   * round trip and a copy of the entries per call); `"caller"` does everything synchronously, blocking the event
+   * loop for each sync (fine for tools and tests). See the README for the measurements behind the default.
    */
-  readonly thread?: "caller" | "worker";
+  readonly thread?: "caller" | "io-pool" | "worker";
 }
 
 /**
@@ -25,10 +28,21 @@ export interface WalRaftStorageOptions extends SegmentedLogOptions {
  * crash is dropped, damage anywhere else rejects with `RaftRestoreError` and the member refuses to start.
  */
 export function walRaftStorage(path: string, options: WalRaftStorageOptions = {}): RaftStorage {
-  const { thread = "worker", ...logOptions } = options;
+  const { thread = "io-pool", ...logOptions } = options;
   if (thread === "worker") return workerStorage(path, logOptions);
   let log: ReturnType<typeof openSegmentedLog> | null = null;
   const open = (): ReturnType<typeof openSegmentedLog> => (log ??= openSegmentedLog(nodeWalDirectory(path), logOptions));
+  if (thread === "io-pool") {
+    return {
+      load: async () => open().load(),
+      saveTermAndVote: (t, v) => open().saveTermAndVoteAsync(t, v),
+      append: (es) => open().appendAsync(es),
+      truncateFrom: (i) => open().truncateFromAsync(i),
+      saveSnapshot: async (s) => open().saveSnapshot(s),
+      discardThrough: async (i) => open().discardThrough(i),
+      close: async () => log?.close(),
+    };
+  }
   return {
     load: async () => open().load(),
     saveTermAndVote: async (t, v) => open().saveTermAndVote(t, v),
