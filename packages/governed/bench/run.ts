@@ -5,7 +5,9 @@
  * Both systems run as N separate OS processes on 127.0.0.1 with fsync on: ours with the segmented log store
  * (one write + fdatasync per group-commit batch, in a worker thread) over the node package's libp2p seam; etcd
  * with its defaults (its WAL is fsynced). The load generator is this process, writing 256-byte values with 1 or 64
- * writes outstanding to the leader over one connection, and counting a write when the leader has applied it:
+ * writes outstanding to the leader over one connection, and counting a write when the leader has applied it
+ * (both on etcd's default timing: heartbeat 100 ms, election timeout 1 s — `HEDDLE_RAFT_TIMING=spec` for ours
+ * at governed.md's 50 / 150–300 ms):
  * ours through `kv-wire.ts` (a small request/response protocol over TCP — the daemon's HTTP API replaces it once
  * it exists: implement `KvClient` for it), etcd through its gRPC client (`etcd3`). Clusters are started fresh on
  * free loopback ports with temporary data directories, ours and etcd alternately (and in alternating order in
@@ -129,7 +131,11 @@ class Member {
   readonly #waiting = new Map<number, (r: Record<string, unknown>) => void>();
   readonly ready: Promise<void>;
   constructor(dir: string, index: number, ids: string[], voters: string[]) {
-    this.child = spawn(process.execPath, [fixture, dir, String(index), JSON.stringify(ids), JSON.stringify(voters)], { stdio: ["pipe", "pipe", "inherit"] });
+    this.child = spawn(process.execPath, [fixture, dir, String(index), JSON.stringify(ids), JSON.stringify(voters)], {
+      stdio: ["pipe", "pipe", "inherit"],
+      // etcd's default timing (heartbeat 100 ms, election timeout 1 s, randomized up to 2 s) for both systems
+      env: { ...process.env, HEDDLE_RAFT_TIMING: process.env.HEDDLE_RAFT_TIMING ?? "etcd" },
+    });
     let onReady: () => void = () => {};
     this.ready = new Promise((r) => (onReady = r));
     createInterface({ input: this.child.stdout }).on("line", (l) => {

@@ -417,6 +417,7 @@ export class SegmentedLog {
     const bytes = w.finish(this.#batch++);
     const at = this.#tail;
     this.#tail += bytes.length;
+    this.#prepareSpare();
     return { file: this.#file!, bytes, at };
   }
 
@@ -455,8 +456,10 @@ export class SegmentedLog {
     this.#prepareSpare();
   }
 
+  /** Starts filling the next segment in the background once the newest is half full (not at start-up, when
+   * every member would write a whole segment of zeros at once). */
   #prepareSpare(): void {
-    if (this.#spare !== "none" || this.#closed) return;
+    if (this.#spare !== "none" || this.#closed || this.#tail < this.#segmentBytes / 2) return;
     this.#spare = "preparing";
     this.#dir.preallocate(SPARE, this.#segmentBytes, (e) => {
       if (this.#spare !== "preparing") return;
