@@ -2,8 +2,8 @@
  * `@heddle/governed` — the Raft log that serializes heddle's control plane (governed.md §4).
  *
  * The protocol lives in a pure core (`RaftCore`: no I/O, timers or randomness of its own); `raftNode` drives
- * it with injected storage, transport, timers and randomness; `sqliteRaftStorage` and `seamRaftTransport` are
- * the production storage and transport. `checkLinearizable` is the history checker the simulation uses.
+ * it with injected storage, transport, timers and randomness; `walRaftStorage` (the segmented log store;
+ * `sqliteRaftStorage` remains available) and `seamRaftTransport` are the production storage and transport. `checkLinearizable` is the history checker the simulation uses.
  */
 export type { NodeId, LogIndex, Role, ProposalKey, ClusterConfig, EntryKind, LogEntry, StoredSnapshot, HardState, Committed, PersistedState } from "./raft/types.ts";
 export { sameConfig, sameEntry } from "./raft/types.ts";
