@@ -2,8 +2,8 @@
  * `@heddle/governed` — the Raft log that serializes heddle's control plane (governed.md §4).
  *
  * The protocol lives in a pure core (`RaftCore`: no I/O, timers or randomness of its own); `raftNode` drives
- * it with injected storage, transport, timers and randomness; `sqliteRaftStorage` and `seamRaftTransport` are
- * the production storage and transport. `checkLinearizable` is the history checker the simulation uses.
+ * it with injected storage, transport, timers and randomness; `walRaftStorage` (the segmented log store;
+ * `sqliteRaftStorage` remains available) and `seamRaftTransport` are the production storage and transport. `checkLinearizable` is the history checker the simulation uses.
  */
 export type { NodeId, LogIndex, Role, ProposalKey, ClusterConfig, EntryKind, LogEntry, StoredSnapshot, HardState, Committed, PersistedState } from "./raft/types.ts";
 export { sameConfig, sameEntry } from "./raft/types.ts";
@@ -30,6 +30,11 @@ export type { Operation, Model, CheckResult, KvInput } from "./raft/linearizabil
 export { checkLinearizable, kvModel, DEFAULT_CHECK_BUDGET } from "./raft/linearizability.ts";
 export type { RaftStorage } from "./raft/storage.ts";
 export { memoryRaftStorage } from "./raft/storage.ts";
+export type { WalRaftStorageOptions } from "./raft/wal-storage.ts";
+export { walRaftStorage } from "./raft/wal-storage.ts";
+export type { SegmentedLogOptions } from "./raft/wal-log.ts";
+export { DEFAULT_SEGMENT_BYTES, MIN_SEGMENT_BYTES } from "./raft/wal-log.ts";
+export { WAL_MAX_RECORD_BYTES } from "./raft/wal-records.ts";
 export type { SqliteRaftStorageOptions } from "./raft/sqlite-storage.ts";
 export { sqliteRaftStorage } from "./raft/sqlite-storage.ts";
 export type { RaftTransport, SeamTransportCounters } from "./raft/transport.ts";

@@ -1,7 +1,8 @@
 /**
  * Seeded simulation one level up from `simulation.test.ts`: the production driver (`raftNode`) runs unmodified
  * over the node package's `MemoryNetwork` (seeded drop, duplicate, delay, partitions) and `VirtualTimers`, with
- * simulated disks whose writes take virtual time and are lost when a node crashes mid-write. Clients propose
+ * simulated disks whose writes take virtual time and are lost when a node crashes mid-write — by default through
+ * the production log store over a simulated directory, torn by the crash (`HEDDLE_RAFT_SIM_DISK=memory`: model only). Clients propose
  * keyed writes through any node (forwarding), retry on LeadershipLostError with the same key, read through
  * ReadIndex on leaders, and every history must be linearizable; every index must apply identically everywhere,
  * and the cluster must converge after healing. A failure names its seed; the seed reproduces the run.
@@ -11,6 +12,9 @@ import { MemoryNetwork, seededRandom, VirtualTimers } from "@heddle/node";
 import { checkLinearizable, kvModel, raftChannelTransport, raftNode, sameEntry } from "../src/index.ts";
 import type { KvInput, LogEntry, Operation, PersistedState, RaftNode, RaftStorage, StoredSnapshot } from "../src/index.ts";
 import { KvMachine, kvCommand } from "./support/kv-machine.ts";
+import { openSegmentedLog } from "../src/raft/wal-log.ts";
+import type { SegmentedLog } from "../src/raft/wal-log.ts";
+import { PowerCut, SimDirectory } from "./support/sim-directory.ts";
 
 const SEEDS = Number(process.env.HEDDLE_RAFT_DRIVER_SEEDS ?? 24);
 const RUN_MS = 8_000;
@@ -26,30 +30,82 @@ interface Disk {
 
 class DiskCrashed extends Error {}
 
-/** A storage incarnation over a shared disk: each write lands after a virtual delay, unless the node crashed. */
-function simStorage(disk: Disk, timers: VirtualTimers, random: () => number): RaftStorage & { crash(): void } {
+/** Disk mode: the production log store over a `SimDirectory` (default), or only the in-memory model. */
+const DISK = process.env.HEDDLE_RAFT_SIM_DISK === "memory" ? "memory" : "wal";
+const b64 = (b: Uint8Array): string => Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString("base64");
+function diskKey(d: Disk | PersistedState): string {
+  const floor = d.snapshot?.lastIndex ?? 0;
+  const s = d.snapshot;
+  return JSON.stringify([d.term, d.votedFor, s === null ? null : [s.lastIndex, s.lastTerm, s.config, b64(s.state)],
+    d.entries.filter((e) => e.index > floor).map((e) => [e.index, e.term, e.kind, e.key, e.stampedAt, e.config ?? null, b64(e.command)])]);
+}
+
+/** What the model disk steps do, on a copy. */
+type Step = (d: Disk) => void;
+
+/**
+ * A storage incarnation over a shared disk: each write lands after a virtual delay, unless the node crashed. In
+ * disk mode `wal` every write also goes through the log store (over `files`); a crash cuts the power in the middle
+ * of the write in flight, and the next incarnation's `load` recovers the store, which must hold what the model
+ * disk holds (or that plus the interrupted write, when all its bytes reached the disk).
+ */
+function simStorage(disk: Disk, files: { dir: SimDirectory } | null, timers: VirtualTimers, random: () => number, fail: (why: string) => void): RaftStorage & { crash(): void } {
   let alive = true;
-  const later = (apply: () => void): Promise<void> =>
+  let log: SegmentedLog | null = null;
+  let inFlight: { step: Step; call: (l: SegmentedLog) => void } | null = null;
+  const later = (step: Step, call: (l: SegmentedLog) => void): Promise<void> =>
     new Promise((resolve, reject) => {
+      inFlight = { step, call };
       timers.set(() => {
         if (!alive) return reject(new DiskCrashed("crashed"));
-        apply();
+        inFlight = null;
+        step(disk);
+        if (log !== null) call(log);
         resolve();
       }, Math.floor(random() * 3));
     });
+  let interrupted: Disk | null = null;
   return {
     crash() {
       alive = false;
+      if (files === null || log === null) return;
+      const pending = inFlight as { step: Step; call: (l: SegmentedLog) => void } | null;
+      if (pending !== null) {
+        const alt: Disk = { ...disk, entries: disk.entries.slice() };
+        pending.step(alt);
+        interrupted = alt;
+        files.dir.cutPowerAfter(Math.floor(random() * (random() < 0.5 ? 64 : 4096)));
+        try {
+          pending.call(log);
+        } catch (e) {
+          if (!(e instanceof PowerCut)) throw e;
+        }
+        files.dir.cutPowerAfter(Infinity);
+      }
+      log.close();
+      files.dir = files.dir.crash({ random });
+      (files as { interrupted?: Disk | null }).interrupted = interrupted;
     },
-    load: async (): Promise<PersistedState> => ({ term: disk.term, votedFor: disk.votedFor, snapshot: disk.snapshot, entries: disk.entries.slice() }),
-    saveTermAndVote: (t, v) => later(() => ((disk.term = t), (disk.votedFor = v))),
-    append: (es) => later(() => {
+    load: async (): Promise<PersistedState> => {
+      if (files === null) return { term: disk.term, votedFor: disk.votedFor, snapshot: disk.snapshot, entries: disk.entries.slice() };
+      log = openSegmentedLog(files.dir, { segmentBytes: 16 * 1024 });
+      const got = log.load();
+      const alt = (files as { interrupted?: Disk | null }).interrupted ?? null;
+      if (diskKey(got) !== diskKey(disk) && (alt === null || diskKey(got) !== diskKey(alt))) fail(`the log store recovered a state that is not the model disk's`);
+      disk.term = got.term;
+      disk.votedFor = got.votedFor;
+      disk.snapshot = got.snapshot;
+      disk.entries = got.entries.slice();
+      return got;
+    },
+    saveTermAndVote: (t, v) => later((d) => ((d.term = t), (d.votedFor = v)), (l) => l.saveTermAndVote(t, v)),
+    append: (es) => later((d) => {
       const first = es[0];
-      if (first !== undefined) disk.entries = [...disk.entries.filter((e) => e.index < first.index), ...es];
-    }),
-    truncateFrom: (i) => later(() => (disk.entries = disk.entries.filter((e) => e.index < i))),
-    saveSnapshot: (s) => later(() => (disk.snapshot = s)),
-    discardThrough: (i) => later(() => (disk.entries = disk.entries.filter((e) => e.index > i))),
+      if (first !== undefined) d.entries = [...d.entries.filter((e) => e.index < first.index), ...es];
+    }, (l) => l.append(es)),
+    truncateFrom: (i) => later((d) => (d.entries = d.entries.filter((e) => e.index < i)), (l) => l.truncateFrom(i)),
+    saveSnapshot: (s) => later((d) => (d.snapshot = s), (l) => l.saveSnapshot(s)),
+    discardThrough: (i) => later((d) => (d.entries = d.entries.filter((e) => e.index > i)), (l) => l.discardThrough(i)),
     close: async () => {},
   };
 }
@@ -72,6 +128,7 @@ async function runDriverSimulation(seed: number): Promise<{ ops: number; committ
   const ids = ["n1", "n2", "n3"];
   const cluster = { voters: ids, learners: [] };
   const disks = new Map<string, Disk>(ids.map((id) => [id, { term: 0, votedFor: null, snapshot: null, entries: [] }]));
+  const files = new Map(ids.map((id) => [id, DISK === "wal" ? { dir: new SimDirectory(`sim/${id}`) } : null]));
   const members = new Map<string, Member>();
   const appliedAt = new Map<number, LogEntry>();
   const failures: string[] = [];
@@ -80,7 +137,7 @@ async function runDriverSimulation(seed: number): Promise<{ ops: number; committ
 
   const boot = (id: string, seam = net.join(id)): void => {
     const prev = members.get(id);
-    const storage = simStorage(disks.get(id)!, timers, diskRnd);
+    const storage = simStorage(disks.get(id)!, files.get(id)!, timers, diskRnd, (why) => fail(`${id}: ${why}`));
     const node = raftNode({ cluster, transport: raftChannelTransport(seam), storage, timers, random: seededRandom(seed * 1000 + 10 + (prev?.incarnation ?? 0) * 7 + id.charCodeAt(1)) });
     const m: Member = { id, node, kv: new KvMachine(), storage, alive: true, incarnation: (prev?.incarnation ?? 0) + 1 };
     members.set(id, m);

@@ -1,6 +1,6 @@
-/** The Raft driver (`raftNode`) over the node package's MemoryNetwork and VirtualTimers, and SQLite storage. */
+/** The Raft driver (`raftNode`) over the node package's MemoryNetwork and VirtualTimers; the log store and SQLite storage. */
 import { describe, expect, it } from "vitest";
-import { mkdtempSync, rmSync } from "node:fs";
+import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
@@ -15,6 +15,7 @@ import {
   raftNode,
   RaftRestoreError,
   sqliteRaftStorage,
+  walRaftStorage,
 } from "../src/index.ts";
 import type { ClusterConfig, Committed, LogEntry, RaftNode, RaftStorage } from "../src/index.ts";
 import { KvMachine, kvCommand } from "./support/kv-machine.ts";
@@ -168,6 +169,54 @@ describe("raftNode driver", () => {
     const firstAck = events.findIndex((e) => e.includes("send-appendReply"));
     const id = events[firstAck]!.split(" ")[0]!;
     expect(events.slice(0, firstAck).some((p) => p.startsWith(`${id} durable-entries`))).toBe(true);
+    for (const n of c.nodes.values()) await n.close();
+  });
+
+  it("leader pipelining: new entries reach followers while the leader's write is in flight; it counts itself only once written", async () => {
+    const c = new Cluster(11);
+    // every store can be held: a held append resolves only when released
+    const held = new Map<string, { release: (() => void)[]; hold: boolean; appends: number[][] }>();
+    for (const id of ABC.voters) {
+      const base = memoryRaftStorage();
+      const h = { release: [] as (() => void)[], hold: false, appends: [] as number[][] };
+      held.set(id, h);
+      c.add(id, ABC, {
+        ...base,
+        append: async (es) => {
+          h.appends.push(es.map((e) => e.index));
+          await base.append(es);
+          if (h.hold) await new Promise<void>((r) => h.release.push(r));
+        },
+      });
+    }
+    await c.until(() => c.leader() !== undefined);
+    const leader = c.leader()!;
+    const lh = held.get(leader.id)!;
+    const [f1, f2] = ABC.voters.filter((id) => id !== leader.id);
+    await c.settle(leader.propose(kvCommand({ op: "put", key: "warm", value: "up" }), null));
+    // cut one follower off: commitment now needs the leader itself and the other follower
+    c.net.partition([[f2!]], "silent");
+    lh.hold = true;
+    const first = leader.propose(kvCommand({ op: "put", key: "a", value: "1" }), null);
+    await c.run(20);
+    const second = leader.propose(kvCommand({ op: "put", key: "b", value: "2" }), null);
+    await c.run(20);
+    let settled = false;
+    void Promise.all([first, second]).then(() => (settled = true));
+    await c.run(50);
+    // nothing commits: one follower's copy is not a majority until the leader's own write is durable (R-R4) ...
+    expect(settled, "committed before the leader's own write was durable").toBe(false);
+    // ... yet the follower has the second entry, sent while the leader's write of the first was still in flight
+    const leaderWritten = Math.max(...lh.appends.flat());
+    const top = leaderWritten + 1;
+    expect(held.get(f1!)!.appends.flat()).toContain(leaderWritten);
+    expect(held.get(f1!)!.appends.flat(), "sent before the leader's previous write finished").toContain(top);
+    expect(lh.release.length, "one write in flight, the rest queued behind it").toBe(1);
+    lh.hold = false;
+    for (const r of lh.release.splice(0)) r();
+    await c.settle(Promise.all([first, second]));
+    // the second entry, queued while the first write was in flight, was written in one later call
+    expect(lh.appends.at(-1)).toContain(top);
     for (const n of c.nodes.values()) await n.close();
   });
 
@@ -337,6 +386,119 @@ describe("raftNode driver", () => {
     }
     expect(trace).toContain("snapshotInstalled");
     for (const n of c.nodes.values()) await n.close();
+  });
+});
+
+describe("walRaftStorage (the segmented log store on real files)", () => {
+  it.each(["caller", "io-pool", "worker"] as const)("persists term, vote, entries and snapshots across reopen (%s)", async (thread) => {
+    const dir = mkdtempSync(join(tmpdir(), "raft-wal-"));
+    try {
+      const s = walRaftStorage(dir, { thread, segmentBytes: 4096 });
+      const e = (index: number, term: number, extra: Partial<LogEntry> = {}): LogEntry => ({ index, term, kind: "app", key: { client: "c", seq: index }, command: new Uint8Array([index]), stampedAt: 1000 + index, ...extra });
+      await s.saveTermAndVote(3, "n2");
+      await s.append([e(1, 1), e(2, 1), e(3, 2, { kind: "config", command: new Uint8Array(), config: { voters: ["a", "b"], learners: ["c"] }, key: null })]);
+      await s.append([e(3, 3), e(4, 3)]); // replaces from 3 on
+      await s.truncateFrom(4);
+      await s.saveSnapshot({ lastIndex: 1, lastTerm: 1, config: { voters: ["a"], learners: [] }, state: new Uint8Array([9, 9]) });
+      for (let i = 4; i < 200; i++) await s.append([e(i, 3, { command: new Uint8Array(100).fill(i & 0xff) })]);
+      await s.close();
+      expect(readdirSync(dir).filter((n) => n.endsWith(".seg")).length, "4 KiB segments rolled").toBeGreaterThan(3);
+      const r = walRaftStorage(dir, { thread, segmentBytes: 4096 });
+      const loaded = await r.load();
+      expect(loaded.term).toBe(3);
+      expect(loaded.votedFor).toBe("n2");
+      expect(loaded.snapshot).toEqual({ lastIndex: 1, lastTerm: 1, config: { voters: ["a"], learners: [] }, state: new Uint8Array([9, 9]) });
+      // R-P4: the entry at the floor was never discarded, and load skips it
+      expect(loaded.entries.slice(0, 2).map((x) => [x.index, x.term])).toEqual([[2, 1], [3, 3]]);
+      expect(loaded.entries[0]).toEqual(e(2, 1));
+      expect(loaded.entries.length).toBe(198);
+      await r.saveSnapshot({ lastIndex: 150, lastTerm: 3, config: null, state: new Uint8Array([1]) });
+      await r.discardThrough(150);
+      await r.close();
+      expect(readdirSync(dir).filter((n) => n.startsWith("snap-")), "older snapshots removed").toEqual([`snap-${(150).toString(16).padStart(16, "0")}.snap`]);
+      const t = walRaftStorage(dir, { thread, segmentBytes: 4096 });
+      expect((await t.load()).entries.map((x) => x.index)).toEqual(Array.from({ length: 49 }, (_, k) => 151 + k));
+      await t.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("on real files: a cut anywhere in the last record recovers the prefix; a flipped byte before it is refused", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "raft-wal-"));
+    try {
+      const src = join(dir, "src");
+      const s = walRaftStorage(src, { thread: "caller", segmentBytes: 8192 });
+      const e = (index: number, n: number): LogEntry => ({ index, term: 2, kind: "app", key: null, command: new Uint8Array(n).fill(0x5a), stampedAt: index });
+      await s.saveTermAndVote(2, null);
+      for (let i = 1; i <= 10; i++) await s.append([e(i, 30)]);
+      const seg = readdirSync(src).find((n) => n.endsWith(".seg"))!;
+      const before = readFileSync(join(src, seg));
+      await s.append([e(11, 64)]);
+      await s.close();
+      const after = readFileSync(join(src, seg));
+      let from = 0;
+      while (before[from] === after[from]) from++;
+      let to = after.length;
+      while (after[to - 1] === 0) to--;
+      expect(to - from).toBeGreaterThan(64);
+      const reopen = async (bytes: Uint8Array): Promise<number[]> => {
+        const d = join(dir, "copy");
+        rmSync(d, { recursive: true, force: true });
+        cpSync(src, d, { recursive: true });
+        writeFileSync(join(d, seg), bytes);
+        const r = walRaftStorage(d, { thread: "caller", segmentBytes: 8192 });
+        try {
+          return (await r.load()).entries.map((x) => x.index);
+        } finally {
+          await r.close();
+        }
+      };
+      for (let cut = from; cut < to; cut++) {
+        const torn = Uint8Array.from(after);
+        torn.fill(0, cut, to);
+        expect(await reopen(torn), `cut at byte ${cut}`).toEqual(Array.from({ length: 10 }, (_, k) => k + 1));
+      }
+      expect(await reopen(after)).toHaveLength(11);
+      const flipped = Uint8Array.from(after);
+      flipped[from - 50] = flipped[from - 50]! ^ 0x10;
+      await expect(reopen(flipped)).rejects.toThrow(/is corrupt at byte \d+: checksum mismatch, followed by an intact record/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("a node restarts from its log store; a damaged store refuses to start (in a worker thread too)", async () => {
+    const thread = "caller";
+    const dir = mkdtempSync(join(tmpdir(), "raft-wal-"));
+    try {
+      const path = join(dir, "n1");
+      const c = new Cluster(31);
+      const n1 = c.add("n1", { voters: ["n1"], learners: [] }, walRaftStorage(path, { thread }));
+      await c.until(() => c.leader() !== undefined);
+      for (let i = 0; i < 5; i++) await c.settle(n1.propose(kvCommand({ op: "append", key: "k", value: `${i}` }), { client: "c", seq: i + 1 }));
+      await n1.close();
+      const c2 = new Cluster(32);
+      const again = c2.add("n1", { voters: ["n1"], learners: [] }, walRaftStorage(path, { thread }));
+      await c2.until(() => c2.leader() !== undefined);
+      await c2.until(() => c2.kvs.get("n1")!.applied >= 7);
+      expect(c2.kvs.get("n1")!.data.get("k")).toBe("01234");
+      await again.close();
+      const seg = join(path, readdirSync(path).find((n) => n.endsWith(".seg"))!);
+      const bytes = readFileSync(seg);
+      bytes[100] = bytes[100]! ^ 0xff;
+      writeFileSync(seg, bytes);
+      const c3 = new Cluster(33);
+      const broken = c3.add("n1", { voters: ["n1"], learners: [] }, walRaftStorage(path, { thread }));
+      await expect(broken.started).rejects.toBeInstanceOf(RaftRestoreError);
+      await expect(broken.started).rejects.toThrow(/is corrupt at byte/);
+      await broken.close();
+      const inWorker = walRaftStorage(path, { thread: "worker" });
+      await expect(inWorker.load()).rejects.toBeInstanceOf(RaftRestoreError);
+      await inWorker.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 

@@ -1,7 +1,8 @@
 /**
- * Real processes over real libp2p on 127.0.0.1 with SQLite storage: 3- and 5-voter clusters elect, commit,
- * lose their leader to SIGKILL, re-elect, keep every acknowledged write, take the killed member back, and a new
- * learner catches up by snapshot.
+ * Real processes over real libp2p on 127.0.0.1 with the segmented log store (and once with SQLite): 3- and
+ * 5-voter clusters elect, commit (control commands on stdin, client writes over TCP as the benchmark makes
+ * them), lose their leader to SIGKILL, re-elect, keep every acknowledged write, take the killed member back from
+ * its store, and a new learner catches up by snapshot.
  */
 import { spawn } from "node:child_process";
 import type { ChildProcessWithoutNullStreams } from "node:child_process";
@@ -11,6 +12,7 @@ import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { describe, expect, it } from "vitest";
 import { loadOrCreatePeerKey, peerIdOf } from "@heddle/node";
+import { kvTcpClient } from "./support/kv-wire.ts";
 
 const script = join(import.meta.dirname, "fixtures", "raft-process.ts");
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -22,14 +24,15 @@ class Member {
   readonly index: number;
   id = "";
   addr = "";
+  kvPort = 0;
   stderr = "";
   #req = 0;
   readonly #waiting = new Map<number, (r: Reply) => void>();
   #ready: Promise<void>;
 
-  constructor(dir: string, index: number, ids: string[], voters: string[]) {
+  constructor(dir: string, index: number, ids: string[], voters: string[], env: Record<string, string>) {
     this.index = index;
-    this.child = spawn(process.execPath, [script, dir, String(index), JSON.stringify(ids), JSON.stringify(voters)], { stdio: ["pipe", "pipe", "pipe"] });
+    this.child = spawn(process.execPath, [script, dir, String(index), JSON.stringify(ids), JSON.stringify(voters)], { stdio: ["pipe", "pipe", "pipe"], env: { ...process.env, ...env } });
     this.child.stderr.on("data", (d) => (this.stderr += String(d)));
     let onReady: () => void = () => {};
     this.#ready = new Promise((r) => (onReady = r));
@@ -38,6 +41,7 @@ class Member {
       if (m.ev === "ready") {
         this.id = m.id as string;
         this.addr = m.addr as string;
+        this.kvPort = m.kvPort as number;
         onReady();
       } else if (m.req !== undefined) {
         this.#waiting.get(m.req)?.(m);
@@ -70,7 +74,7 @@ class Member {
   }
 }
 
-async function scenario(voterCount: number): Promise<void> {
+async function scenario(voterCount: number, env: Record<string, string> = {}): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), "heddle-raft-procs-"));
   const ids: string[] = [];
   for (let i = 0; i <= voterCount; i++) ids.push(peerIdOf(await loadOrCreatePeerKey(join(dir, `n${i}.key`))));
@@ -81,7 +85,7 @@ async function scenario(voterCount: number): Promise<void> {
     for (const a of members.values()) for (const b of members.values()) if (a !== b) a.tell({ cmd: "addr", id: b.id, addr: b.addr });
   };
   const start = async (i: number): Promise<void> => {
-    const m = new Member(dir, i, ids, voters);
+    const m = new Member(dir, i, ids, voters, env);
     await m.ready();
     expect(m.id).toBe(ids[i]);
     members.set(i, m);
@@ -118,6 +122,10 @@ async function scenario(voterCount: number): Promise<void> {
     const first = await leader();
     const all = (): Member[] => [...members.values()];
     for (let i = 0; i < 20; i++) await write([all()[i % voterCount]!], `a${i};`);
+    // client writes over TCP, pipelined on one connection, as the benchmark drives the leader
+    const client = await kvTcpClient(first.kvPort);
+    await Promise.all(Array.from({ length: 50 }, (_, i) => client.put(`tcp${i}`, new TextEncoder().encode(`v${i}`))));
+    await client.close();
     // SIGKILL the leader; the rest re-elect and keep taking writes (through any member, forwarding included)
     first.child.kill("SIGKILL");
     members.delete(first.index);
@@ -125,7 +133,7 @@ async function scenario(voterCount: number): Promise<void> {
     expect(second.index).not.toBe(first.index);
     const survivors = all();
     for (let i = 0; i < 15; i++) await write([survivors[i % survivors.length]!], `b${i};`);
-    // the killed member comes back from its SQLite store under the same id
+    // the killed member comes back from its store under the same id
     await start(first.index);
     for (const m of all()) await m.ask({ cmd: "snapshot" });
     // a new learner joins and catches up by InstallSnapshot
@@ -154,6 +162,7 @@ async function scenario(voterCount: number): Promise<void> {
       if (Date.now() > end) throw new Error(`no convergence: ${JSON.stringify(st)}`);
       await sleep(200);
     }
+    expect(dumps[0]!.state as string).toContain("tcp49");
     const log = (dumps[0]!.log as string).split(";").filter((x) => x !== "");
     for (const v of acked) expect(log.filter((x) => `${x};` === v), `acknowledged ${v}`).toHaveLength(1);
     expect(new Set(log).size).toBe(log.length); // exactly once, even for retried writes
@@ -163,12 +172,16 @@ async function scenario(voterCount: number): Promise<void> {
   }
 }
 
-describe("Raft over real libp2p between separate OS processes (SQLite, synchronous=FULL)", () => {
+describe("Raft over real libp2p between separate OS processes (segmented log store; SQLite once)", () => {
   it("3 voters: elect, commit, SIGKILL the leader, re-elect, keep every acknowledged write; a learner catches up by snapshot", async () => {
     await scenario(3);
   }, 120_000);
 
   it("5 voters: the same", async () => {
     await scenario(5);
+  }, 120_000);
+
+  it("3 voters on SQLite (synchronous=FULL): the same", async () => {
+    await scenario(3, { HEDDLE_RAFT_STORE: "sqlite" });
   }, 120_000);
 });

@@ -7,6 +7,13 @@ export interface RaftConfig {
   readonly electionTimeoutMaxMs: number;
   /** Leader heartbeat period; must be below `electionTimeoutMinMs`. */
   readonly heartbeatMs: number;
+  /**
+   * How long an idle follower may go without hearing of a new commit index when no AppendEntries is due to carry
+   * it (followers that forwarded a proposal just committed are told at once). Below `heartbeatMs`. Under load the
+   * next AppendEntries carries the commit index anyway, so the notice rarely goes out — one frame per follower
+   * per commit saved.
+   */
+  readonly commitNoticeMs: number;
   /** Frames whose term exceeds `currentTerm + maxTermJump` are dropped (R-X5). */
   readonly maxTermJump: number;
   /** Terms and indexes above this are malformed. */
@@ -40,6 +47,7 @@ export const DEFAULT_RAFT_CONFIG: RaftConfig = {
   electionTimeoutMinMs: 150,
   electionTimeoutMaxMs: 300,
   heartbeatMs: 50,
+  commitNoticeMs: 5,
   maxTermJump: 10_000,
   termCeiling: 2 ** 50,
   maxMessageBytes: 1024 * 1024,
@@ -75,6 +83,10 @@ export function raftConfig(partial: Partial<RaftConfig> = {}): RaftConfig {
   int("heartbeatMs", 1);
   if (c.heartbeatMs >= c.electionTimeoutMinMs) {
     throw new RaftConfigError(`heartbeatMs (${c.heartbeatMs}) must be < electionTimeoutMinMs (${c.electionTimeoutMinMs})`);
+  }
+  int("commitNoticeMs", 0);
+  if (c.commitNoticeMs >= c.heartbeatMs) {
+    throw new RaftConfigError(`commitNoticeMs (${c.commitNoticeMs}) must be < heartbeatMs (${c.heartbeatMs})`);
   }
   int("maxTermJump", 1, 2 ** 20);
   int("termCeiling", 1, Number.MAX_SAFE_INTEGER - 2 ** 21);

@@ -147,6 +147,9 @@ export class RaftCore {
   #progress = new Map<NodeId, Progress>();
   #round = 0;
   #noopIndex = 0;
+  /** Followers owed a commit notice (no AppendEntries carried the new commit index yet), and when it is due. */
+  #commitNoticeDue = new Set<NodeId>();
+  #commitNoticeAt = Infinity;
 
   #pendingProposals = new Map<LogIndex, { id: number; term: number }>();
   #pendingForwardsIn = new Map<LogIndex, { from: NodeId; corrId: number; term: number }>();
@@ -344,6 +347,12 @@ export class RaftCore {
     this.#now = now;
     if (this.#transfer !== null && now >= this.#transfer.deadline) this.#endTransfer("timed-out");
     if (this.#state === "leader") {
+      if (now >= this.#commitNoticeAt) {
+        const due = [...this.#commitNoticeDue];
+        this.#commitNoticeAt = Infinity;
+        for (const peer of due) this.#heartbeatTo(peer);
+        this.#commitNoticeDue.clear();
+      }
       if (now >= this.#heartbeatDue) {
         this.#heartbeatDue = now + this.cfg.heartbeatMs;
         this.#broadcastHeartbeat();
@@ -639,10 +648,24 @@ export class RaftCore {
     return rd;
   }
 
-  /** Acknowledges that everything in `rd` is durable and sent. */
-  advance(rd: Ready): void {
+  /**
+   * True when `rd` (just taken) may be acknowledged before its writes are durable — leader pipelining: a leader's
+   * ready with no hard state whose storage is appends alone. Its messages may all go out at once (none depends on
+   * the leader's own durability: the leader counts itself toward commitment only once told, R-R4).
+   */
+  pipelinable(rd: Ready): boolean {
+    return this.#state === "leader" && rd.hardState === null && rd.storage.length > 0 && rd.storage.every((op) => op.op === "append");
+  }
+
+  /**
+   * Acknowledges that everything in `rd` is sent and, unless `appendsPending`, durable. With `appendsPending`
+   * (only for a `pipelinable` ready), the appends are still being written: call `appendsDurable(rd, term)` once
+   * they are, in the order the readies were taken.
+   */
+  advance(rd: Ready, o: { readonly appendsPending?: boolean } = {}): void {
     if (!this.#readyOut) throw new Error("RaftCore.advance without an outstanding Ready");
     this.#readyOut = false;
+    if (o.appendsPending === true) return;
     let p = this.#persistedLast;
     for (const op of rd.storage) {
       if (op.op === "append" && op.entries.length > 0) p = op.entries[op.entries.length - 1]!.index;
@@ -655,6 +678,19 @@ export class RaftCore {
       this.#maybeCommit();
       this.#maybeSendTimeoutNow(false);
     }
+  }
+
+  /**
+   * The appends of a ready advanced with `appendsPending` are durable. `term` is the term when it was taken: a
+   * node that has since stepped down or moved on ignores the notice (it will count its log again from its next
+   * durable append).
+   */
+  appendsDurable(rd: Ready, term: number): void {
+    if (this.#state !== "leader" || this.#term !== term) return;
+    let p = this.#persistedLast;
+    for (const op of rd.storage) if (op.op === "append" && op.entries.length > 0) p = Math.max(p, op.entries[op.entries.length - 1]!.index);
+    this.#persistedLast = Math.max(this.#persistedLast, Math.min(p, this.lastIndex));
+    this.#maybeCommit();
   }
 
   // ---------------------------------------------------------------- elections
@@ -815,6 +851,8 @@ export class RaftCore {
     this.#dedup.clear();
     this.#progress = new Map();
     this.#needsBroadcast = false;
+    this.#commitNoticeDue.clear();
+    this.#commitNoticeAt = Infinity;
   }
 
   #checkQuorum(): void {
@@ -1066,11 +1104,13 @@ export class RaftCore {
       if (this.termAt(idx) === p.term) this.#outcomes.push({ id: p.id, ok: true, index: idx, term: p.term });
       else this.#finish(p.id, "leadership-lost");
     }
+    const forwarders = new Set<NodeId>();
     for (const [idx, f] of this.#pendingForwardsIn) {
       if (idx > n) continue;
       this.#pendingForwardsIn.delete(idx);
       const ok = this.termAt(idx) === f.term;
       this.#send(f.from, { type: "forwardReply", corrId: f.corrId, outcome: ok ? "committed" : "failed", index: idx, term: f.term });
+      forwarders.add(f.from);
     }
     for (const [idx, ws] of this.#coalesced) {
       if (idx > n) continue;
@@ -1087,8 +1127,15 @@ export class RaftCore {
       this.#readsWaitingNoop = [];
       for (const id of ids) this.#startRead(id);
     }
-    // Tell followers at once, so forwarded proposals and follower reads do not wait for a heartbeat.
-    for (const [peer, pr] of this.#progress) if (pr.state === "replicate" && pr.next > this.lastIndex) this.#heartbeatTo(peer);
+    // Followers learn the commit index from the next AppendEntries. One with nothing more to receive gets a notice:
+    // at once when it waits on a forwarded proposal just committed, else within `commitNoticeMs` unless an
+    // AppendEntries carries it first (under load one always does: a frame per follower per commit saved).
+    for (const [peer, pr] of this.#progress) {
+      if (pr.state !== "replicate" || pr.next <= this.lastIndex) continue;
+      if (forwarders.has(peer)) this.#heartbeatTo(peer);
+      else this.#commitNoticeDue.add(peer);
+    }
+    if (this.#commitNoticeDue.size > 0 && this.#commitNoticeAt === Infinity) this.#commitNoticeAt = this.#now + this.cfg.commitNoticeMs;
     this.#needsBroadcast = true;
     if (this.#configIndex <= n && !this.#config.voters.includes(this.id)) this.#becomeFollower(this.#term, null, "removed");
   }
@@ -1445,6 +1492,7 @@ export class RaftCore {
   }
 
   #send(to: NodeId, message: Message): void {
+    if (message.type === "append") this.#commitNoticeDue.delete(to); // it carries the commit index
     this.#msgs.push({ to, message });
   }
 

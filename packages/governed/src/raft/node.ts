@@ -5,6 +5,12 @@
  * Group commit (R-R9): requests only mark the node dirty; one processing turn, scheduled with `timers.set(…, 0)`,
  * takes everything that arrived in the meantime as one `Ready`, so proposals that arrive together are appended
  * in one storage write. Persistence precedes every message that depends on it (R-P1, R-P2).
+ *
+ * Leader pipelining: a leader's ready that only appends (`RaftCore.pipelinable`) is sent and acknowledged at once
+ * while its append is written in the background, so new entries reach followers while the leader's previous
+ * sync is still running; appends queued meanwhile go to storage as one call. The leader counts its own entries
+ * toward commitment only once written (`appendsDurable`). Every other ready waits for those writes, then
+ * persists, then sends — storage calls are never concurrent and stay in order.
  */
 import { WatchCell } from "@heddle/node";
 import type { Timers, Watch } from "@heddle/node";
@@ -28,7 +34,7 @@ import type { RaftStorage } from "./storage.ts";
 import type { RaftTraceEvent } from "./trace.ts";
 import type { RaftTransport } from "./transport.ts";
 import { sameConfig } from "./types.ts";
-import type { ClusterConfig, Committed, LogIndex, NodeId, ProposalKey, Role } from "./types.ts";
+import type { ClusterConfig, Committed, LogEntry, LogIndex, NodeId, ProposalKey, Role } from "./types.ts";
 
 /** Most trace events buffered for a slow `trace` reader; older ones are dropped (and counted). */
 export const MAX_TRACE_BUFFER = 4096;
@@ -139,6 +145,9 @@ class Driver implements RaftNode {
   #closed = false;
   #scheduled = false;
   #running: Promise<void> | null = null;
+  /** Leader readies acknowledged before their appends are durable (pipelining), oldest first. */
+  readonly #appendQueue: { rd: Ready; term: number }[] = [];
+  #appendWriter: Promise<void> | null = null;
   #tickHandle: unknown = null;
   #nextId = 1;
   readonly #pending = new Map<number, Pending>();
@@ -215,9 +224,25 @@ class Driver implements RaftNode {
     while (!this.#closed && core.hasReady()) {
       core.setMaxMessageBytes(this.#o.transport.maxPayloadBytes ?? this.#cfg.maxMessageBytes);
       const rd = core.ready();
+      if (core.pipelinable(rd)) {
+        // leader pipelining: send at once, write in the background; the next ready need not wait for this sync
+        for (const env of rd.earlyMessages) this.#o.transport.send(env.to, encodeMessage(env.message));
+        this.#appendQueue.push({ rd, term: core.term });
+        this.#writeAppends();
+        for (const env of rd.messages) this.#o.transport.send(env.to, encodeMessage(env.message));
+        for (const t of rd.trace) this.#pushTrace(t);
+        core.advance(rd, { appendsPending: true });
+        this.#afterReady(rd);
+        continue;
+      }
       try {
         for (const env of rd.earlyMessages) this.#o.transport.send(env.to, encodeMessage(env.message));
-        await this.#persist(rd);
+        if (rd.hardState !== null || rd.storage.length > 0) {
+          // storage calls stay in the order the readies were taken (a ready that writes nothing need not wait:
+          // its commits were counted from durable copies, and only a leader has appends in flight)
+          await this.#appendsWritten();
+          await this.#persist(rd);
+        }
       } catch (e) {
         this.#failStop(e as Error);
         return;
@@ -228,6 +253,36 @@ class Driver implements RaftNode {
       core.advance(rd);
       this.#afterReady(rd);
     }
+  }
+
+  /**
+   * Writes the queued leader appends: everything queued while the previous write was in flight goes in one
+   * storage call (group commit across pipelined readies), then the core hears which are durable.
+   */
+  #writeAppends(): void {
+    if (this.#appendWriter !== null || this.#appendQueue.length === 0 || this.#closed) return;
+    const batch = this.#appendQueue.splice(0);
+    const entries: LogEntry[] = [];
+    for (const { rd } of batch) for (const op of rd.storage) if (op.op === "append") for (const e of op.entries) entries.push(e);
+    this.#appendWriter = this.#o.storage.append(entries).then(
+      () => {
+        this.#appendWriter = null;
+        if (this.#closed || this.#core === null) return;
+        for (const b of batch) this.#core.appendsDurable(b.rd, b.term);
+        this.#writeAppends();
+        this.#schedule();
+      },
+      (e: unknown) => {
+        this.#appendWriter = null;
+        this.#failStop(e as Error);
+      },
+    );
+  }
+
+  /** Resolves once no pipelined append is queued or being written. */
+  async #appendsWritten(): Promise<void> {
+    while (this.#appendWriter !== null) await this.#appendWriter;
+    if (this.#fatal !== null) throw this.#fatal;
   }
 
   async #persist(rd: Ready): Promise<void> {
@@ -417,6 +472,7 @@ class Driver implements RaftNode {
     this.#deliverWaiters.clear();
     this.#traceWaiters.clear();
     if (this.#running !== null) await this.#running.catch(() => {});
+    if (this.#appendWriter !== null) await this.#appendWriter.catch(() => {});
     await this.#o.storage.close();
   }
 }

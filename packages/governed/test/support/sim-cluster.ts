@@ -5,11 +5,34 @@
  * mid-write keeps a random prefix of that write's steps — with per-peer clocks at their own rate and offset.
  * Each simulation subclasses it with its state machine, its checks and its fault plan. Every random draw here
  * comes from the fault generator or the network's in a fixed order, so a seed still drives one run.
+ *
+ * Disks run on the production log store (`wal-log.ts`) over a `SimDirectory` unless `HEDDLE_RAFT_SIM_DISK=memory`:
+ * every step made durable on the model disk is also written and synced to the peer's log store, a crash cuts the
+ * power in the middle of the step being written (its bytes partly down, unsynced writes partly lost), and a
+ * restart rebuilds the core from what the log store recovers — which must be the model disk, or the model disk
+ * plus the interrupted step when all of its bytes happened to reach the disk. The cut positions come from their
+ * own generator, so the run (network, faults, clients) is the same in both disk modes.
  */
-import { VirtualTimers } from "@heddle/node";
+import { seededRandom, VirtualTimers } from "@heddle/node";
 import { decodeMessage, encodeMessage, RaftCore } from "../../src/index.ts";
-import type { LogEntry, Message, Outcome, RaftTraceEvent, Ready, StoredSnapshot } from "../../src/index.ts";
+import type { LogEntry, Message, Outcome, PersistedState, RaftTraceEvent, Ready, StoredSnapshot } from "../../src/index.ts";
+import { openSegmentedLog } from "../../src/raft/wal-log.ts";
+import type { SegmentedLog } from "../../src/raft/wal-log.ts";
+import { PowerCut, SimDirectory } from "./sim-directory.ts";
 import type { SimNetwork } from "./sim-network.ts";
+
+/** Whether simulated disks run on the log store (`wal`, the default) or only on the in-memory model. */
+export const SIM_DISK: "wal" | "memory" = process.env.HEDDLE_RAFT_SIM_DISK === "memory" ? "memory" : "wal";
+/** What the log stores went through, over every simulation run in this process (the tests assert it is not nothing). */
+export const logStoreStats = { recoveries: 0, writesCut: 0, callsCompletedBeforeCut: 0, tornTails: 0, interruptedStepKept: 0, segmentsRolled: 0 };
+/** Segment size of the simulated log stores: small, so runs roll and compact segments. */
+const SIM_SEGMENT_BYTES = 16 * 1024;
+
+/** A peer's log store and the directory it writes. */
+interface SimLogStore {
+  dir: SimDirectory;
+  log: SegmentedLog | null;
+}
 
 /** What a peer has made durable: only writes that completed before a crash. */
 export interface SimDisk {
@@ -17,6 +40,30 @@ export interface SimDisk {
   votedFor: string | null;
   snapshot: StoredSnapshot | null;
   entries: LogEntry[];
+}
+
+function cloneDisk(d: SimDisk): SimDisk {
+  return { term: d.term, votedFor: d.votedFor, snapshot: d.snapshot, entries: d.entries.slice() };
+}
+
+const b64 = (b: Uint8Array): string => Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString("base64");
+
+/** A canonical text of what a disk holds for a restart: entries above the snapshot only (R-P4). */
+function diskKey(d: SimDisk | PersistedState): string {
+  const floor = d.snapshot?.lastIndex ?? 0;
+  const s = d.snapshot;
+  return JSON.stringify([
+    d.term,
+    d.votedFor,
+    s === null ? null : [s.lastIndex, s.lastTerm, s.config, b64(s.state)],
+    d.entries.filter((e) => e.index > floor).map((e) => [e.index, e.term, e.kind, e.key, e.stampedAt, e.config ?? null, b64(e.command)]),
+  ]);
+}
+
+function describeDisk(d: SimDisk | PersistedState): string {
+  const floor = d.snapshot?.lastIndex ?? 0;
+  const es = d.entries.filter((e) => e.index > floor);
+  return `term ${d.term} vote ${d.votedFor} snapshot ${floor} entries ${es[0]?.index ?? "-"}…${es.at(-1)?.index ?? "-"} (${es.length})`;
 }
 
 /** A fresh, empty disk. */
@@ -59,6 +106,11 @@ export abstract class SimCluster<N extends SimPeer> {
   nextRequestId = 1;
   /** Who waits on the outcome of each request id proposed to a core. */
   readonly requestHandlers = new Map<number, (o: Outcome) => void>();
+  /** Each peer's log store (disk mode `wal`). */
+  readonly #stores = new Map<string, SimLogStore>();
+  #crashes = 0;
+  /** The model disk with the interrupted step applied, per crashed peer (a fully written step may survive). */
+  readonly #interrupted = new Map<string, SimDisk>();
 
   constructor(net: SimNetwork, faultRandom: () => number, shape: { readonly compacts: boolean; readonly tickMs: number }) {
     this.net = net;
@@ -149,8 +201,76 @@ export abstract class SimCluster<N extends SimPeer> {
     });
   }
 
-  /** Applies the first `limit` durable steps of a ready to the disk (hard state, then storage ops in order). */
-  persist(n: N, rd: Ready, limit: number): void {
+  /**
+   * Applies the first `limit` durable steps of a ready to the disk (hard state, then storage ops in order), and
+   * writes them to the peer's log store. With `cut`, the power fails during the next step on the log store.
+   */
+  persist(n: N, rd: Ready, limit: number, cut: (() => number) | null = null): void {
+    const store = this.#store(n);
+    const before = cut !== null && store !== null ? cloneDisk(n.disk) : null;
+    this.persistModel(n, rd, limit);
+    if (store === null) return;
+    const steps = this.#logSteps(rd);
+    const log = store.log!;
+    for (let k = 0; k < Math.min(limit, steps.length); k++) steps[k]!(log);
+    if (cut !== null && limit < steps.length) {
+      const real = n.disk;
+      n.disk = before!;
+      this.persistModel(n, rd, limit + 1);
+      this.#interrupted.set(n.id, n.disk);
+      n.disk = real;
+      store.dir.cutPowerAfter(Math.floor(cut() * (cut() < 0.5 ? 64 : 4096)));
+      try {
+        steps[limit]!(log);
+        logStoreStats.callsCompletedBeforeCut++;
+      } catch (e) {
+        if (!(e instanceof PowerCut)) throw e;
+        logStoreStats.writesCut++;
+      }
+      store.dir.cutPowerAfter(Infinity);
+    }
+  }
+
+  /** The steps of a ready as log-store calls, in the order the model applies them. */
+  #logSteps(rd: Ready): ((log: SegmentedLog) => void)[] {
+    const out: ((log: SegmentedLog) => void)[] = [];
+    if (rd.hardState !== null) {
+      const h = rd.hardState;
+      out.push((log) => log.saveTermAndVote(h.term, h.votedFor));
+    }
+    for (const op of rd.storage) {
+      switch (op.op) {
+        case "snapshot":
+          out.push((log) => log.saveSnapshot(op.snapshot));
+          break;
+        case "discardThrough":
+          out.push((log) => log.discardThrough(op.index));
+          break;
+        case "truncateFrom":
+          out.push((log) => log.truncateFrom(op.index));
+          break;
+        case "append":
+          out.push((log) => log.append(op.entries));
+          break;
+      }
+    }
+    return out;
+  }
+
+  /** `n`'s log store, opened on first use; null in disk mode `memory`. */
+  #store(n: N): SimLogStore | null {
+    if (SIM_DISK !== "wal") return null;
+    let s = this.#stores.get(n.id);
+    if (s === undefined) {
+      const dir = new SimDirectory(`sim/${n.id}`);
+      s = { dir, log: openSegmentedLog(dir, { segmentBytes: SIM_SEGMENT_BYTES }) };
+      this.#stores.set(n.id, s);
+    }
+    return s;
+  }
+
+  /** The model disk steps only. */
+  persistModel(n: N, rd: Ready, limit: number): void {
     let steps = 0;
     if (rd.hardState !== null) {
       if (steps++ >= limit) return;
@@ -241,9 +361,16 @@ export abstract class SimCluster<N extends SimPeer> {
   crash(n: N): void {
     if (!n.alive) return;
     this.trace(`${n.id} CRASH`);
+    const cut = seededRandom(this.events * 131 + ++this.#crashes);
     if (n.writing !== null) {
       const steps = (n.writing.hardState !== null ? 1 : 0) + n.writing.storage.length;
-      this.persist(n, n.writing, Math.floor(this.faultRandom() * (steps + 1)));
+      this.persist(n, n.writing, Math.floor(this.faultRandom() * (steps + 1)), cut);
+    }
+    const store = this.#store(n);
+    if (store !== null) {
+      store.log!.close();
+      store.log = null;
+      store.dir = store.dir.crash({ random: cut });
     }
     n.alive = false;
     n.incarnation++;
@@ -260,11 +387,47 @@ export abstract class SimCluster<N extends SimPeer> {
     if (n.alive) return;
     this.trace(`${n.id} RESTART`);
     n.alive = true;
-    this.onRestart(n);
+    const store = this.#store(n);
+    if (store !== null && store.log === null) {
+      this.#recover(n, store);
+      const disk = n.disk;
+      this.onRestart(n);
+      // a sabotage that wipes the model disk wipes the log store too
+      if (n.disk !== disk) this.#stores.delete(n.id);
+    } else this.onRestart(n);
     n.lastCommit = 0;
     n.core = this.buildCore(n);
     this.tickLoop(n);
     this.poke(n);
+  }
+
+  /**
+   * Reopens `n`'s log store after a crash: what it recovers must be the model disk — or the model disk plus the
+   * step the crash interrupted, when all of that step's bytes reached the disk — and becomes the disk the core is
+   * rebuilt from.
+   */
+  #recover(n: N, store: SimLogStore): void {
+    let log: SegmentedLog;
+    try {
+      log = openSegmentedLog(store.dir, { segmentBytes: SIM_SEGMENT_BYTES });
+    } catch (e) {
+      this.fail(`${n.id}: the log store refused to recover after a crash: ${(e as Error).message}`);
+    }
+    store.log = log;
+    const got = log.load();
+    const want = diskKey(n.disk);
+    if (diskKey(got) !== want) {
+      const interrupted = this.#interrupted.get(n.id);
+      if (interrupted === undefined || diskKey(got) !== diskKey(interrupted)) {
+        this.fail(`${n.id}: the log store recovered ${describeDisk(got)}, the model disk holds ${describeDisk(n.disk)}`);
+      }
+    }
+    logStoreStats.recoveries++;
+    if (log.tornTail !== null) logStoreStats.tornTails++;
+    if (diskKey(got) !== want) logStoreStats.interruptedStepKept++;
+    logStoreStats.segmentsRolled = Math.max(logStoreStats.segmentsRolled, log.segmentNames.length);
+    this.#interrupted.delete(n.id);
+    n.disk = { term: got.term, votedFor: got.votedFor, snapshot: got.snapshot, entries: got.entries.slice() };
   }
 
   /** Starts every peer's clock and its first ready processing. */

@@ -1,0 +1,110 @@
+/**
+ * The few file operations the Raft log store needs, behind an interface so the store runs unchanged on the real
+ * file system (`nodeWalDirectory`) and on a simulated one that loses unsynced writes and tears the last one in a
+ * crash (the tests' `SimDirectory`). Every call is synchronous except `preallocate`, which prepares a spare
+ * segment in the background.
+ */
+import { close, closeSync, constants, fdatasync, fdatasyncSync, fsync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, write, writeSync } from "node:fs";
+import { join } from "node:path";
+
+/** An open file: positional writes and a data sync. */
+export interface WalFile {
+  /** Writes all of `bytes` at `position`. */
+  write(bytes: Uint8Array, position: number): void;
+  /** Makes every write so far durable (fdatasync; a no-op for a file opened with O_DSYNC, whose writes already are). */
+  sync(): void;
+  /** `write` then `sync` on libuv's I/O pool, calling `done` once durable (real files only). */
+  writeAndSyncAsync?(bytes: Uint8Array, position: number, done: (error: Error | null) => void): void;
+  close(): void;
+}
+
+/** One directory holding the store's files. */
+export interface WalDirectory {
+  /** Where the directory is, for error messages. */
+  readonly location: string;
+  /** File names in the directory. */
+  list(): string[];
+  /** The whole content of `name`. */
+  read(name: string): Uint8Array;
+  /** Opens `name` for writing; `create` makes an empty file (replacing any). `dsync` asks for O_DSYNC writes. */
+  open(name: string, o: { readonly create: boolean; readonly dsync: boolean }): WalFile;
+  rename(from: string, to: string): void;
+  remove(name: string): void;
+  /** Makes creations, renames and removals in the directory durable (fsync of the directory). */
+  syncDirectory(): void;
+  /**
+   * Creates `name` holding `bytes` zero bytes, durable, and calls `done` (possibly later, possibly at once).
+   * Writing the zeros (rather than leaving a sparse file) is what lets a later overwrite plus fdatasync skip the
+   * file-system metadata: the blocks are already allocated and the size does not change.
+   */
+  preallocate(name: string, bytes: number, done: (error: Error | null) => void): void;
+}
+
+const ZEROS = new Uint8Array(1 << 20);
+
+/** The real file system: the directory `path` (created if missing). */
+export function nodeWalDirectory(path: string): WalDirectory {
+  mkdirSync(path, { recursive: true });
+  const at = (name: string): string => join(path, name);
+  return {
+    location: path,
+    list: () => readdirSync(path),
+    read: (name) => new Uint8Array(readFileSync(at(name))),
+    open(name, o) {
+      const flags = constants.O_WRONLY | (o.create ? constants.O_CREAT | constants.O_TRUNC : 0) | (o.dsync ? constants.O_DSYNC : 0);
+      const fd = openSync(at(name), flags, 0o600);
+      let open = true;
+      return {
+        write(bytes, position) {
+          let done = 0;
+          while (done < bytes.length) done += writeSync(fd, bytes, done, bytes.length - done, position + done);
+        },
+        sync() {
+          if (!o.dsync) fdatasyncSync(fd);
+        },
+        writeAndSyncAsync(bytes, position, done) {
+          const rest = (from: number): void => {
+            if (from >= bytes.length) {
+              if (o.dsync) return done(null);
+              return fdatasync(fd, (e) => done(e));
+            }
+            write(fd, bytes, from, bytes.length - from, position + from, (e, n) => (e ? done(e) : rest(from + n)));
+          };
+          rest(0);
+        },
+        close() {
+          if (open) closeSync(fd);
+          open = false;
+        },
+      };
+    },
+    rename: (from, to) => renameSync(at(from), at(to)),
+    remove: (name) => rmSync(at(name), { force: true }),
+    syncDirectory() {
+      const fd = openSync(path, constants.O_RDONLY);
+      try {
+        fsyncSync(fd);
+      } finally {
+        closeSync(fd);
+      }
+    },
+    preallocate(name, bytes, done) {
+      let fd: number;
+      try {
+        fd = openSync(at(name), constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC, 0o600);
+      } catch (e) {
+        return done(e as Error);
+      }
+      // chunked asynchronous writes on libuv's pool: the calling thread keeps serving appends meanwhile
+      const step = (offset: number): void => {
+        if (offset >= bytes) {
+          fsync(fd, (e) => close(fd, () => done(e)));
+          return;
+        }
+        const n = Math.min(ZEROS.length, bytes - offset);
+        write(fd, ZEROS, 0, n, offset, (e) => (e ? close(fd, () => done(e)) : step(offset + n)));
+      };
+      step(0);
+    },
+  };
+}
