@@ -41,7 +41,7 @@ export { raftNode, MAX_TRACE_BUFFER, TICK_MS } from "./raft/node.ts";
 
 // ---- the control plane (governed.md §1–3) ----
 export type { GovernedOptions, GovernedHeddleNode, GovernedClaims, RevocationSeam, RevocationOutcome } from "./control/governed-node.ts";
-export { heddleGoverned, DEFAULT_CALL_TIMEOUT_MS, DEFAULT_SNAPSHOT_EVERY, PROPOSE_ATTEMPTS, PROPOSE_RETRY_BACKOFF_MS } from "./control/governed-node.ts";
+export { heddleGoverned, DEFAULT_CALL_TIMEOUT_MS, DEFAULT_SNAPSHOT_EVERY, PROPOSE_ATTEMPTS, PROPOSE_ATTEMPT_TIMEOUT_MS, PROPOSE_RETRY_BACKOFF_MS } from "./control/governed-node.ts";
 export type { CallOptions } from "./control/call-arguments.ts";
 export type { ControlView, ControlStateOptions, AppliedStep } from "./control/control-state.ts";
 export { ControlState, CONTROL_STATE_FORMAT, mintIdOf } from "./control/control-state.ts";

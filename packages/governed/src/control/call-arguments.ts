@@ -107,8 +107,11 @@ export function takeArg(v: unknown, options: ClaimsOptions): TakeRequest {
   return out;
 }
 
-/** Validates `CallOptions`; returns them (or `{}`). */
-export function callOptionsArg(v: unknown, verb: string): CallOptions {
+/**
+ * Validates `CallOptions`; returns them (or `{}`). An explicit key's client must not start with `auto:` — except this
+ * node's own auto client id (`ownAutoClient`), which a caller uses to retry an act that ended `OutcomeUnknownError`.
+ */
+export function callOptionsArg(v: unknown, verb: string, ownAutoClient: string | null = null): CallOptions {
   if (v === undefined) return {};
   if (typeof v !== "object" || v === null) throw new TypeError(`${verb}: options must be an object`);
   const o = v as CallOptions;
@@ -122,7 +125,7 @@ export function callOptionsArg(v: unknown, verb: string): CallOptions {
     if (typeof o.key.client !== "string") throw new TypeError(`${verb}: key.client must be a string`);
     if (o.key.client.length === 0 || !o.key.client.isWellFormed()) throw new RangeError(`${verb}: key.client must be a non-empty, well-formed string`);
     if (o.key.client.length > MAX_ID_LENGTH) throw new RangeError(`${verb}: key.client is longer than ${MAX_ID_LENGTH} code units`);
-    if (o.key.client.startsWith(AUTO_CLIENT_PREFIX)) throw new RangeError(`${verb}: key.client must not start with "${AUTO_CLIENT_PREFIX}" (auto keys are this node's own)`);
+    if (o.key.client.startsWith(AUTO_CLIENT_PREFIX) && o.key.client !== ownAutoClient) throw new RangeError(`${verb}: key.client must not start with "${AUTO_CLIENT_PREFIX}" (auto keys are this node's own)`);
     if (typeof o.key.seq !== "number") throw new TypeError(`${verb}: key.seq must be a number`);
     if (!Number.isSafeInteger(o.key.seq) || o.key.seq < 1) throw new RangeError(`${verb}: key.seq must be a safe integer ≥ 1`);
   }

@@ -28,6 +28,11 @@ import type { RosterView } from "./roster.ts";
 export const DEFAULT_CALL_TIMEOUT_MS = 30_000;
 /** Propose attempts per call on a retryable Raft refusal (governed.md §4.1 `proposeRetries`). */
 export const PROPOSE_ATTEMPTS = 5;
+/**
+ * How long one propose attempt may go unanswered before it is abandoned and re-proposed under the same key (a
+ * forward lost on the way is never answered, R-F4). The duplicate, if both commit, applies as a replay.
+ */
+export const PROPOSE_ATTEMPT_TIMEOUT_MS = 2_000;
 /** Pause before re-proposing after a retryable refusal, times the attempt number. */
 export const PROPOSE_RETRY_BACKOFF_MS = 25;
 /**
@@ -234,22 +239,22 @@ class GovernedNode implements GovernedHeddleNode {
 
   mint(holder: ReplicaId, amount: Amount, opts?: CallOptions): Promise<ControlOutcome> {
     const cmd: ControlCommand = { op: "mint", holder: replicaArg(holder, "mint: holder"), amount: amountArg(amount) };
-    return this.#call(cmd, callOptionsArg(opts, "mint"), null);
+    return this.#call(cmd, this.#options(opts, "mint"), null);
   }
 
   prepare(record: AttachmentRecord, opts?: CallOptions): Promise<ControlOutcome> {
     const cmd: ControlCommand = { op: "prepare", record: recordArg(record) };
-    return this.#call(cmd, callOptionsArg(opts, "prepare"), null);
+    return this.#call(cmd, this.#options(opts, "prepare"), null);
   }
 
   activate(edge: AttachmentId, opts?: CallOptions): Promise<ControlOutcome> {
     const cmd: ControlCommand = { op: "activate", edge: edgeArg(edge, "activate: edge") };
-    return this.#call(cmd, callOptionsArg(opts, "activate"), null);
+    return this.#call(cmd, this.#options(opts, "activate"), null);
   }
 
   close(edge: AttachmentId, opts?: CallOptions): Promise<ControlOutcome> {
     const cmd: ControlCommand = { op: "close", edge: edgeArg(edge, "close: edge") };
-    return this.#call(cmd, callOptionsArg(opts, "close"), null);
+    return this.#call(cmd, this.#options(opts, "close"), null);
   }
 
   /**
@@ -259,7 +264,7 @@ class GovernedNode implements GovernedHeddleNode {
    */
   retire(edge: AttachmentId, opts?: CallOptions): Promise<ControlOutcome> {
     const e = edgeArg(edge, "retire: edge");
-    const o = callOptionsArg(opts, "retire");
+    const o = this.#options(opts, "retire");
     const view = this.#node.ledger.get();
     const positions = new Map<ReplicaId, Amount>();
     for (const r of view.replicas()) {
@@ -285,29 +290,38 @@ class GovernedNode implements GovernedHeddleNode {
 
   enroll(replica: ReplicaId, opts?: CallOptions): Promise<ControlOutcome> {
     const r = replicaArg(replica, "enroll: replica");
-    return this.#call({ op: "enroll", replica: r }, callOptionsArg(opts, "enroll"), r === this.self ? "open" : null);
+    return this.#call({ op: "enroll", replica: r }, this.#options(opts, "enroll"), r === this.self ? "open" : null);
   }
 
   depart(opts?: CallOptions): Promise<ControlOutcome> {
-    return this.#call({ op: "depart", replica: this.self }, callOptionsArg(opts, "depart"), "close");
+    return this.#call({ op: "depart", replica: this.self }, this.#options(opts, "depart"), "close");
+  }
+
+  /** Checks a verb's options; a retry under this node's own auto client may only name a seq it issued. */
+  #options(opts: unknown, verb: string): CallOptions {
+    const o = callOptionsArg(opts, verb, this.#autoClient);
+    if (o.key?.client === this.#autoClient && o.key.seq >= this.#nextSeq) {
+      throw new RangeError(`${verb}: key ${JSON.stringify(o.key)} names a seq this process never issued under its own auto client`);
+    }
+    return o;
   }
 
   #claimsFamily(options: ClaimsOptions): GovernedClaims {
     const state = this.#state;
     return {
-      take: (request, opts) => this.#call({ op: "claims.take", request: takeArg(request, options) }, callOptionsArg(opts, "claims.take"), null),
+      take: (request, opts) => this.#call({ op: "claims.take", request: takeArg(request, options) }, this.#options(opts, "claims.take"), null),
       release: (holder, key, opts) =>
         this.#call(
           { op: "claims.release", holder: claimsStringArg(holder, "claims.release: holder"), key: claimsStringArg(key, "claims.release: key") },
-          callOptionsArg(opts, "claims.release"),
+          this.#options(opts, "claims.release"),
           null,
         ),
-      releaseAll: (holder, opts) => this.#call({ op: "claims.releaseAll", holder: claimsStringArg(holder, "claims.releaseAll: holder") }, callOptionsArg(opts, "claims.releaseAll"), null),
-      releaseScope: (scope, opts) => this.#call({ op: "claims.releaseScope", scope: claimsStringArg(scope, "claims.releaseScope: scope") }, callOptionsArg(opts, "claims.releaseScope"), null),
+      releaseAll: (holder, opts) => this.#call({ op: "claims.releaseAll", holder: claimsStringArg(holder, "claims.releaseAll: holder") }, this.#options(opts, "claims.releaseAll"), null),
+      releaseScope: (scope, opts) => this.#call({ op: "claims.releaseScope", scope: claimsStringArg(scope, "claims.releaseScope: scope") }, this.#options(opts, "claims.releaseScope"), null),
       renew: (holder, key, opts) =>
         this.#call(
           { op: "claims.renew", holder: claimsStringArg(holder, "claims.renew: holder"), key: claimsStringArg(key, "claims.renew: key") },
-          callOptionsArg(opts, "claims.renew"),
+          this.#options(opts, "claims.renew"),
           null,
         ),
       view: () => ({
@@ -332,7 +346,12 @@ class GovernedNode implements GovernedHeddleNode {
     let key: ProposalKey;
     let ackFloor: number;
     let auto = false;
-    if (o.key !== undefined) {
+    if (o.key !== undefined && o.key.client === this.#autoClient) {
+      // a retry of this process's own auto-keyed act: it stays open until it resolves
+      key = { client: o.key.client, seq: o.key.seq };
+      this.#openSeqs.add(key.seq);
+      ackFloor = Math.min(this.#nextSeq, ...this.#openSeqs);
+    } else if (o.key !== undefined) {
       key = { client: o.key.client, seq: o.key.seq };
       ackFloor = o.ackFloor ?? 0;
     } else {
@@ -384,15 +403,24 @@ class GovernedNode implements GovernedHeddleNode {
       // ordered after this call began and applies as a replay of the recorded outcome (§3.3 step 5)
       void (async () => {
         for (let attempt = 1; attempt <= PROPOSE_ATTEMPTS && !settled; attempt++) {
+          // one attempt: a forward lost on the way (or its answer) never answers, so an attempt is bounded too
+          const attemptAbort = new AbortController();
+          const stop = (): void => attemptAbort.abort();
+          abort.signal.addEventListener("abort", stop, { once: true });
+          const attemptTimer = timers.set(stop, PROPOSE_ATTEMPT_TIMEOUT_MS);
           try {
-            await this.#raft.propose(bytes, key, abort.signal);
+            await this.#raft.propose(bytes, key, attemptAbort.signal);
             return; // committed: the apply step resolves the waiter
           } catch (e) {
             if (settled) return;
             if (this.#shut) return w.reject(new NodeShutdownError("the governed node was shut down"));
-            if (!(e instanceof LeadershipLostError || e instanceof NotLeaderError)) return unknown(`propose failed (${(e as Error).name}: ${(e as Error).message})`, e);
-            if (attempt === PROPOSE_ATTEMPTS) return unknown(`${PROPOSE_ATTEMPTS} propose attempts lost their leader`, e);
-            await new Promise<void>((r) => timers.set(r, PROPOSE_RETRY_BACKOFF_MS * attempt));
+            const unanswered = attemptAbort.signal.aborted && !abort.signal.aborted;
+            if (!(unanswered || e instanceof LeadershipLostError || e instanceof NotLeaderError)) return unknown(`propose failed (${(e as Error).name}: ${(e as Error).message})`, e);
+            if (attempt === PROPOSE_ATTEMPTS) return unknown(`${PROPOSE_ATTEMPTS} propose attempts went unconfirmed`, e);
+            if (!unanswered) await new Promise<void>((r) => timers.set(r, PROPOSE_RETRY_BACKOFF_MS * attempt));
+          } finally {
+            timers.clear(attemptTimer);
+            abort.signal.removeEventListener("abort", stop);
           }
         }
       })();
@@ -427,8 +455,11 @@ class GovernedNode implements GovernedHeddleNode {
    * A linearizable view (§3.10): on the leader, `readIndex` then wait until applied; elsewhere (or when leadership
    * moves meanwhile) a key-less barrier entry, waiting until it is applied here. A lost barrier is re-proposed.
    */
-  async sync(opts: { timeoutMs?: number; signal?: AbortSignal } = {}): Promise<ControlView> {
-    const o = callOptionsArg(opts, "sync");
+  sync(opts: { timeoutMs?: number; signal?: AbortSignal } = {}): Promise<ControlView> {
+    return this.#sync(this.#options(opts, "sync"));
+  }
+
+  async #sync(o: CallOptions): Promise<ControlView> {
     if (this.#shut) throw new NodeShutdownError("the governed node was shut down");
     if (this.#stopped !== null) throw this.#stopped;
     const timers = this.#opts.config.timers;
