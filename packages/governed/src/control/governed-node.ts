@@ -26,14 +26,17 @@ import type { RosterView } from "./roster.ts";
 
 /** How long a control call or `sync()` waits, when the caller gives no `timeoutMs`. */
 export const DEFAULT_CALL_TIMEOUT_MS = 30_000;
-/** Propose attempts per call on a retryable Raft refusal (governed.md §4.1 `proposeRetries`). */
+/**
+ * Propose attempts per call on a retryable Raft refusal (governed.md §4.1 `proposeRetries`), counted per distinct
+ * leader: re-proposing to the same leader (or while none is known) waits, with backoff, and does not use one up.
+ */
 export const PROPOSE_ATTEMPTS = 5;
 /**
  * How long one propose attempt may go unanswered before it is abandoned and re-proposed under the same key (a
  * forward lost on the way is never answered, R-F4). The duplicate, if both commit, applies as a replay.
  */
 export const PROPOSE_ATTEMPT_TIMEOUT_MS = 2_000;
-/** Pause before re-proposing after a retryable refusal, times the attempt number. */
+/** First pause before re-proposing after a retryable refusal; doubles per round, capped at the attempt timeout. */
 export const PROPOSE_RETRY_BACKOFF_MS = 25;
 /**
  * Applied indexes between two `ControlState` snapshots (R-S4) by default. The control log is low-rate, so a
@@ -402,7 +405,17 @@ class GovernedNode implements GovernedHeddleNode {
       // a keyed retry proposes again even when its outcome is already applied here: the duplicate entry is
       // ordered after this call began and applies as a replay of the recorded outcome (§3.3 step 5)
       void (async () => {
-        for (let attempt = 1; attempt <= PROPOSE_ATTEMPTS && !settled; attempt++) {
+        // Attempts are counted per leader: a re-proposal to the leader that just refused (or to none) waits and
+        // retries without using one up, so a minority member keeps its call pending instead of burning its
+        // attempts on bounces; PROPOSE_ATTEMPTS distinct leaders losing it ends the call as unknown.
+        let attempts = 0;
+        let counted: string | null = null;
+        for (let round = 0; !settled; round++) {
+          const leader = this.#raft.leader.get();
+          if (attempts === 0 || (leader !== null && leader !== counted)) {
+            attempts++;
+            counted = leader;
+          }
           // one attempt: a forward lost on the way (or its answer) never answers, so an attempt is bounded too
           const attemptAbort = new AbortController();
           const stop = (): void => attemptAbort.abort();
@@ -416,8 +429,10 @@ class GovernedNode implements GovernedHeddleNode {
             if (this.#shut) return w.reject(new NodeShutdownError("the governed node was shut down"));
             const unanswered = attemptAbort.signal.aborted && !abort.signal.aborted;
             if (!(unanswered || e instanceof LeadershipLostError || e instanceof NotLeaderError)) return unknown(`propose failed (${(e as Error).name}: ${(e as Error).message})`, e);
-            if (attempt === PROPOSE_ATTEMPTS) return unknown(`${PROPOSE_ATTEMPTS} propose attempts went unconfirmed`, e);
-            if (!unanswered) await new Promise<void>((r) => timers.set(r, PROPOSE_RETRY_BACKOFF_MS * attempt));
+            if (attempts >= PROPOSE_ATTEMPTS && this.#raft.leader.get() !== counted && this.#raft.leader.get() !== null) {
+              return unknown(`${PROPOSE_ATTEMPTS} leaders in turn lost the proposal`, e);
+            }
+            if (!unanswered) await new Promise<void>((r) => timers.set(r, Math.min(PROPOSE_RETRY_BACKOFF_MS * 2 ** Math.min(round, 6), PROPOSE_ATTEMPT_TIMEOUT_MS)));
           } finally {
             timers.clear(attemptTimer);
             abort.signal.removeEventListener("abort", stop);

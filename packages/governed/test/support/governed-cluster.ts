@@ -10,8 +10,8 @@ import type { AttachmentRecord } from "@heddle/ledger";
 import type { ClaimsOptions } from "@heddle/claims";
 import { memoryStore, MemoryNetwork, seededRandom, VirtualTimers } from "@heddle/node";
 import type { HeddleConfig, HeddleStore, LinkFaults, Seam } from "@heddle/node";
-import { heddleGoverned, raftChannelTransport, raftNode } from "../../src/index.ts";
-import type { GovernedHeddleNode, LogEntry, PersistedState, RaftConfig, RaftNode, RaftStorage, StoredSnapshot } from "../../src/index.ts";
+import { heddleGoverned, OutcomeUnknownError, raftChannelTransport, raftNode } from "../../src/index.ts";
+import type { CallOptions, ControlOutcome, ProposalKey, GovernedHeddleNode, LogEntry, PersistedState, RaftConfig, RaftNode, RaftStorage, StoredSnapshot } from "../../src/index.ts";
 
 /** One event-loop turn: lets every promise chain of the current virtual millisecond run. */
 export const yieldTurn = (): Promise<void> => new Promise((r) => setImmediate(r));
@@ -226,6 +226,23 @@ export class GovernedCluster {
     await this.until(() => done, maxMs, "a call to settle");
     if (failed) throw error;
     return value as T;
+  }
+
+  /**
+   * Runs a control call until its outcome is known: each try is bounded by `timeoutMs`; on `OutcomeUnknownError`
+   * the call is retried with the key it reported (at most once applied, §3.10).
+   */
+  async known(call: (opts: CallOptions) => Promise<ControlOutcome>, timeoutMs = 4_000, tries = 8): Promise<ControlOutcome> {
+    let key: ProposalKey | null = null;
+    for (let i = 0; i < tries; i++) {
+      try {
+        return await this.settle(call(key === null ? { timeoutMs } : { key, timeoutMs }), timeoutMs + 1_000);
+      } catch (err) {
+        if (!(err instanceof OutcomeUnknownError) || err.key === null) throw err;
+        key = err.key;
+      }
+    }
+    throw new Error(`seed ${this.o.seed}: a call stayed unknown after ${tries} tries`);
   }
 
   async elect(maxMs = 5_000): Promise<GovPeer> {
