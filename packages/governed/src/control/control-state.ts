@@ -70,6 +70,18 @@ interface Session {
   readonly outcomes: Map<number, { readonly digest: string; readonly outcome: ControlOutcome }>;
 }
 
+/** Canonical text of recorded outcomes, computed once per outcome value (the state text repeats them). */
+const outcomeText = new WeakMap<ControlOutcome, string>();
+
+function recordedText(o: ControlOutcome): string {
+  let t = outcomeText.get(o);
+  if (t === undefined) {
+    t = canonicalJson(outcomeJson(o));
+    outcomeText.set(o, t);
+  }
+  return t;
+}
+
 /** An invariant broke while applying: the apply loop halts (never skips). */
 class BrokenInvariant extends Error {}
 
@@ -109,6 +121,8 @@ export class ControlState implements ControlView {
   #mintedTotal = 0n;
   /** The projection: a ledger that has joined only control patches; a patch factory, its counters stay empty. */
   #projection: EntitlementLedger = EntitlementLedger.EMPTY;
+  /** `#projection.encode()`, kept while the projection is unchanged. */
+  #projectionText: string | null = null;
   #roster = new Roster();
   #sessions = new Map<string, Session>();
   #claims: ClaimsTable;
@@ -410,37 +424,43 @@ export class ControlState implements ControlView {
   #project(what: string, r: MutationResult): EntitlementLedger {
     if (!r.ok) throw new BrokenInvariant(`the projection refused ${what} where the decision predicted success: ${r.refusal.kind} (${r.refusal.message})`);
     this.#projection = this.#projection.join(r.patch);
+    this.#projectionText = null;
     return r.patch;
   }
 
   // ---------------------------------------------------------------------------------------------- snapshots (R-S4)
 
-  /** The canonical JSON value of the whole state. */
-  #json(): Canonical {
+  /**
+   * The canonical text of the whole state (equal states, equal text): what `encode` writes. Built by hand around
+   * pieces that are already canonical text (the projection's and the claims table's encodings, recorded outcomes).
+   */
+  stateText(): string {
     const records = [...this.#records.values()].sort((a, b) => byId(a.id, b.id));
     const sessions = [...this.#sessions].sort((a, b) => byId(a[0], b[0]));
-    return {
-      format: CONTROL_STATE_FORMAT,
-      root: this.root,
-      appliedIndex: this.appliedIndex,
-      records: records.map((r) => [r.id, r.parent, r.child, r.weight.num, r.weight.den]),
-      lifecycle: [...this.#lifecycle].sort((a, b) => byId(a[0], b[0])),
-      mints: [...this.#mints].sort((a, b) => byId(a[0], b[0])).map(([id, m]) => [id, m.root, m.holder, m.amount]),
-      projection: this.#projection.encode(),
-      roster: this.#roster.transitions.map((t) => [t.index, t.replica, t.enrolled]),
-      sessions: sessions.map(([client, s]) => [
-        client,
-        s.floor,
-        [...s.outcomes].sort((a, b) => a[0] - b[0]).map(([seq, o]) => [seq, o.digest, outcomeJson(o.outcome)]),
-      ]),
-      claims: this.#claims.encode(),
-      claimsNow: this.#claimsNow,
-    };
-  }
-
-  /** The canonical text of the whole state (equal states, equal text): what `encode` writes. */
-  stateText(): string {
-    return canonicalJson(this.#json());
+    this.#projectionText ??= this.#projection.encode();
+    const sessionsText = sessions
+      .map(([client, s]) => {
+        const outs = [...s.outcomes]
+          .sort((a, b) => a[0] - b[0])
+          .map(([seq, o]) => `[${seq},${JSON.stringify(o.digest)},${recordedText(o.outcome)}]`)
+          .join(",");
+        return `[${JSON.stringify(client)},${s.floor},[${outs}]]`;
+      })
+      .join(",");
+    // keys in code-unit order, as canonicalJson would write them
+    return (
+      `{"appliedIndex":${this.appliedIndex}` +
+      `,"claims":${JSON.stringify(this.#claims.encode())}` +
+      `,"claimsNow":${this.#claimsNow}` +
+      `,"format":${JSON.stringify(CONTROL_STATE_FORMAT)}` +
+      `,"lifecycle":${canonicalJson([...this.#lifecycle].sort((a, b) => byId(a[0], b[0])))}` +
+      `,"mints":${canonicalJson([...this.#mints].sort((a, b) => byId(a[0], b[0])).map(([id, m]) => [id, m.root, m.holder, m.amount]))}` +
+      `,"projection":${JSON.stringify(this.#projectionText)}` +
+      `,"records":${canonicalJson(records.map((r) => [r.id, r.parent, r.child, r.weight.num, r.weight.den]))}` +
+      `,"root":${JSON.stringify(this.root)}` +
+      `,"roster":${canonicalJson(this.#roster.transitions.map((t) => [t.index, t.replica, t.enrolled]))}` +
+      `,"sessions":[${sessionsText}]}`
+    );
   }
 
   /** The snapshot bytes of the whole state (governed.md R-S4): UTF-8 of `stateText()`. */
@@ -560,6 +580,7 @@ export class ControlState implements ControlView {
     this.#mints = mints;
     this.#mintedTotal = total;
     this.#projection = projection;
+    this.#projectionText = null;
     this.#roster = roster;
     this.#sessions = sessions;
     this.#claims = claims;

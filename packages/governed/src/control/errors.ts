@@ -1,4 +1,5 @@
 /** Errors of the governed control plane (governed.md §2.2). Each carries the `ProposalKey` when one was allocated. */
+import { NodeShutdownError } from "../raft/errors.ts";
 import type { LogIndex, ProposalKey } from "../raft/types.ts";
 
 /**
@@ -43,4 +44,12 @@ export class ControlPlaneHaltedError extends Error {
     this.index = index;
     this.key = key;
   }
+}
+
+/**
+ * The `NodeShutdownError` a control call rejects with when `shutdown()` ran, carrying the call's key (§2.2: every error
+ * carries the key when one was allocated) — after a restart, `outcomeOf(key)` says whether the act landed.
+ */
+export function shutdownError(key: ProposalKey | null): NodeShutdownError & { readonly key: ProposalKey | null } {
+  return Object.assign(new NodeShutdownError("the governed node was shut down; the act may still commit"), { key });
 }

@@ -20,7 +20,7 @@ import { ControlState } from "./control-state.ts";
 import type { AppliedStep, ControlView } from "./control-state.ts";
 import { encodeEnvelope, MAX_CONTROL_ENTRY_BYTES } from "./envelope.ts";
 import type { ControlCommand } from "./envelope.ts";
-import { ControlPlaneHaltedError, IncarnationReusedError, OutcomeUnknownError } from "./errors.ts";
+import { ControlPlaneHaltedError, IncarnationReusedError, OutcomeUnknownError, shutdownError } from "./errors.ts";
 import type { Amount, ControlOutcome } from "./outcome.ts";
 import type { RosterView } from "./roster.ts";
 
@@ -129,6 +129,7 @@ export interface GovernedHeddleNode {
 
 /** A caller waiting for its key to be applied here. */
 interface Waiter {
+  readonly key: ProposalKey;
   resolve(o: ControlOutcome): void;
   reject(e: Error): void;
   /** This process's own `enroll(self)` / `depart()`: opens / closes the writer gate when it applies. */
@@ -387,6 +388,7 @@ class GovernedNode implements GovernedHeddleNode {
         fn();
       };
       const w: Waiter = {
+        key,
         gate,
         resolve: (outcome) =>
           finish(() => {
@@ -426,7 +428,7 @@ class GovernedNode implements GovernedHeddleNode {
             return; // committed: the apply step resolves the waiter
           } catch (e) {
             if (settled) return;
-            if (this.#shut) return w.reject(new NodeShutdownError("the governed node was shut down"));
+            if (this.#shut) return w.reject(shutdownError(key));
             const unanswered = attemptAbort.signal.aborted && !abort.signal.aborted;
             if (!(unanswered || e instanceof LeadershipLostError || e instanceof NotLeaderError)) return unknown(`propose failed (${(e as Error).name}: ${(e as Error).message})`, e);
             if (attempts >= PROPOSE_ATTEMPTS && this.#raft.leader.get() !== counted && this.#raft.leader.get() !== null) {
@@ -600,9 +602,8 @@ class GovernedNode implements GovernedHeddleNode {
   async shutdown(): Promise<void> {
     if (this.#shut) return;
     this.#shut = true;
-    const err = new NodeShutdownError("the governed node was shut down");
-    for (const ws of [...this.#waiters.values()]) for (const w of [...ws]) w.reject(err);
-    for (const w of [...this.#indexWaiters]) w.reject(err);
+    for (const ws of [...this.#waiters.values()]) for (const w of [...ws]) w.reject(shutdownError(w.key));
+    for (const w of [...this.#indexWaiters]) w.reject(new NodeShutdownError("the governed node was shut down"));
     this.#indexWaiters.clear();
     await this.#raft.close();
     await this.#node.shutdown();
