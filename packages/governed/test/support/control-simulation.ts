@@ -447,8 +447,13 @@ class Sim {
     if (DEBUG) console.log(`unknowns resolved t=${c.timers.now()} wall=${Date.now() - wall}`);
     const leader = await c.elect(10_000);
     const view = await c.settle(leader.gov.sync({ timeoutMs: 10_000 }), 15_000);
-    const top = view.appliedIndex;
-    await c.until(() => c.allApplied(top), 20_000, "every peer applying the final prefix").catch((err: Error) => this.fail(err.message));
+    const atLeast = view.appliedIndex;
+    const level = (): number | null => {
+      const xs = new Set(c.live().map((p) => p.gov.controlView().appliedIndex));
+      return xs.size === 1 ? [...xs][0]! : null;
+    };
+    await c.until(() => c.allApplied(atLeast) && level() !== null, 20_000, "every peer applying one final prefix").catch((err: Error) => this.fail(err.message));
+    const top = level() ?? atLeast;
     for (const op of this.ops.filter((o) => o.outcome === null && o.key !== null)) {
       const o = leader.gov.controlView().outcomeOf(op.key!);
       if (typeof o !== "string") op.outcome = o; // resolved by reading (ret stays ∞: never acknowledged in time)
@@ -456,7 +461,8 @@ class Sim {
     // every peer's ledger converges: run anti-entropy rounds until byte-identical
     await c.until(() => c.ledgersConverged(), 30_000, "ledger convergence").catch((err: Error) => this.fail(err.message));
     if (DEBUG) console.log(`converged t=${c.timers.now()} wall=${Date.now() - wall}`);
-    this.finalChecks(top);
+    await c.until(() => level() !== null, 20_000, "one final prefix after convergence").catch((err: Error) => this.fail(err.message));
+    this.finalChecks(level() ?? top);
     if (DEBUG) console.log(`checked wall=${Date.now() - wall}`);
     await c.shutdown();
     if (this.failures.length > 0) throw new ControlSimulationFailure(`${this.failures.slice(0, 5).join("\n")}\nreplay: HEDDLE_SEED=${this.seed} HEDDLE_CONTROL_SEEDS=1`);
@@ -489,7 +495,10 @@ class Sim {
     const live = c.live();
     // equal states at the final index
     const texts = new Set(live.map((p) => sha((p.gov.controlView() as ControlState).stateText())));
-    if (texts.size !== 1) this.fail(`peers at ${top} hold ${texts.size} different ControlStates`);
+    if (texts.size !== 1) {
+      this.fail(`peers at ${top} hold ${texts.size} different ControlStates`);
+      if (DEBUG) for (const p of live) console.log(p.id, (p.gov.controlView() as ControlState).stateText());
+    }
     // replay the committed log into the reference model (C14)
     const model = new ControlModel("root", CLAIMS);
     const decidedAt = new Map<string, number>();
