@@ -125,6 +125,14 @@ export interface GovernedHeddleNode {
   readonly revocation: RevocationSeam;
   /** Rejects every pending call with `NodeShutdownError`, closes the Raft node and the data-plane node. */
   shutdown(): Promise<void>;
+
+  // ── extensions beyond governed.md §2.2: read-only pass-throughs of the data-plane node ──
+  /** This node's open reservations (node.md's extension), e.g. to cancel what a killed incarnation left open. */
+  openReservations: HeddleNode["openReservations"];
+  /** Peers the data plane's liveness currently considers unreachable (node.md §10). */
+  readonly unreachable: HeddleNode["unreachable"];
+  /** The data-plane node's counters (node.md §14). */
+  metrics: HeddleNode["metrics"];
 }
 
 /** A caller waiting for its key to be applied here. */
@@ -232,6 +240,12 @@ class GovernedNode implements GovernedHeddleNode {
   cancel: HeddleNode["cancel"] = (id) => this.#node.cancel(id);
   advertise: HeddleNode["advertise"] = (edge, demand) => this.#node.advertise(edge, demand);
   boundMetrics: HeddleNode["boundMetrics"] = (parent) => this.#node.boundMetrics(parent);
+  openReservations: HeddleNode["openReservations"] = () => this.#node.openReservations();
+  metrics: HeddleNode["metrics"] = () => this.#node.metrics();
+
+  get unreachable(): HeddleNode["unreachable"] {
+    return this.#node.unreachable;
+  }
 
   schedule: HeddleNode["schedule"] = (parent) => {
     if (typeof parent !== "string") throw new TypeError("schedule: parent must be a GroupId");
