@@ -131,6 +131,11 @@ export class StubRaft implements RaftNode {
     return target;
   }
 
+  async transferLeadership(target: string): Promise<void> {
+    this.#count("transferLeadership");
+    if (target !== this.id) throw new Error("StubRaft: a single member cannot transfer leadership");
+  }
+
   publishSnapshot(s: { throughIndex: LogIndex; state: Uint8Array }): void {
     this.#count("publishSnapshot");
     this.snapshots.push(s);
