@@ -10,9 +10,9 @@ import type { ControlSimResult } from "./support/control-simulation.ts";
 const SEEDS = Number(process.env.HEDDLE_CONTROL_SEEDS ?? 200);
 const FIRST = Number(process.env.HEDDLE_SEED ?? 1);
 
-async function run(seed: number, runMs?: number): Promise<ControlSimResult> {
+async function run(seed: number, o: { runMs?: number; operators?: number } = {}): Promise<ControlSimResult> {
   try {
-    return await runControlSimulation(seed, runMs === undefined ? {} : { runMs });
+    return await runControlSimulation(seed, o);
   } catch (e) {
     if (e instanceof ControlSimulationFailure) console.error(e.message);
     throw e;
@@ -42,7 +42,7 @@ describe("control-plane simulation: 3 voters + 2 learners, faults, keyed retries
   }, 120_000 + SEEDS * 20_000);
 
   it("C14 determinism: one long run of more than 1 000 commands, conflicting on purpose", async () => {
-    const r = await run(FIRST + 100_000, 30_000);
+    const r = await run(FIRST + 100_000, { runMs: 40_000, operators: 7 });
     expect(r.commands).toBeGreaterThan(1_000);
     expect(r.conflicts).toBeGreaterThan(100);
   }, 600_000);
