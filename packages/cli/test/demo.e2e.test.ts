@@ -35,4 +35,17 @@ describe("heddle demo, end to end", () => {
     expect(r.out).toContain("demo passed");
     expect(r.code).toBe(0);
   }, 120_000);
+
+  it("--governed: supply and tree through the Raft log, the tenant weights reshaped midway by the recipe, and every check passes", async () => {
+    const r = await heddle(["demo", "--governed", "--peers", "3", "--duration", "14", "--seed", "5", "--weights", "3:1", "--no-live"]);
+    expect(r.out).toContain("minted and the tree prepared and activated through the log");
+    expect(r.out).toContain("reshape: tenant weights 3:1 → 1:3");
+    expect(r.out).toContain("tenants now 1:3");
+    expect(r.out).toContain("peer 2 restarted from its SQLite store");
+    expect(r.out).toMatch(/root {6}tenant-a \(gen 2\) +1 /);
+    expect(r.out).toContain("✓ the tenant weights changed midway by the reshape recipe: now 1:3");
+    expect(r.out).not.toContain("✗");
+    expect(r.out).toContain("demo passed");
+    expect(r.code).toBe(0);
+  }, 300_000);
 });

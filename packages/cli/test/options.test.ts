@@ -11,6 +11,8 @@ describe("heddle demo options", () => {
       laneWeights: [1n, 1n],
       dir: undefined,
       live: false,
+      governed: false,
+      reshapeWeights: undefined,
     });
     expect(parseDemoArgs([], true)).toMatchObject({ live: true });
   });
@@ -24,7 +26,14 @@ describe("heddle demo options", () => {
       laneWeights: [3n, 1n],
       dir: "/tmp/x",
       live: false,
+      governed: false,
+      reshapeWeights: undefined,
     });
+  });
+
+  it("--governed reshapes to the reversed tenant weights unless --reshape-weights says otherwise", () => {
+    expect(parseDemoArgs(["--governed", "--weights", "3:1"], false)).toMatchObject({ governed: true, reshapeWeights: [1n, 3n] });
+    expect(parseDemoArgs(["--governed", "--reshape-weights=2:5"], false)).toMatchObject({ governed: true, tenantWeights: [3n, 1n], reshapeWeights: [2n, 5n] });
   });
 
   it("answers help", () => {
@@ -42,6 +51,9 @@ describe("heddle demo options", () => {
     [["--lane-weights", "1:-1"]],
     [["--dir"]],
     [["--bogus"]],
+    [["--reshape-weights", "1:3"]],
+    [["--governed", "--weights", "2:2"]],
+    [["--governed", "--reshape-weights", "3:1"]],
   ])("rejects %j with a usage error", (argv) => {
     expect(() => parseDemoArgs(argv, false)).toThrow(DemoUsageError);
   });

@@ -1,5 +1,7 @@
 /**
- * `@heddle/governed` — the Raft log that serializes heddle's control plane (governed.md §4).
+ * `@heddle/governed` — heddle's consensus-governed control plane (governed.md): `heddleGoverned` starts a peer whose
+ * minting, reshaping, enrolling and granted claims go through one replicated Raft log, decided by `ControlState`
+ * from the committed prefix, while its data plane stays coordination-free. Below it, the Raft log itself (§4):
  *
  * The protocol lives in a pure core (`RaftCore`: no I/O, timers or randomness of its own); `raftNode` drives
  * it with injected storage, transport, timers and randomness; `walRaftStorage` (the segmented log store;
@@ -41,3 +43,17 @@ export type { RaftTransport, SeamTransportCounters } from "./raft/transport.ts";
 export { seamRaftTransport, raftChannelTransport } from "./raft/transport.ts";
 export type { RaftNode, RaftNodeOptions } from "./raft/node.ts";
 export { raftNode, MAX_TRACE_BUFFER, TICK_MS } from "./raft/node.ts";
+
+// ---- the control plane (governed.md §1–3) ----
+export type { GovernedOptions, GovernedHeddleNode, GovernedClaims, RevocationSeam, RevocationOutcome } from "./control/governed-node.ts";
+export { heddleGoverned, DEFAULT_CALL_TIMEOUT_MS, DEFAULT_SNAPSHOT_EVERY, PROPOSE_ATTEMPTS, PROPOSE_ATTEMPT_TIMEOUT_MS, PROPOSE_RETRY_BACKOFF_MS } from "./control/governed-node.ts";
+export type { CallOptions } from "./control/call-arguments.ts";
+export type { ControlView, ControlStateOptions, AppliedStep } from "./control/control-state.ts";
+export { ControlState, CONTROL_STATE_FORMAT, mintIdOf } from "./control/control-state.ts";
+export type { ControlOutcome, ControlConflict, ClaimsResult, Amount } from "./control/outcome.ts";
+export { outcomeJson, outcomeFromJson, OutcomeDecodeError } from "./control/outcome.ts";
+export type { ControlEnvelope, ControlCommand, EncodedLedgerFragment, DecodedEntry } from "./control/envelope.ts";
+export { encodeEnvelope, decodeEntry, digestOf, CONTROL_MAGIC, CONTROL_VERSION, MAX_CONTROL_ENTRY_BYTES } from "./control/envelope.ts";
+export type { RosterView, RosterTransition } from "./control/roster.ts";
+export { RosterOrderError } from "./control/roster.ts";
+export { OutcomeUnknownError, IncarnationReusedError, ControlPlaneHaltedError } from "./control/errors.ts";

@@ -6,8 +6,8 @@
  * after its lease lapses and the key is re-granted.
  */
 import { describe, expect, it } from "vitest";
-import { ClaimsMachine, decodeClaimsCommand, encodeClaimsCommand } from "./support/claims-machine.ts";
-import type { ClaimsCommand } from "./support/claims-machine.ts";
+import { ClaimsReplica, encodeClaimsEntry } from "./support/claims-replica.ts";
+import type { ClaimsCommand } from "./support/claims-replica.ts";
 import { ClaimsSimulationFailure, runClaimsSimulation, SIM_CLAIMS_OPTIONS } from "./support/claims-simulation.ts";
 import type { ClaimsSabotage } from "./support/claims-simulation.ts";
 
@@ -76,33 +76,14 @@ describe("replicated claims table on the governed Raft log (claims.md §2, §5; 
   }
 });
 
-describe("claims command encoding and machine", () => {
-  const commands: ClaimsCommand[] = [
-    { op: "take", request: { holder: "m1", resources: [{ key: "pool/x", mode: "shared" }, { key: "mutex/a", mode: "exclusive" }], ttlMs: 500, scope: "s1", label: "why" } },
-    { op: "take", request: { holder: "m2", resources: [{ key: "rw", mode: "exclusive" }] } },
-    { op: "release", holder: "m1", key: "pool/x" },
-    { op: "renew", holder: "m1", key: "mutex/a" },
-    { op: "releaseAll", holder: "m1" },
-    { op: "releaseScope", scope: "s1" },
-  ];
-
-  it("round-trips every command and refuses any non-canonical byte string", () => {
-    const enc = new TextEncoder();
-    for (const c of commands) {
-      const bytes = encodeClaimsCommand(c);
-      expect(decodeClaimsCommand(bytes)).toEqual(c);
-      const text = new TextDecoder().decode(bytes);
-      expect(decodeClaimsCommand(enc.encode(` ${text}`))).toBeNull();
-      expect(decodeClaimsCommand(enc.encode(text.replace("heddle-claims-cmd/1", "heddle-claims-cmd/2")))).toBeNull();
-    }
-    expect(decodeClaimsCommand(enc.encode('["heddle-claims-cmd/1","take","m1",[["k","both"]],null,null,null]'))).toBeNull();
-    expect(decodeClaimsCommand(enc.encode("not json"))).toBeNull();
-  });
-
+describe("the claims family on the production ControlState (governed.md §3.4)", () => {
   it("stamps with the leader's time clamped never to run backwards, uses the log index as the token, and decides a duplicate once", () => {
-    const m = new ClaimsMachine(SIM_CLAIMS_OPTIONS);
-    const take = (holder: string, ttlMs: number): Uint8Array => encodeClaimsCommand({ op: "take", request: { holder, resources: [{ key: "mutex/a", mode: "exclusive" }], ttlMs } });
-    const entry = (index: number, stampedAt: number, command: Uint8Array, seq: number) => ({ kind: "entry" as const, entry: { index, term: 1, kind: "app" as const, key: { client: "c", seq }, command, stampedAt } });
+    const m = new ClaimsReplica(SIM_CLAIMS_OPTIONS);
+    const take = (holder: string, ttlMs: number): ClaimsCommand => ({ op: "take", request: { holder, resources: [{ key: "mutex/a", mode: "exclusive" }], ttlMs } });
+    const entry = (index: number, stampedAt: number, command: ClaimsCommand, seq: number) => ({
+      kind: "entry" as const,
+      entry: { index, term: 1, kind: "app" as const, key: { client: "c", seq }, command: encodeClaimsEntry(command, { client: "c", seq }), stampedAt },
+    });
     m.apply({ kind: "internal", index: 1 });
     const a = m.apply(entry(2, 1_000, take("A", 100), 1))!;
     expect(a.result).toMatchObject({ op: "take", outcome: { ok: true, grants: [{ token: 2 }] } });
@@ -120,6 +101,6 @@ describe("claims command encoding and machine", () => {
     expect(c.result).toMatchObject({ op: "take", outcome: { ok: true, grants: [{ token: 5 }] } });
     expect(m.table.checkFence("mutex/a", 2)).toBe(false);
     expect(m.table.checkFence("mutex/a", 5)).toBe(true);
-    expect(() => m.apply({ kind: "internal", index: 7 })).toThrow(/applied 7 after 5/);
+    expect(() => m.apply({ kind: "internal", index: 7 })).toThrow(/roster advanced to 7 after 5/);
   });
 });

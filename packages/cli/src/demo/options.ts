@@ -14,6 +14,13 @@ export interface DemoOptions {
   dir: string | undefined;
   /** Redraw the table in place (a terminal) or print a line per second (a log). */
   live: boolean;
+  /**
+   * Governed mode (governed.md): no genesis supply or topology — supply is minted and the tree prepared and
+   * activated through the Raft log, and midway the tenant weights change by the reshape recipe.
+   */
+  governed: boolean;
+  /** Governed mode: the tenant weights the midway reshape moves to (default: --weights reversed). */
+  reshapeWeights: [bigint, bigint] | undefined;
 }
 
 /** Upper limits on the options, so a typo cannot start a thousand processes. */
@@ -37,6 +44,12 @@ from its SQLite store. The run ends with a table: share vs weight per group, the
 metrics (configured, current, observed), frames rejected, and the conservation identity
 checked on every peer. Exit status 0 iff every check passed.
 
+With --governed the peers run governed mode: nothing is pre-partitioned. The first three peers are
+Raft voters and the rest learners, all on the same libp2p connections; the supply is minted and the
+tree prepared and activated through the replicated log, and midway the tenant weights change by the
+reshape recipe (prepare the new generations, close the old ones, drain them, retire, activate) —
+visible in the live table and checked in the final report.
+
 Usage: heddle demo [options]
 
 Options:
@@ -47,6 +60,8 @@ Options:
   --lane-weights I:B   lane weights inside each tenant                  (default 1:1)
   --dir PATH           keep keys and stores here instead of a temp dir
   --no-live            print progress lines instead of redrawing the screen
+  --governed           governed mode: supply and tree through the Raft log, weights reshaped midway
+  --reshape-weights A:b  with --governed: the tenant weights after the reshape (default: reversed)
   -h, --help           this text
 `;
 
@@ -78,6 +93,8 @@ export function parseDemoArgs(argv: readonly string[], isTty: boolean): DemoOpti
     laneWeights: [1n, 1n],
     dir: undefined,
     live: isTty,
+    governed: false,
+    reshapeWeights: undefined,
   };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
@@ -111,9 +128,20 @@ export function parseDemoArgs(argv: readonly string[], isTty: boolean): DemoOpti
       case "--no-live":
         o.live = false;
         break;
+      case "--governed":
+        o.governed = true;
+        break;
+      case "--reshape-weights":
+        o.reshapeWeights = ratio(flag, value());
+        break;
       default:
         throw new DemoUsageError(`unknown option ${a} (see heddle demo --help)`);
     }
+  }
+  if (o.reshapeWeights !== undefined && !o.governed) throw new DemoUsageError("--reshape-weights needs --governed (a static demo has no serializer for reshapes)");
+  if (o.governed && o.reshapeWeights === undefined) o.reshapeWeights = [o.tenantWeights[1], o.tenantWeights[0]];
+  if (o.governed && o.reshapeWeights![0] === o.tenantWeights[0] && o.reshapeWeights![1] === o.tenantWeights[1]) {
+    throw new DemoUsageError("--reshape-weights must differ from --weights (the reshape changes them)");
   }
   return o;
 }

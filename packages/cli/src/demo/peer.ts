@@ -3,8 +3,10 @@
 import { createInterface } from "node:readline";
 import { join } from "node:path";
 import { readFileSync } from "node:fs";
-import { GroupId, ReplicaId } from "@heddle/ledger";
+import { AttachmentId, GroupId, ReplicaId, Weight } from "@heddle/ledger";
 import type { EntitlementLedger } from "@heddle/ledger";
+import { heddleGoverned, OutcomeUnknownError, raftChannelTransport, raftNode, sqliteRaftStorage } from "@heddle/governed";
+import type { CallOptions, ControlOutcome, GovernedHeddleNode } from "@heddle/governed";
 import {
   edgeId,
   fnv1a64,
@@ -18,7 +20,27 @@ import {
 import type { HeddleNode } from "@heddle/node";
 import { demoTopology, LANES, laneGroup, leafGroups, parents, ROOT, TENANTS } from "./scenario.ts";
 import type { PeerConfig } from "./scenario.ts";
-import type { BoundRow, PeerCommand, PeerReport } from "./protocol.ts";
+import type { BoundRow, ControlAct, PeerCommand, PeerReport } from "./protocol.ts";
+
+/** What the demo drives on a peer: the data plane, the same in static and governed mode. */
+type DataPlane = Pick<HeddleNode, "ledger" | "advertise" | "schedule" | "reserve" | "complete" | "cancel" | "boundMetrics" | "openReservations" | "unreachable" | "metrics" | "shutdown">;
+
+/** A governed control act, retried under its durable key until its outcome is known (governed.md §3.10). */
+async function known(call: (o: CallOptions) => Promise<ControlOutcome>, key: { client: string; seq: number }): Promise<ControlOutcome> {
+  for (let i = 0; ; i++) {
+    try {
+      return await call({ key, timeoutMs: 5_000 });
+    } catch (e) {
+      if (!(e instanceof OutcomeUnknownError) || i >= 30) throw e;
+    }
+  }
+}
+
+function describeOutcome(o: ControlOutcome): string {
+  if (o.kind === "applied") return o.noop ? "applied (noop)" : "applied";
+  const c = o.conflict as Record<string, unknown>;
+  return `${o.conflict.reason}${"edge" in c ? ` ${String(c.edge)}` : ""}`;
+}
 
 const cfg = JSON.parse(readFileSync(process.argv[2]!, "utf8")) as PeerConfig;
 const random = seededRandom(cfg.seed * 1_000 + cfg.index + 1);
@@ -56,31 +78,57 @@ async function main(): Promise<void> {
     redialMinMs: 250,
     redialMaxMs: 2_000,
   });
-  const supply = new Map(cfg.ids.map((id) => [ReplicaId(id), BigInt(cfg.supplyPerPeer)]));
   const topology = demoTopology(
     [BigInt(cfg.tenantWeights[0]), BigInt(cfg.tenantWeights[1])],
     [BigInt(cfg.laneWeights[0]), BigInt(cfg.laneWeights[1])],
   );
-  const node: HeddleNode = heddleStatic({
-    seam,
-    self: ReplicaId(seam.self),
-    root: GroupId(ROOT),
-    supply,
-    topology,
-    config: {
-      policy: { quantum: BigInt(cfg.quantum) },
-      maxHoldingsPerPeer: BigInt(cfg.supplyPerPeer),
-      maxGrantsPerSchedule: cfg.grantsPerSchedule,
-      antiEntropyIntervalMs: 1_000,
-      demandTtlMs: 5_000,
-      heartbeat: { intervalMs: 500, timeoutMs: 2_000, reconnectWindowMs: 60_000 },
+  const config = {
+    policy: { quantum: BigInt(cfg.quantum) },
+    maxHoldingsPerPeer: BigInt(cfg.supplyPerPeer),
+    maxGrantsPerSchedule: cfg.grantsPerSchedule,
+    antiEntropyIntervalMs: 1_000,
+    demandTtlMs: 5_000,
+    heartbeat: { intervalMs: 500, timeoutMs: 2_000, reconnectWindowMs: 60_000 },
+    timers: realTimers,
+    random,
+    store: sqliteStore(join(home, "store.sqlite")),
+  };
+  let gov: GovernedHeddleNode | null = null;
+  let node: DataPlane;
+  if (cfg.voters !== undefined) {
+    // governed mode: the same seam carries Raft on channel 4; genesis is empty, supply and tree come from the log
+    const raft = raftNode({
+      cluster: { voters: cfg.voters, learners: cfg.ids.filter((id) => !cfg.voters!.includes(id)) },
+      transport: raftChannelTransport(seam),
+      storage: sqliteRaftStorage(join(home, "raft.sqlite"), { thread: "worker" }),
       timers: realTimers,
       random,
-      store: sqliteStore(join(home, "store.sqlite")),
-    },
-  });
+      defer: setImmediate,
+    });
+    gov = heddleGoverned({ seam, self: ReplicaId(seam.self), root: GroupId(ROOT), config, raft, incarnation: crypto.randomUUID(), snapshotEvery: 256 });
+    node = gov;
+    // every start: enroll self (the writer gate opens when it applies)
+    const g = gov;
+    void (async () => {
+      let opts: CallOptions = { timeoutMs: 5_000 };
+      for (;;) {
+        try {
+          await g.enroll(g.self, opts);
+          return;
+        } catch (e) {
+          if (!(e instanceof OutcomeUnknownError) || e.key === null) return;
+          opts = { key: e.key, timeoutMs: 5_000 };
+        }
+      }
+    })();
+  } else {
+    const supply = new Map(cfg.ids.map((id) => [ReplicaId(id), BigInt(cfg.supplyPerPeer)]));
+    node = heddleStatic({ seam, self: ReplicaId(seam.self), root: GroupId(ROOT), supply, topology, config });
+  }
 
   let draining = false;
+  /** Governed mode: tenants whose inbound generation is closing; their holdings are spent down exactly. */
+  let drainTenants = new Set<string>();
   let blocked = false;
   let charged = 0n;
   let completions = 0;
@@ -93,10 +141,10 @@ async function main(): Promise<void> {
 
   emit({ type: "listening", index: cfg.index, id: seam.self, addrs: seam.addrs(), restoredReservations: restored.length });
 
-  const edges = topology.map((r) => r.id);
   const tick = setInterval(() => {
     if (draining) return;
-    for (const e of edges) node.advertise(e, HUNGRY);
+    const view = node.ledger.get();
+    for (const p of parents()) for (const e of view.childrenOf(GroupId(p))) node.advertise(e.attachment, HUNGRY);
     for (const p of parents()) node.schedule(GroupId(p));
   }, cfg.tickMs);
 
@@ -105,16 +153,23 @@ async function main(): Promise<void> {
   const worker = (leaf: string) => {
     const step = () => {
       if (draining) return;
-      const cost = 5n + BigInt(Math.floor(random() * 16));
-      const r = node.reserve(GroupId(leaf), cost);
+      // while the tenant's generation drains, spend exactly what is held, to the last unit
+      const exact = drainTenants.has(leaf.split("/")[0]!);
+      let cost = 5n + BigInt(Math.floor(random() * 16));
+      let r = node.reserve(GroupId(leaf), cost);
+      if (!r.ok && exact && r.refusal.kind === "insufficient" && r.refusal.available > 0n) {
+        cost = r.refusal.available;
+        r = node.reserve(GroupId(leaf), cost);
+      }
       if (!r.ok) {
         setTimeout(step, 15 + Math.floor(random() * 20));
         return;
       }
+      const id = r.id;
       inFlight++;
       setTimeout(() => {
-        const actual = cost - BigInt(Math.floor(random() * Number(cost / 4n + 1n)));
-        const c = node.complete(r.id, actual);
+        const actual = exact ? cost : cost - BigInt(Math.floor(random() * Number(cost / 4n + 1n)));
+        const c = node.complete(id, actual);
         inFlight--;
         if (c.ok) {
           charged += c.charged;
@@ -129,10 +184,13 @@ async function main(): Promise<void> {
 
   const status = () => {
     const view = node.ledger.get();
-    const edgeRows: Record<string, { committed: string; spent: string; issued: string }> = {};
-    for (const e of edges) {
+    const edgeRows: Record<string, { committed: string; spent: string; issued: string; outstanding: string }> = {};
+    const records: Record<string, { parent: string; child: string; weight: string; lifecycle: string }> = {};
+    for (const e of view.knownEdges()) {
       const s = view.edge(e);
-      if (s !== null) edgeRows[e] = { committed: s.committedService.toString(), spent: s.spent.toString(), issued: s.issued.toString() };
+      if (s !== null) edgeRows[e] = { committed: s.committedService.toString(), spent: s.spent.toString(), issued: s.issued.toString(), outstanding: s.outstanding.toString() };
+      const rec = view.record(e);
+      if (rec !== null) records[e] = { parent: rec.parent, child: rec.child, weight: rec.weight.toString(), lifecycle: view.lifecycle(e) ?? "?" };
     }
     const bounds: BoundRow[] = parents().map((p) => {
       const b = node.boundMetrics(GroupId(p));
@@ -153,6 +211,9 @@ async function main(): Promise<void> {
       id: seam.self,
       digest: fnv1a64(new TextEncoder().encode(view.encode())),
       edges: edgeRows,
+      records,
+      writable: gov === null ? true : gov.isWritable,
+      controlApplied: gov === null ? 0 : gov.controlView().appliedIndex,
       bounds,
       conservation: { minted: c.minted.toString(), held: c.held.toString(), leafSpent: c.leafSpent.toString(), ok: c.minted === c.held + c.leafSpent },
       conflicts: view.validate().map((x) => x.kind),
@@ -189,6 +250,35 @@ async function main(): Promise<void> {
         draining = true;
         clearInterval(tick);
         break;
+      case "drain-edges": {
+        const view = node.ledger.get();
+        drainTenants = new Set(c.edges.map((e) => view.record(AttachmentId(e))?.child).filter((x): x is GroupId => x !== undefined));
+        break;
+      }
+      case "control": {
+        if (gov === null) break;
+        const g = gov;
+        const a: ControlAct = c.act;
+        const run = (o: CallOptions): Promise<ControlOutcome> => {
+          switch (a.op) {
+            case "mint":
+              return g.mint(ReplicaId(a.holder), BigInt(a.amount), o);
+            case "prepare":
+              return g.prepare({ id: AttachmentId(a.id), parent: GroupId(a.parent), child: GroupId(a.child), weight: Weight.of(BigInt(a.weight)) }, o);
+            case "activate":
+              return g.activate(AttachmentId(a.edge), o);
+            case "close":
+              return g.close(AttachmentId(a.edge), o);
+            case "retire":
+              return g.retire(AttachmentId(a.edge), o);
+          }
+        };
+        known(run, c.key).then(
+          (o) => emit({ type: "control", index: cfg.index, ref: c.ref, ok: o.kind === "applied", kind: o.kind, detail: describeOutcome(o) }),
+          (e: Error) => emit({ type: "control", index: cfg.index, ref: c.ref, ok: false, kind: "error", detail: `${e.name}: ${e.message}` }),
+        );
+        break;
+      }
       case "exit":
         clearInterval(statusTimer);
         status();
@@ -199,6 +289,7 @@ async function main(): Promise<void> {
   rl.on("close", () => process.exit(0));
   void leafGroups;
   void edgeId;
+  void TENANTS;
 }
 
 main().catch((e: unknown) => {

@@ -19,6 +19,8 @@ export interface PeerView {
 export interface ShareRow {
   parent: string;
   child: string;
+  /** The edge generation carrying it (a governed reshape moves a child to a new one). */
+  edge: string;
   weight: bigint;
   committed: bigint;
   /** Weighted fair share of the siblings' total, exact as num/den. */
@@ -37,20 +39,43 @@ function weightOf(o: DemoOptions, parent: string, child: string): bigint {
   return o.laneWeights[LANES.findIndex((l) => laneGroup(parent, l) === child)]!;
 }
 
+/**
+ * The edge generation that currently carries `parent → child` in a peer's view, and its weight: the live one
+ * (ACTIVE or CLOSING), else the newest known. A governed reshape adds generations (`edgeId(p, c, 2)`); a static
+ * run has one.
+ */
+export function currentEdge(s: Status, parent: string, child: string, o: DemoOptions): { id: string; weight: bigint; lifecycle: string } {
+  const gens = Object.entries(s.records ?? {})
+    .filter(([, r]) => r.parent === parent && r.child === child)
+    .sort((a, b) => (a[0] < b[0] ? -1 : 1));
+  const live = gens.filter(([, r]) => r.lifecycle === "ACTIVE" || r.lifecycle === "CLOSING");
+  const pick = live[live.length - 1] ?? gens[gens.length - 1];
+  if (pick === undefined) return { id: edgeId(parent, child), weight: weightOf(o, parent, child), lifecycle: "—" };
+  const [num, den] = pick[1].weight.split("/");
+  return { id: pick[0], weight: BigInt(num!) / BigInt(den ?? "1"), lifecycle: pick[1].lifecycle };
+}
+
+/** How a row names its child: with the edge generation when a reshape moved it past the first. */
+function childLabel(r: ShareRow): string {
+  const first = edgeId(r.parent, r.child);
+  return r.edge === first ? r.child : `${r.child} (gen ${r.edge.slice(first.length + 1)})`;
+}
+
 /** Committed service of every child against its weighted share, from one peer's view. */
 export function shareRows(s: Status, o: DemoOptions): ShareRow[] {
   const rows: ShareRow[] = [];
   for (const parent of parents()) {
     const kids = childrenOf(parent);
-    const c = kids.map((k) => BigInt(s.edges[edgeId(parent, k)]?.committed ?? "0"));
-    const w = kids.map((k) => weightOf(o, parent, k));
+    const cur = kids.map((k) => currentEdge(s, parent, k, o));
+    const c = cur.map((e) => BigInt(s.edges[e.id]?.committed ?? "0"));
+    const w = cur.map((e) => e.weight);
     const T = c.reduce((a, b) => a + b, 0n);
     const W = w.reduce((a, b) => a + b, 0n);
     kids.forEach((k, i) => {
       // fair = w·T/W; deviation = ceil(|c·W − w·T| / W)
       const diff = c[i]! * W - w[i]! * T;
       const abs = diff < 0n ? -diff : diff;
-      rows.push({ parent, child: k, weight: w[i]!, committed: c[i]!, fairNum: w[i]! * T, fairDen: W, deviation: (abs + W - 1n) / W });
+      rows.push({ parent, child: k, edge: cur[i]!.id, weight: w[i]!, committed: c[i]!, fairNum: w[i]! * T, fairDen: W, deviation: W === 0n ? 0n : (abs + W - 1n) / W });
     });
   }
   return rows;
@@ -80,7 +105,8 @@ export function renderLive(peers: PeerView[], events: string[], elapsedS: number
     return [...events, parts.join("  ")].join("\n");
   }
   const lines: string[] = [];
-  lines.push(`heddle demo — ${peers.length} peers, ${elapsedS.toFixed(1)} s of ${o.durationS} s, seed ${o.seed}, tenants ${o.tenantWeights.join(":")}, lanes ${o.laneWeights.join(":")}`);
+  const tw = ref === null ? o.tenantWeights : TENANTS.map((t) => currentEdge(ref, ROOT, t, o).weight);
+  lines.push(`heddle demo${o.governed ? " --governed" : ""} — ${peers.length} peers, ${elapsedS.toFixed(1)} s of ${o.durationS} s, seed ${o.seed}, tenants ${tw.join(":")}, lanes ${o.laneWeights.join(":")}`);
   lines.push("");
   if (ref === null) lines.push("waiting for the first report…");
   else {
@@ -93,7 +119,7 @@ export function renderLive(peers: PeerView[], events: string[], elapsedS: number
       const W = sib.reduce((a, r) => a + r.weight, 0n);
       lines.push(`  under ${parent}`);
       for (const r of sib) {
-        lines.push(`    ${pad(r.child, 22)}${pad(r.weight, 7, true)}${pad(r.committed, 11, true)}${pad(pct(r.committed, T), 8, true)}${pad(pct(r.weight, W), 8, true)}${pad(r.deviation, 11, true)}`);
+        lines.push(`    ${pad(childLabel(r), 22)}${pad(r.weight, 7, true)}${pad(r.committed, 11, true)}${pad(pct(r.committed, T), 8, true)}${pad(pct(r.weight, W), 8, true)}${pad(r.deviation, 11, true)}`);
       }
     }
   }
@@ -147,6 +173,36 @@ export function finalChecks(peers: PeerView[], converged: boolean, o: DemoOption
   return checks;
 }
 
+/**
+ * Governed mode's checks: every control act of the setup and of the reshape applied, and on every peer the old
+ * tenant generations are RETIRED with nothing outstanding while the new ones are ACTIVE with the new weights, the
+ * minted total is what the log minted, and the writer gate is open.
+ */
+export function governedChecks(peers: PeerView[], log: readonly { step: string; ok: boolean; detail: string }[], o: DemoOptions, supplyPerPeer: bigint): Check[] {
+  const checks: Check[] = [];
+  const failed = log.filter((x) => !x.ok);
+  checks.push({ what: "every control act (mints, tree, reshape) applied through the log", ok: failed.length === 0 && log.length > 0, detail: failed.length === 0 ? `${log.length} acts` : failed.map((x) => `${x.step}: ${x.detail}`).join("; ") });
+  const reshaped = log.some((x) => x.step === `activate ${edgeId(ROOT, TENANTS[1], 2)}` && x.ok);
+  checks.push({ what: "the tenant weights changed midway by the reshape recipe", ok: reshaped, detail: reshaped ? `now ${o.reshapeWeights!.join(":")}` : "the reshape did not finish" });
+  for (const p of peers) {
+    const s = p.status;
+    if (s === null) continue;
+    const problems: string[] = [];
+    for (const [i, t] of TENANTS.entries()) {
+      const old = s.records[edgeId(ROOT, t)];
+      const neu = s.records[edgeId(ROOT, t, 2)];
+      if (old?.lifecycle !== "RETIRED") problems.push(`${edgeId(ROOT, t)} is ${old?.lifecycle ?? "unknown"}`);
+      if ((s.edges[edgeId(ROOT, t)]?.outstanding ?? "0") !== "0") problems.push(`${edgeId(ROOT, t)} has ${s.edges[edgeId(ROOT, t)]!.outstanding} outstanding`);
+      if (neu?.lifecycle !== "ACTIVE" || neu.weight !== `${o.reshapeWeights![i]}/1`) problems.push(`${edgeId(ROOT, t, 2)} is ${neu?.lifecycle ?? "unknown"} weight ${neu?.weight ?? "?"}`);
+    }
+    const minted = supplyPerPeer * BigInt(peers.length);
+    if (s.conservation.minted !== minted.toString()) problems.push(`minted ${s.conservation.minted}, the log minted ${minted}`);
+    if (!s.writable) problems.push("writer gate closed");
+    checks.push({ what: `peer ${p.index}: old generations retired and drained, new ones active with the new weights`, ok: problems.length === 0, detail: problems.join("; ") || `control index ${s.controlApplied}` });
+  }
+  return checks;
+}
+
 /** The closing table. */
 export function renderFinal(peers: PeerView[], events: string[], checks: Check[], o: DemoOptions): string {
   const lines: string[] = [];
@@ -162,9 +218,10 @@ export function renderFinal(peers: PeerView[], events: string[], checks: Check[]
     const rows = shareRows(ref, o);
     for (const r of rows) {
       const sib = rows.filter((x) => x.parent === r.parent);
+      const child = childLabel(r);
       const T = sib.reduce((a, x) => a + x.committed, 0n);
       const W = sib.reduce((a, x) => a + x.weight, 0n);
-      lines.push(`  ${pad(r.parent, 10)}${pad(r.child, 24)}${pad(r.weight, 7, true)}${pad(r.committed, 11, true)}${pad(pct(r.committed, T), 8, true)}${pad(pct(r.weight, W), 8, true)}${pad(r.deviation, 11, true)}`);
+      lines.push(`  ${pad(r.parent, 10)}${pad(child, 24)}${pad(r.weight, 7, true)}${pad(r.committed, 11, true)}${pad(pct(r.committed, T), 8, true)}${pad(pct(r.weight, W), 8, true)}${pad(r.deviation, 11, true)}`);
     }
     lines.push("");
     lines.push("bound metrics (peer 0)");

@@ -5,17 +5,23 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
-import { loadOrCreatePeerKey, peerIdOf } from "@heddle/node";
+import { edgeId, loadOrCreatePeerKey, peerIdOf } from "@heddle/node";
 import type { DemoOptions } from "./options.ts";
-import type { PeerCommand, PeerReport } from "./protocol.ts";
+import type { ControlAct, PeerCommand, PeerReport } from "./protocol.ts";
+import { demoTopology, ROOT, TENANTS } from "./scenario.ts";
 import type { PeerConfig } from "./scenario.ts";
-import { finalChecks, renderFinal, renderLive } from "./render.ts";
+import { finalChecks, governedChecks, renderFinal, renderLive } from "./render.ts";
 import type { PeerView } from "./render.ts";
 
 type Status = Extract<PeerReport, { type: "status" }>;
+type ControlReport = Extract<PeerReport, { type: "control" }>;
 
 /** What happens when, as fractions of the run. */
-export const TIMELINE = { cut: 0.3, heal: 0.55, kill: 0.62, restart: 0.72 } as const;
+export const TIMELINE = { cut: 0.3, reshape: 0.4, heal: 0.55, kill: 0.62, restart: 0.72 } as const;
+/** Governed mode: the Raft voters are the first peers (the rest are learners). */
+export const GOVERNED_VOTERS = 3;
+/** Governed mode: longest wait for the midway reshape to finish draining, retiring and activating. */
+export const RESHAPE_TIMEOUT_MS = 90_000;
 /** Longest wait for every peer to converge after the run, before the report says it did not. */
 export const SETTLE_TIMEOUT_MS = 45_000;
 
@@ -56,6 +62,7 @@ export async function runDemo(o: DemoOptions, out: NodeJS.WriteStream = process.
     grantsPerSchedule: 2,
     tickMs: 100,
     workersPerLane: 3,
+    ...(o.governed ? { voters: ids.slice(0, GOVERNED_VOTERS) } : {}),
   };
   const peers: Peer[] = ids.map((id, index) => ({ index, id, proc: null, addrs: [], state: "starting", last: null, restarts: 0, restored: 0, log: [] }));
   const events: string[] = [];
@@ -66,6 +73,10 @@ export async function runDemo(o: DemoOptions, out: NodeJS.WriteStream = process.
     if (p.proc?.stdin?.writable) p.proc.stdin.write(`${JSON.stringify(c)}\n`);
   };
   const rosterEntries = () => peers.map((p) => ({ id: p.id, addrs: p.addrs }));
+  // governed mode: control acts run on a peer under durable keys; the edges whose holdings are being drained
+  let nextRef = 1;
+  const controlWaiters = new Map<number, (r: ControlReport) => void>();
+  let drainEdges: string[] = [];
 
   const start = (p: Peer): Promise<void> =>
     new Promise((resolve, reject) => {
@@ -90,8 +101,13 @@ export async function runDemo(o: DemoOptions, out: NodeJS.WriteStream = process.
           p.restored = r.restoredReservations;
           p.state = "up";
           for (const q of peers) send(q, { cmd: "roster", entries: rosterEntries() });
+          if (drainEdges.length > 0) send(p, { cmd: "drain-edges", edges: drainEdges });
           resolve();
         } else if (r.type === "status") p.last = r;
+        else if (r.type === "control") {
+          controlWaiters.get(r.ref)?.(r);
+          controlWaiters.delete(r.ref);
+        }
         else if (r.type === "error") {
           note(`peer ${p.index} failed: ${r.message.split("\n")[0]}`);
           reject(new Error(`peer ${p.index}: ${r.message}`));
@@ -111,23 +127,82 @@ export async function runDemo(o: DemoOptions, out: NodeJS.WriteStream = process.
     process.exit(130);
   });
 
+  const control = (p: Peer, client: string, seq: number, act: ControlAct): Promise<ControlReport> =>
+    new Promise((resolve) => {
+      const ref = nextRef++;
+      controlWaiters.set(ref, resolve);
+      send(p, { cmd: "control", ref, key: { client, seq }, act });
+    });
+  const governedLog: { step: string; ok: boolean; detail: string }[] = [];
+  const step = async (p: Peer, client: string, seq: number, act: ControlAct, what: string): Promise<ControlReport> => {
+    const r = await control(p, client, seq, act);
+    governedLog.push({ step: what, ok: r.ok, detail: r.detail });
+    return r;
+  };
+
   try {
     await Promise.all(peers.map(start));
     note(`${o.peers} peers up on 127.0.0.1 (libp2p: TCP + Noise + Yamux), stores in ${dir}`);
+    if (o.governed) {
+      // no genesis supply or tree: everything comes through the replicated log (governed.md G3)
+      const p0 = peers[0]!;
+      let seq = 0;
+      for (const id of ids) await step(p0, "demo-setup", ++seq, { op: "mint", holder: id, amount: supplyPerPeer.toString() }, `mint ${supplyPerPeer} to peer ${ids.indexOf(id)}`);
+      // prepare every edge, then activate the lanes before the tenants: no entitlement reaches a tenant before
+      // both of its lanes are live, so the lanes compete from the same moment
+      const records = demoTopology(o.tenantWeights, o.laneWeights);
+      for (const r of records) await step(p0, "demo-setup", ++seq, { op: "prepare", id: r.id, parent: r.parent, child: r.child, weight: r.weight.num.toString() }, `prepare ${r.id}`);
+      for (const r of [...records].sort((a, b) => Number(a.parent === ROOT) - Number(b.parent === ROOT))) await step(p0, "demo-setup", ++seq, { op: "activate", edge: r.id }, `activate ${r.id}`);
+      const bad = governedLog.filter((x) => !x.ok);
+      note(`governed: Raft voters peers 0–${GOVERNED_VOTERS - 1}, learners the rest; ${o.peers} × ${supplyPerPeer} minted and the tree prepared and activated through the log${bad.length > 0 ? ` — ${bad.length} act(s) FAILED` : ""}`);
+    }
+    const runStart = Date.now(); // the timeline starts once the peers are up (and, governed, the log set up)
     const cutPeer = peers[1]!;
     const killPeer = peers[2]!;
-    const at = (f: number) => started + f * durationMs;
-    const done = { cut: false, heal: false, kill: false, restart: false };
+    const at = (f: number) => runStart + f * durationMs;
+    const done = { cut: false, reshape: false, heal: false, kill: false, restart: false };
     let restarting: Promise<void> | null = null;
+    let reshaping: Promise<void> | null = null;
+    let reshaped = false;
+    const reshape = async (): Promise<void> => {
+      // the §3.7 recipe for a weight change, on both tenants at once: new generations, break-before-make
+      const p0 = peers[0]!;
+      const [wa, wb] = o.reshapeWeights!;
+      note(`reshape: tenant weights ${o.tenantWeights.join(":")} → ${wa}:${wb} by the recipe (prepare, close, drain, retire, activate)`);
+      const oldEdges = TENANTS.map((t) => edgeId(ROOT, t));
+      const newEdges = TENANTS.map((t) => edgeId(ROOT, t, 2));
+      let seq = 0;
+      for (const [i, t] of TENANTS.entries()) await step(p0, "demo-reshape", ++seq, { op: "prepare", id: newEdges[i]!, parent: ROOT, child: t, weight: String(i === 0 ? wa : wb) }, `prepare ${newEdges[i]}`);
+      for (const e of oldEdges) await step(p0, "demo-reshape", ++seq, { op: "close", edge: e }, `close ${e}`);
+      drainEdges = oldEdges;
+      for (const p of peers) send(p, { cmd: "drain-edges", edges: drainEdges });
+      note("old generations closed: every peer spends what it holds under them down to zero");
+      const deadline = Date.now() + RESHAPE_TIMEOUT_MS;
+      for (const e of oldEdges) {
+        for (;;) {
+          const r = await control(p0, "demo-reshape", ++seq, { op: "retire", edge: e });
+          if (r.ok || !r.detail.startsWith("notDrained") || Date.now() > deadline) {
+            governedLog.push({ step: `retire ${e}`, ok: r.ok, detail: r.detail });
+            break;
+          }
+          await new Promise((res) => setTimeout(res, 400)); // notDrained (refused locally): wait for gossip, retry
+        }
+      }
+      for (const e of newEdges) await step(p0, "demo-reshape", ++seq, { op: "activate", edge: e }, `activate ${e}`);
+      drainEdges = [];
+      for (const p of peers) send(p, { cmd: "drain-edges", edges: [] });
+      note(`old generations drained and retired, new ones activated: tenants now ${wa}:${wb}`);
+      reshaped = true;
+    };
 
     const view = (): PeerView[] => peers.map((p) => ({ index: p.index, id: p.id, state: p.state, status: p.last, restarts: p.restarts, restored: p.restored }));
     const draw = () => {
-      const text = renderLive(view(), events, (Date.now() - started) / 1000, o);
+      const text = renderLive(view(), events, (Date.now() - runStart) / 1000, o);
       if (o.live) out.write(`\x1b[H\x1b[2J${text}\n`);
     };
     if (o.live) out.write("\x1b[2J");
     let lastLine = 0;
-    while (Date.now() < started + durationMs) {
+    while (Date.now() < runStart + durationMs) {
       const now = Date.now();
       if (!done.cut && now >= at(TIMELINE.cut)) {
         done.cut = true;
@@ -135,6 +210,10 @@ export async function runDemo(o: DemoOptions, out: NodeJS.WriteStream = process.
         send(cutPeer, { cmd: "block", peers: peers.filter((p) => p !== cutPeer).map((p) => p.id) });
         for (const p of peers) if (p !== cutPeer) send(p, { cmd: "block", peers: [cutPeer.id] });
         note(`peer ${cutPeer.index} cut off from the others (its process keeps running and spending)`);
+      }
+      if (o.governed && !done.reshape && now >= at(TIMELINE.reshape)) {
+        done.reshape = true;
+        reshaping = reshape();
       }
       if (!done.heal && now >= at(TIMELINE.heal)) {
         done.heal = true;
@@ -156,11 +235,15 @@ export async function runDemo(o: DemoOptions, out: NodeJS.WriteStream = process.
       if (o.live) draw();
       else if (now - lastLine >= 5_000) {
         lastLine = now;
-        out.write(`${renderLive(view(), events.splice(0), (now - started) / 1000, o, true)}\n`);
+        out.write(`${renderLive(view(), events.splice(0), (now - runStart) / 1000, o, true)}\n`);
       }
       await new Promise((r) => setTimeout(r, 500));
     }
     if (restarting !== null) await restarting;
+    if (reshaping !== null) {
+      if (!reshaped) note("waiting for the reshape to finish before work stops");
+      await reshaping;
+    }
 
     note("work stops; waiting for every peer to converge");
     for (const p of peers) send(p, { cmd: "drain" });
@@ -183,6 +266,7 @@ export async function runDemo(o: DemoOptions, out: NodeJS.WriteStream = process.
     note(converged ? `converged in ${((Date.now() - settleStart) / 1000).toFixed(1)} s: every peer holds byte-identical ledgers` : "did NOT converge within the settle timeout");
     const final = view();
     const checks = finalChecks(final, converged, o);
+    if (o.governed) checks.push(...governedChecks(final, governedLog, o, supplyPerPeer));
     out.write(`\n${renderFinal(final, events, checks, o)}\n`);
     for (const p of peers) send(p, { cmd: "exit" });
     await new Promise((r) => setTimeout(r, 500));

@@ -50,4 +50,6 @@ export interface PeerConfig {
   tickMs: number;
   /** Concurrent work items per lane on each peer. */
   workersPerLane: number;
+  /** Governed mode: the Raft voters (ids); every other peer is a learner. Absent in static mode. */
+  voters?: string[];
 }

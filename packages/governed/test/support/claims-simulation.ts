@@ -1,6 +1,6 @@
 /**
  * A seeded simulation of the replicated claims table (claims.md §2 "Where the table runs", §5): N unmodified
- * `RaftCore`s, each folding its committed log into a `ClaimsMachine`, driven the way R's harness
+ * `RaftCore`s, each folding its committed log into a `ClaimsReplica`, driven the way R's harness
  * (`simulation.ts`) drives them — persist, then send, then apply, then advance — over a network that drops,
  * duplicates, delays and reorders, with partitions (one of them strands the leader in a minority), one-way cuts,
  * crashes that keep only a prefix of the in-flight write, and restarts from the persisted state. Clients on
@@ -18,8 +18,8 @@ import { seededRandom } from "@heddle/node";
 import type { ClaimMode, ClaimsOptions, TakeRequest } from "@heddle/claims";
 import { raftConfig, RaftCore, sameEntry } from "../../src/index.ts";
 import type { ClusterConfig, LogEntry, RaftConfig, RaftTraceEvent, Ready } from "../../src/index.ts";
-import { ClaimsMachine, encodeClaimsCommand } from "./claims-machine.ts";
-import type { AppliedClaims, ClaimsCommand } from "./claims-machine.ts";
+import { ClaimsReplica, encodeClaimsEntry } from "./claims-replica.ts";
+import type { AppliedClaims, ClaimsCommand } from "./claims-replica.ts";
 import { emptyDisk, SimCluster } from "./sim-cluster.ts";
 import type { SimPeer } from "./sim-cluster.ts";
 import { SimNetwork } from "./sim-network.ts";
@@ -69,7 +69,7 @@ const THINK_MS = 100;
 const FENCE_TTL_MS = 150;
 
 interface SimNode extends SimPeer {
-  machine: ClaimsMachine;
+  machine: ClaimsReplica;
 }
 
 interface Ack {
@@ -78,6 +78,7 @@ interface Ack {
   readonly index: number;
   readonly text: string;
   readonly node: string;
+  readonly op: ClaimsCommand["op"];
 }
 
 interface FencePair {
@@ -134,7 +135,7 @@ class ClaimsSimulation extends SimCluster<SimNode> {
         alive: true,
         incarnation: 0,
         core: undefined as unknown as RaftCore,
-        machine: new ClaimsMachine(SIM_CLAIMS_OPTIONS),
+        machine: new ClaimsReplica(SIM_CLAIMS_OPTIONS),
         disk: emptyDisk(),
         // near-true rates, far-apart offsets: a new leader's clock is often behind the last one's stamps
         rate: 0.9 + pr() * 0.2,
@@ -229,7 +230,7 @@ class ClaimsSimulation extends SimCluster<SimNode> {
   }
 
   /** No exclusive holder beside another, never more holders than capacity — on this replica, now. */
-  checkTable(who: string, m: ClaimsMachine): void {
+  checkTable(who: string, m: ClaimsReplica): void {
     const byKey = new Map<string, { exclusive: number; all: number }>();
     for (const h of m.table.open()) {
       const k = byKey.get(h.key) ?? { exclusive: 0, all: 0 };
@@ -244,7 +245,7 @@ class ClaimsSimulation extends SimCluster<SimNode> {
     }
   }
 
-  checkFencePair(who: string, m: ClaimsMachine, p: FencePair): void {
+  checkFencePair(who: string, m: ClaimsReplica, p: FencePair): void {
     if (!(p.t2 > p.t1)) this.fail(`${who}: re-grant of ${p.key} carries token ${p.t2}, not above the stale ${p.t1}`);
     if (m.table.checkFence(p.key, p.t1)) this.fail(`${who}: stale token ${p.t1} on ${p.key} accepted after it lapsed and was re-granted as ${p.t2}`);
     if (!m.table.checkFence(p.key, p.t2)) this.fail(`${who}: current token ${p.t2} on ${p.key} rejected`);
@@ -318,7 +319,7 @@ class ClaimsSimulation extends SimCluster<SimNode> {
    */
   submit(client: string, seq: number, cmd: ClaimsCommand, done: (text: string | undefined) => void): void {
     const deadline = this.now + OP_TIMEOUT_MS;
-    const bytes = encodeClaimsCommand(cmd);
+    const bytes = encodeClaimsEntry(cmd, { client, seq });
     const attempt = (tries: number): void => {
       const n = this.pickNode();
       if (n === undefined || tries >= 8 || this.now >= deadline) return done(undefined);
@@ -350,7 +351,7 @@ class ClaimsSimulation extends SimCluster<SimNode> {
             n.attempts.delete(retry);
             const text = n.machine.outcome(client, seq);
             if (text === undefined) this.fail(`${client} seq ${seq}: committed at ${o.index} but no outcome recorded on ${n.id}`);
-            this.acks.push({ client, seq, index: o.index, text, node: n.id });
+            this.acks.push({ client, seq, index: o.index, text, node: n.id, op: cmd.op });
             done(text);
           },
         });
@@ -409,7 +410,7 @@ class ClaimsSimulation extends SimCluster<SimNode> {
 
   override onRestart(n: SimNode): void {
     this.restarts++;
-    n.machine = new ClaimsMachine(SIM_CLAIMS_OPTIONS);
+    n.machine = new ClaimsReplica(SIM_CLAIMS_OPTIONS);
   }
 
   override injectFault(): void {
@@ -465,7 +466,7 @@ class ClaimsSimulation extends SimCluster<SimNode> {
       seed: this.seed,
       voters: this.voters,
       committed: this.maxCommitted,
-      ackedTakes: this.acks.filter((a) => a.text.startsWith('{"op":"take"')).length,
+      ackedTakes: this.acks.filter((a) => a.op === "take").length,
       grantedTakes: takes.granted,
       refusedTakes: takes.refused,
       fencePairs: this.fencePairs.length,
@@ -483,8 +484,8 @@ class ClaimsSimulation extends SimCluster<SimNode> {
   }
 
   /** Replays the committed log from index 1 into a fresh table, checked against an independent reference. */
-  replay(): ClaimsMachine & { takes: { granted: number; refused: number } } {
-    const m = new ClaimsMachine(SIM_CLAIMS_OPTIONS);
+  replay(): ClaimsReplica & { takes: { granted: number; refused: number } } {
+    const m = new ClaimsReplica(SIM_CLAIMS_OPTIONS);
     const ref = new ReferenceHolders((why) => this.fail(`replay: ${why}`));
     const takes = { granted: 0, refused: 0 };
     for (let i = 1; i <= this.maxCommitted; i++) {
@@ -513,9 +514,9 @@ class ClaimsSimulation extends SimCluster<SimNode> {
 
 function grantedToken(text: string | undefined, key: string): number | undefined {
   if (text === undefined) return undefined;
-  const r = JSON.parse(text) as { op: string; outcome?: { ok: boolean; grants?: { key: string; token: number }[] } };
-  if (r.op !== "take" || r.outcome?.ok !== true) return undefined;
-  const g = r.outcome.grants?.find((x) => x.key === key);
+  const r = JSON.parse(text) as { kind: string; claims?: { ok?: boolean; grants?: { key: string; token: number }[] } };
+  if (r.kind !== "applied" || r.claims?.ok !== true) return undefined;
+  const g = r.claims.grants?.find((x) => x.key === key);
   return g?.token;
 }
 
@@ -559,12 +560,11 @@ class ReferenceHolders {
     return gone.sort();
   }
 
-  step(m: ClaimsMachine, a: AppliedClaims): void {
+  step(m: ClaimsReplica, a: AppliedClaims): void {
     const now = a.now;
     const c = a.command;
     const at = `entry ${a.entry.index} (now ${now})`;
     const touched = new Set<string>();
-    if (c === null || a.result.op === "malformed") this.fail(`${at}: a well-formed proposal decoded as malformed`);
     if (c.op === "take" && a.result.op === "take") {
       const o = a.result.outcome;
       if (o.ok) {

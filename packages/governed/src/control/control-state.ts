@@ -1,0 +1,590 @@
+/**
+ * The control state machine (governed.md §3.2–3.5, §3.8, §3.10, R-S4): a pure value folded from the committed log,
+ * one index at a time, by `apply`. It decides every act from the log prefix alone — the envelope, the entry index,
+ * the leader's stamp, this state and the construction constants `root` and `claims` options — and returns the
+ * effects the shell carries out (patches to publish into the data plane, enrollments to announce, the outcome to
+ * hand to a waiting caller). It does no I/O and reads no clock.
+ *
+ * A tagged entry that does not decode, or an invariant that breaks while applying (an index out of order, a ledger
+ * mutator refusing on the projection where the decision predicted success), halts it: `apply` throws
+ * `ControlPlaneHaltedError` now and on every later call. Halting is preferable to diverging.
+ */
+import { createClaims, decodeClaims } from "@heddle/claims";
+import type { ClaimsOptions, ClaimsTable } from "@heddle/claims";
+import { AttachmentId, EntitlementLedger, GroupId, LIFECYCLE_RANK, MAX, MintId, ReplicaId, Weight } from "@heddle/ledger";
+import type { AttachmentRecord, Lifecycle, MintRecord, MutationResult } from "@heddle/ledger";
+import type { Committed, LogEntry, LogIndex, ProposalKey } from "../raft/types.ts";
+import { canonicalJson } from "./canonical-json.ts";
+import type { Canonical } from "./canonical-json.ts";
+import { decodeEntry, digestOf } from "./envelope.ts";
+import type { ControlCommand, ControlEnvelope } from "./envelope.ts";
+import { ControlPlaneHaltedError } from "./errors.ts";
+import { outcomeFromJson, outcomeJson } from "./outcome.ts";
+import type { Amount, ControlConflict, ControlOutcome } from "./outcome.ts";
+import { Roster } from "./roster.ts";
+import type { RosterTransition, RosterView } from "./roster.ts";
+
+/** The format tag of a `ControlState` snapshot; a decoder refuses any other. */
+export const CONTROL_STATE_FORMAT = "heddle-control-state/1";
+
+/** The construction constants every peer of one log shares (governed.md §3.5). */
+export interface ControlStateOptions {
+  readonly root: GroupId;
+  /** The replicated claims table's options; identical on every peer, unchanged for the life of the log. */
+  readonly claims?: ClaimsOptions;
+}
+
+/** The read-only view of the applied prefix (governed.md §2.2). Reads are of the local applied prefix, not linearizable. */
+export interface ControlView {
+  readonly appliedIndex: LogIndex;
+  record(edge: AttachmentId): AttachmentRecord | undefined;
+  lifecycle(edge: AttachmentId): Lifecycle | undefined;
+  /** ACTIVE or CLOSING inbound edges of `child`, sorted; length ≤ 1 by construction. */
+  liveInbound(child: GroupId): readonly AttachmentId[];
+  minted(): ReadonlyMap<MintId, MintRecord>;
+  mintedTotal(): Amount;
+  readonly roster: RosterView;
+  /** The recorded outcome of `key`; `'pruned'` once its client's floor passed it; `'unknown'` if not applied here. */
+  outcomeOf(key: ProposalKey): ControlOutcome | "unknown" | "pruned";
+}
+
+/** What applying one committed item did: the effects the shell carries out, in order, within the same step. */
+export interface AppliedStep {
+  readonly index: LogIndex;
+  readonly kind: "internal" | "foreign" | "control" | "install";
+  /** The decoded envelope of a control entry. */
+  readonly envelope: ControlEnvelope | null;
+  /** The outcome of a keyed control entry (a recorded replay, `stale` and `keyReuse` included). */
+  readonly outcome: ControlOutcome | null;
+  /** True when the act was decided by this step (not a replay of a recorded outcome, not stale, not key reuse). */
+  readonly decided: boolean;
+  /** Patches to publish into the data plane (governed.md §3.6), in order. */
+  readonly publish: readonly EntitlementLedger[];
+  /** Replicas to announce through `onEnrolled` (every applied enroll, noop included; everyone after an install). */
+  readonly enrolled: readonly ReplicaId[];
+}
+
+/** One client's exactly-once record (governed.md §3.10). */
+interface Session {
+  floor: number;
+  readonly outcomes: Map<number, { readonly digest: string; readonly outcome: ControlOutcome }>;
+}
+
+/** Canonical text of recorded outcomes, computed once per outcome value (the state text repeats them). */
+const outcomeText = new WeakMap<ControlOutcome, string>();
+
+function recordedText(o: ControlOutcome): string {
+  let t = outcomeText.get(o);
+  if (t === undefined) {
+    t = canonicalJson(outcomeJson(o));
+    outcomeText.set(o, t);
+  }
+  return t;
+}
+
+/** An invariant broke while applying: the apply loop halts (never skips). */
+class BrokenInvariant extends Error {}
+
+const LIVE: ReadonlySet<Lifecycle> = new Set<Lifecycle>(["ACTIVE", "CLOSING"]);
+
+function sameRecord(a: AttachmentRecord, b: AttachmentRecord): boolean {
+  return a.id === b.id && a.parent === b.parent && a.child === b.child && a.weight.equals(b.weight);
+}
+
+function byId(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/** `mint:${client}:${seq}` — unique because keys are, stable across retries because a retry reuses its key. */
+export function mintIdOf(key: ProposalKey): MintId {
+  return MintId(`mint:${key.client}:${key.seq}`);
+}
+
+function claimsOptionsOf(options: ClaimsOptions | undefined): ClaimsOptions {
+  if (options?.scopeEnded !== undefined) {
+    throw new RangeError("claims.scopeEnded: the replicated claims table has no scope liveness; a scope ends only by a committed releaseScope");
+  }
+  return options ?? {};
+}
+
+/**
+ * `ControlState` of governed.md §3.2. Mutated only by `apply`, in index order; two peers that applied the same
+ * prefix hold equal states (`encode()` gives equal bytes — the property the simulations check after every step).
+ */
+export class ControlState implements ControlView {
+  readonly root: GroupId;
+  readonly #claimsOptions: ClaimsOptions;
+  #records = new Map<AttachmentId, AttachmentRecord>();
+  #lifecycle = new Map<AttachmentId, Lifecycle>();
+  #inbound = new Map<GroupId, AttachmentId[]>();
+  #mints = new Map<MintId, MintRecord>();
+  #mintedTotal = 0n;
+  /** The projection: a ledger that has joined only control patches; a patch factory, its counters stay empty. */
+  #projection: EntitlementLedger = EntitlementLedger.EMPTY;
+  /** `#projection.encode()`, kept while the projection is unchanged. */
+  #projectionText: string | null = null;
+  #roster = new Roster();
+  #sessions = new Map<string, Session>();
+  #claims: ClaimsTable;
+  #claimsNow = 0;
+  #halted: ControlPlaneHaltedError | null = null;
+
+  constructor(options: ControlStateOptions) {
+    this.root = GroupId(options.root);
+    this.#claimsOptions = claimsOptionsOf(options.claims);
+    this.#claims = createClaims(this.#claimsOptions);
+  }
+
+  // ---------------------------------------------------------------------------------------------- reads
+
+  get appliedIndex(): LogIndex {
+    return this.#roster.appliedIndex;
+  }
+
+  get roster(): RosterView {
+    return this.#roster;
+  }
+
+  /** The replicated claims table (read it; only `apply` changes it). */
+  get claims(): ClaimsTable {
+    return this.#claims;
+  }
+
+  /** The `now` of the last applied claims command (0 at start); never decreases. */
+  get claimsNow(): number {
+    return this.#claimsNow;
+  }
+
+  /** The error the state halted with, if it did. */
+  get halted(): ControlPlaneHaltedError | null {
+    return this.#halted;
+  }
+
+  /** The projection ledger (records, lifecycles and mints of every applied act). */
+  get projection(): EntitlementLedger {
+    return this.#projection;
+  }
+
+  record(edge: AttachmentId): AttachmentRecord | undefined {
+    return this.#records.get(edge);
+  }
+
+  lifecycle(edge: AttachmentId): Lifecycle | undefined {
+    return this.#lifecycle.get(edge);
+  }
+
+  liveInbound(child: GroupId): readonly AttachmentId[] {
+    return (this.#inbound.get(child) ?? []).filter((e) => LIVE.has(this.#lifecycle.get(e)!));
+  }
+
+  minted(): ReadonlyMap<MintId, MintRecord> {
+    return new Map(this.#mints);
+  }
+
+  mintedTotal(): Amount {
+    return this.#mintedTotal;
+  }
+
+  outcomeOf(key: ProposalKey): ControlOutcome | "unknown" | "pruned" {
+    const s = this.#sessions.get(key.client);
+    if (s === undefined) return "unknown";
+    const r = s.outcomes.get(key.seq);
+    if (r !== undefined) return r.outcome;
+    return key.seq < s.floor ? "pruned" : "unknown";
+  }
+
+  /** What the session table holds for `client`: its floor and the highest recorded seq (the incarnation tripwire). */
+  sessionOf(client: string): { readonly floor: number; readonly highestSeq: number } | undefined {
+    const s = this.#sessions.get(client);
+    if (s === undefined) return undefined;
+    let highestSeq = 0;
+    for (const seq of s.outcomes.keys()) if (seq > highestSeq) highestSeq = seq;
+    return { floor: s.floor, highestSeq };
+  }
+
+  // ---------------------------------------------------------------------------------------------- apply
+
+  /**
+   * Folds the next committed item (governed.md §3.3) and returns its effects. Throws `ControlPlaneHaltedError` on a
+   * malformed tagged entry, an out-of-order index, a broken invariant or a snapshot that cannot be restored — and on
+   * every call after that.
+   */
+  apply(item: Committed): AppliedStep {
+    if (this.#halted !== null) throw this.#halted;
+    const index = item.kind === "install" ? item.snapshot.throughIndex : item.kind === "entry" ? item.entry.index : item.index;
+    try {
+      switch (item.kind) {
+        case "internal":
+          this.#roster.advance(index);
+          return { index, kind: "internal", envelope: null, outcome: null, decided: false, publish: [], enrolled: [] };
+        case "install":
+          return this.#install(index, item.snapshot.state);
+        case "entry":
+          return this.#entry(item.entry);
+      }
+    } catch (e) {
+      this.#halted = e instanceof ControlPlaneHaltedError ? e : new ControlPlaneHaltedError(index, e);
+      throw this.#halted;
+    }
+  }
+
+  #entry(entry: LogEntry): AppliedStep {
+    const index = entry.index;
+    if (index !== this.appliedIndex + 1) throw new BrokenInvariant(`entry ${index} arrived after ${this.appliedIndex}`);
+    const d = decodeEntry(entry.command);
+    if (d.kind === "foreign") {
+      this.#roster.advance(index);
+      return { index, kind: "foreign", envelope: null, outcome: null, decided: false, publish: [], enrolled: [] };
+    }
+    if (d.kind === "malformed") throw new ControlPlaneHaltedError(index, new Error(`malformed control entry: ${d.why}`), entry.key);
+    const env = d.envelope;
+    this.#roster.advance(index);
+    const none = { index, kind: "control" as const, envelope: env, publish: [], enrolled: [] };
+    if (env.key === null) return { ...none, outcome: null, decided: false }; // the barrier: no session, no effect
+    const key = env.key;
+    // §3.3 step 4: the session floor rises to the client's ackFloor; outcomes below it are dropped
+    let s = this.#sessions.get(key.client);
+    if (s === undefined) {
+      s = { floor: 0, outcomes: new Map() };
+      this.#sessions.set(key.client, s);
+    }
+    if (env.ackFloor > s.floor) {
+      s.floor = env.ackFloor;
+      for (const seq of [...s.outcomes.keys()]) if (seq < s.floor) s.outcomes.delete(seq);
+    }
+    // §3.3 step 5
+    if (key.seq < s.floor) return { ...none, outcome: { kind: "conflict", index, key, conflict: { reason: "stale", key } }, decided: false };
+    const digest = digestOf(env.cmd);
+    const prior = s.outcomes.get(key.seq);
+    if (prior !== undefined) {
+      if (prior.digest === digest) return { ...none, outcome: prior.outcome, decided: false };
+      return { ...none, outcome: { kind: "conflict", index, key, conflict: { reason: "keyReuse", key } }, decided: false };
+    }
+    const d2 = this.#decide(env, key, index, entry.stampedAt);
+    s.outcomes.set(key.seq, { digest, outcome: d2.outcome });
+    return { index, kind: "control", envelope: env, outcome: d2.outcome, decided: true, publish: d2.publish, enrolled: d2.enrolled };
+  }
+
+  // ---------------------------------------------------------------------------------------------- decide (§3.4)
+
+  #decide(env: ControlEnvelope, key: ProposalKey, index: LogIndex, stampedAt: number): { outcome: ControlOutcome; publish: EntitlementLedger[]; enrolled: ReplicaId[] } {
+    const conflict = (c: ControlConflict): { outcome: ControlOutcome; publish: EntitlementLedger[]; enrolled: ReplicaId[] } => ({
+      outcome: { kind: "conflict", index, key, conflict: c },
+      publish: [],
+      enrolled: [],
+    });
+    const applied = (publish: EntitlementLedger[] = [], extra: { noop?: boolean; mintId?: MintId } = {}) => ({
+      outcome: { kind: "applied" as const, index, key, noop: extra.noop ?? false, ...(extra.mintId === undefined ? {} : { mintId: extra.mintId }) },
+      publish,
+      enrolled: [] as ReplicaId[],
+    });
+    const noop = () => applied([], { noop: true });
+    const cmd: ControlCommand = env.cmd;
+    switch (cmd.op) {
+      case "mint": {
+        const total = this.#mintedTotal + cmd.amount;
+        if (total > MAX) return conflict({ reason: "overflow", what: "mintedTotal" });
+        const id = mintIdOf(key);
+        const patch = this.#project("mint", this.#projection.mint(id, this.root, cmd.holder, cmd.amount));
+        this.#mints.set(id, Object.freeze({ root: this.root, holder: cmd.holder, amount: cmd.amount }));
+        this.#mintedTotal = total;
+        return applied([patch], { mintId: id });
+      }
+      case "prepare": {
+        const r = cmd.record;
+        if (r.parent === r.child) return conflict({ reason: "invalidRecord", edge: r.id, detail: "selfLoop" });
+        if (r.child === this.root) return conflict({ reason: "invalidRecord", edge: r.id, detail: "rootAsChild" });
+        const existing = this.#records.get(r.id);
+        if (existing !== undefined) {
+          if (sameRecord(existing, r)) return noop();
+          return conflict({ reason: "recordMismatch", edge: r.id, existing, proposed: r });
+        }
+        const patch = this.#project("prepare", this.#projection.prepare(r));
+        this.#records.set(r.id, Object.freeze({ id: r.id, parent: r.parent, child: r.child, weight: r.weight }));
+        this.#lifecycle.set(r.id, "PREPARED");
+        const list = this.#inbound.get(r.child) ?? [];
+        list.push(r.id);
+        list.sort(byId);
+        this.#inbound.set(r.child, list);
+        return applied([patch]);
+      }
+      case "activate": {
+        const r = this.#records.get(cmd.edge);
+        if (r === undefined) return conflict({ reason: "unknownEdge", edge: cmd.edge });
+        const current = this.#lifecycle.get(cmd.edge)!;
+        if (LIFECYCLE_RANK[current] >= LIFECYCLE_RANK.CLOSING) return conflict({ reason: "lifecycleRegression", edge: cmd.edge, current, requested: "ACTIVE" });
+        const incumbent = this.liveInbound(r.child).find((e) => e !== cmd.edge);
+        if (incumbent !== undefined) return conflict({ reason: "dualInbound", child: r.child, incumbent, rejected: cmd.edge });
+        const path = this.#cyclePath(r);
+        if (path !== null) return conflict({ reason: "wouldCycle", edge: cmd.edge, path });
+        if (current === "ACTIVE") return noop();
+        const patch = this.#project("activate", this.#projection.activate(cmd.edge));
+        this.#lifecycle.set(cmd.edge, "ACTIVE");
+        return applied([patch]);
+      }
+      case "close": {
+        if (!this.#records.has(cmd.edge)) return conflict({ reason: "unknownEdge", edge: cmd.edge });
+        const current = this.#lifecycle.get(cmd.edge)!;
+        if (current === "RETIRED") return conflict({ reason: "lifecycleRegression", edge: cmd.edge, current, requested: "CLOSING" });
+        if (current === "PREPARED") return conflict({ reason: "notActive", edge: cmd.edge, current });
+        if (current === "CLOSING") return noop();
+        const patch = this.#project("close", this.#projection.close(cmd.edge));
+        this.#lifecycle.set(cmd.edge, "CLOSING");
+        return applied([patch]);
+      }
+      case "retire": {
+        if (!this.#records.has(cmd.edge)) return conflict({ reason: "unknownEdge", edge: cmd.edge });
+        const current = this.#lifecycle.get(cmd.edge)!;
+        if (current === "RETIRED") return noop();
+        if (current === "ACTIVE") return conflict({ reason: "notClosing", edge: cmd.edge, current });
+        let witness: EntitlementLedger | null = null;
+        if (cmd.witness !== undefined) {
+          try {
+            witness = EntitlementLedger.decode(cmd.witness);
+          } catch (e) {
+            throw new ControlPlaneHaltedError(index, new Error(`malformed control entry: the retire witness does not decode (${(e as Error).message})`), key);
+          }
+        }
+        const patch = this.#project("retire", this.#retirePatch(cmd.edge, current));
+        this.#lifecycle.set(cmd.edge, "RETIRED");
+        // the witness travels in the published patch only: the projection's counters stay empty
+        return applied([witness === null ? patch : patch.join(witness)]);
+      }
+      case "enroll": {
+        const changed = this.#roster.enroll(cmd.replica);
+        const out = applied([], { noop: !changed });
+        out.enrolled.push(cmd.replica);
+        return out;
+      }
+      case "depart": {
+        if (env.proposer !== cmd.replica) return conflict({ reason: "notSelf", replica: cmd.replica, proposer: env.proposer });
+        return this.#roster.depart(cmd.replica) ? applied() : noop();
+      }
+      case "barrier":
+        return applied([], { noop: true }); // unreachable: a barrier carries no key (the decoder enforces it)
+      case "claims.take":
+      case "claims.release":
+      case "claims.releaseAll":
+      case "claims.releaseScope":
+      case "claims.renew": {
+        // the leader's stamp, clamped so time never runs backwards across leaders (§3.4)
+        const now = Math.max(this.#claimsNow, Math.floor(stampedAt));
+        this.#claimsNow = now;
+        const t = this.#claims;
+        const result =
+          cmd.op === "claims.take"
+            ? t.take(cmd.request, now, index)
+            : cmd.op === "claims.release"
+              ? t.release(cmd.holder, cmd.key, now)
+              : cmd.op === "claims.renew"
+                ? t.renew(cmd.holder, cmd.key, now)
+                : cmd.op === "claims.releaseAll"
+                  ? t.releaseAll(cmd.holder, now)
+                  : t.releaseScope(cmd.scope, now);
+        return { outcome: { kind: "applied", index, key, noop: false, claims: result }, publish: [], enrolled: [] };
+      }
+    }
+  }
+
+  /**
+   * Walks up from `r.parent` through live inbound edges (sorted ids; at most one each by construction). Returns the
+   * edges walked when the walk reaches `r.child` (activating `r` would close a loop), else null.
+   */
+  #cyclePath(r: AttachmentRecord): AttachmentId[] | null {
+    const path: AttachmentId[] = [];
+    const seen = new Set<GroupId>();
+    let cur = r.parent;
+    for (;;) {
+      if (cur === r.child) return path;
+      if (seen.has(cur)) throw new BrokenInvariant(`the live edges above ${r.parent} already form a cycle through ${cur}`);
+      seen.add(cur);
+      const up = this.liveInbound(cur);
+      if (up.length === 0) return null;
+      if (up.length > 1) throw new BrokenInvariant(`${cur} has ${up.length} live inbound edges`);
+      path.push(up[0]!);
+      cur = this.#records.get(up[0]!)!.parent;
+    }
+  }
+
+  /**
+   * The projection's retire patch. Ledger 1.1 retires a PREPARED edge directly; a ledger before 1.1 refuses that
+   * (`WrongLifecycle`) but still closes a PREPARED edge, so the same RETIRED result is reached through CLOSING.
+   * TEMPORARY: remove the fallback once ledger 1.1 (issue 10) is on main.
+   */
+  #retirePatch(edge: AttachmentId, current: Lifecycle): MutationResult {
+    const r = this.#projection.retire(edge);
+    if (r.ok || current !== "PREPARED" || r.refusal.kind !== "WrongLifecycle") return r;
+    const closed = this.#projection.close(edge);
+    if (!closed.ok) return closed;
+    const then = this.#projection.join(closed.patch).retire(edge);
+    return then.ok ? { ok: true, patch: closed.patch.join(then.patch) } : then;
+  }
+
+  /** Joins a successful mutator's patch into the projection; a refusal here is a broken invariant (halt). */
+  #project(what: string, r: MutationResult): EntitlementLedger {
+    if (!r.ok) throw new BrokenInvariant(`the projection refused ${what} where the decision predicted success: ${r.refusal.kind} (${r.refusal.message})`);
+    this.#projection = this.#projection.join(r.patch);
+    this.#projectionText = null;
+    return r.patch;
+  }
+
+  // ---------------------------------------------------------------------------------------------- snapshots (R-S4)
+
+  /**
+   * The canonical text of the whole state (equal states, equal text): what `encode` writes. Built by hand around
+   * pieces that are already canonical text (the projection's and the claims table's encodings, recorded outcomes).
+   */
+  stateText(): string {
+    const records = [...this.#records.values()].sort((a, b) => byId(a.id, b.id));
+    const sessions = [...this.#sessions].sort((a, b) => byId(a[0], b[0]));
+    this.#projectionText ??= this.#projection.encode();
+    const sessionsText = sessions
+      .map(([client, s]) => {
+        const outs = [...s.outcomes]
+          .sort((a, b) => a[0] - b[0])
+          .map(([seq, o]) => `[${seq},${JSON.stringify(o.digest)},${recordedText(o.outcome)}]`)
+          .join(",");
+        return `[${JSON.stringify(client)},${s.floor},[${outs}]]`;
+      })
+      .join(",");
+    // keys in code-unit order, as canonicalJson would write them
+    return (
+      `{"appliedIndex":${this.appliedIndex}` +
+      `,"claims":${JSON.stringify(this.#claims.encode())}` +
+      `,"claimsNow":${this.#claimsNow}` +
+      `,"format":${JSON.stringify(CONTROL_STATE_FORMAT)}` +
+      `,"lifecycle":${canonicalJson([...this.#lifecycle].sort((a, b) => byId(a[0], b[0])))}` +
+      `,"mints":${canonicalJson([...this.#mints].sort((a, b) => byId(a[0], b[0])).map(([id, m]) => [id, m.root, m.holder, m.amount]))}` +
+      `,"projection":${JSON.stringify(this.#projectionText)}` +
+      `,"records":${canonicalJson(records.map((r) => [r.id, r.parent, r.child, r.weight.num, r.weight.den]))}` +
+      `,"root":${JSON.stringify(this.root)}` +
+      `,"roster":${canonicalJson(this.#roster.transitions.map((t) => [t.index, t.replica, t.enrolled]))}` +
+      `,"sessions":[${sessionsText}]}`
+    );
+  }
+
+  /** The snapshot bytes of the whole state (governed.md R-S4): UTF-8 of `stateText()`. */
+  encode(): Uint8Array {
+    return new TextEncoder().encode(this.stateText());
+  }
+
+  /**
+   * Rebuilds a state from `encode()` bytes. The snapshot must be of the same `root` and claims options (a replay
+   * from index 1 must decide alike); anything `encode` could not have produced throws.
+   */
+  static decode(bytes: Uint8Array, options: ControlStateOptions): ControlState {
+    const st = new ControlState(options);
+    st.#restore(bytes);
+    return st;
+  }
+
+  #install(index: LogIndex, bytes: Uint8Array): AppliedStep {
+    if (index <= this.appliedIndex) throw new BrokenInvariant(`snapshot through ${index} installed after ${this.appliedIndex}`);
+    this.#restore(bytes);
+    if (this.appliedIndex !== index) throw new BrokenInvariant(`snapshot through ${index} holds a state applied through ${this.appliedIndex}`);
+    return { index, kind: "install", envelope: null, outcome: null, decided: false, publish: [this.#projection], enrolled: [...this.#roster.enrolled].sort(byId) };
+  }
+
+  #restore(bytes: Uint8Array): void {
+    const bad = (why: string): never => {
+      throw new BrokenInvariant(`snapshot: ${why}`);
+    };
+    let doc: Record<string, unknown>;
+    let text: string;
+    try {
+      text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+      doc = JSON.parse(text) as Record<string, unknown>;
+    } catch {
+      return bad("not UTF-8 JSON");
+    }
+    if (typeof doc !== "object" || doc === null || doc.format !== CONTROL_STATE_FORMAT) bad(`format is not ${CONTROL_STATE_FORMAT}`);
+    if (doc.root !== this.root) bad(`root is ${JSON.stringify(doc.root)}, this peer's is ${JSON.stringify(this.root)}`);
+    const arr = (v: unknown, what: string): unknown[] => (Array.isArray(v) ? v : bad(`${what} must be an array`));
+    const str = (v: unknown, what: string): string => (typeof v === "string" && v.length > 0 ? v : bad(`${what} must be a non-empty string`));
+    const int = (v: unknown, what: string): number => (typeof v === "number" && Number.isSafeInteger(v) && v >= 0 ? v : bad(`${what} must be a safe integer ≥ 0`));
+    const big = (v: unknown, what: string): bigint => (typeof v === "string" && /^(0|[1-9][0-9]*)$/.test(v) ? BigInt(v) : bad(`${what} must be a decimal string`));
+    const applied = int(doc.appliedIndex, "appliedIndex");
+
+    const records = new Map<AttachmentId, AttachmentRecord>();
+    const inbound = new Map<GroupId, AttachmentId[]>();
+    for (const x of arr(doc.records, "records")) {
+      const [id, parent, child, num, den] = arr(x, "record");
+      const r = Object.freeze({ id: AttachmentId(str(id, "record id")), parent: GroupId(str(parent, "parent")), child: GroupId(str(child, "child")), weight: Weight.of(big(num, "num"), big(den, "den")) });
+      records.set(r.id, r);
+      const list = inbound.get(r.child) ?? [];
+      list.push(r.id);
+      inbound.set(r.child, list);
+    }
+    for (const list of inbound.values()) list.sort(byId);
+    const lifecycle = new Map<AttachmentId, Lifecycle>();
+    for (const x of arr(doc.lifecycle, "lifecycle")) {
+      const [id, lc] = arr(x, "lifecycle entry");
+      if (typeof lc !== "string" || !(lc in LIFECYCLE_RANK)) bad("lifecycle value");
+      const e = AttachmentId(str(id, "lifecycle id"));
+      if (!records.has(e)) bad(`lifecycle of ${e} without its record`);
+      lifecycle.set(e, lc as Lifecycle);
+    }
+    if (lifecycle.size !== records.size) bad("a record without a lifecycle");
+    const mints = new Map<MintId, MintRecord>();
+    let total = 0n;
+    for (const x of arr(doc.mints, "mints")) {
+      const [id, root, holder, amount] = arr(x, "mint");
+      const m = Object.freeze({ root: GroupId(str(root, "mint root")), holder: ReplicaId(str(holder, "mint holder")), amount: big(amount, "mint amount") });
+      if (m.root !== this.root) bad("a mint at another root");
+      total += m.amount;
+      mints.set(MintId(str(id, "mint id")), m);
+    }
+    if (total > MAX) bad("mintedTotal overflows");
+    let projection: EntitlementLedger;
+    try {
+      projection = EntitlementLedger.decode(str(doc.projection, "projection"));
+    } catch (e) {
+      return bad(`projection: ${(e as Error).message}`);
+    }
+    if (projection.mintedTotal() !== total) bad("the projection's mints disagree with the mint list");
+    for (const [e, r] of records) {
+      const pr = projection.record(e);
+      if (pr === null || !sameRecord(pr, r) || projection.lifecycle(e) !== lifecycle.get(e)) bad(`the projection disagrees about ${e}`);
+    }
+    if (projection.knownEdges().length !== records.size) bad("the projection knows other edges");
+    const transitions: RosterTransition[] = arr(doc.roster, "roster").map((x) => {
+      const [index, replica, enrolled] = arr(x, "roster transition");
+      if (typeof enrolled !== "boolean") bad("roster transition flag");
+      return { index: int(index, "roster index"), replica: ReplicaId(str(replica, "roster replica")), enrolled: enrolled as boolean };
+    });
+    const roster = Roster.restore(applied, transitions);
+    const sessions = new Map<string, Session>();
+    for (const x of arr(doc.sessions, "sessions")) {
+      const [client, floor, outcomes] = arr(x, "session");
+      const s: Session = { floor: int(floor, "session floor"), outcomes: new Map() };
+      for (const y of arr(outcomes, "session outcomes")) {
+        const [seq, digest, outcome] = arr(y, "session outcome");
+        const sq = int(seq, "seq");
+        if (sq < s.floor) bad("an outcome below its session's floor");
+        s.outcomes.set(sq, { digest: str(digest, "digest"), outcome: outcomeFromJson(outcome) });
+      }
+      sessions.set(str(client, "client"), s);
+    }
+    const claimsText = str(doc.claims, "claims");
+    const claims = decodeClaims(claimsText);
+    const fresh = JSON.parse(createClaims(this.#claimsOptions).encode()) as Record<string, unknown>;
+    const got = JSON.parse(claimsText) as Record<string, unknown>;
+    for (const f of ["roster", "capacity", "maxPerHolder"]) {
+      if (canonicalJson(fresh[f] as Canonical) !== canonicalJson(got[f] as Canonical)) bad(`the claims table was built with other ${f} options`);
+    }
+    const claimsNow = int(doc.claimsNow, "claimsNow");
+    if (claims.now !== claimsNow) bad(`claimsNow ${claimsNow} differs from the claims table's now ${claims.now}`);
+    this.#records = records;
+    this.#lifecycle = lifecycle;
+    this.#inbound = inbound;
+    this.#mints = mints;
+    this.#mintedTotal = total;
+    this.#projection = projection;
+    this.#projectionText = null;
+    this.#roster = roster;
+    this.#sessions = sessions;
+    this.#claims = claims;
+    this.#claimsNow = claimsNow;
+    if (this.stateText() !== text) bad("not the canonical encoding of the state it holds");
+  }
+}

@@ -1,0 +1,625 @@
+/**
+ * `heddleGoverned` and `GovernedHeddleNode` (governed.md §2): a data-plane `HeddleNode` (node.md §15: `heddleStatic`
+ * with an empty supply and topology) plus the control plane — every control verb is one entry of the dedicated Raft
+ * log, decided by `ControlState` from the committed prefix and flowing into the data plane through the node's
+ * `controlSink()`. This file is the imperative shell: it allocates keys, proposes, retries, times out, runs the apply
+ * loop and carries out the effects `ControlState.apply` returns, in one place. The data-plane methods never touch
+ * the Raft node or await anything of the control plane (§3.11).
+ */
+import { EntitlementLedger } from "@heddle/ledger";
+import type { AttachmentId, AttachmentRecord, GroupId, ReplicaId } from "@heddle/ledger";
+import type { ClaimsOptions, ClaimsTable, TakeRequest } from "@heddle/claims";
+import { heddleStatic } from "@heddle/node";
+import type { ControlSink, HeddleConfig, HeddleNode, Seam } from "@heddle/node";
+import { LeadershipLostError, NodeShutdownError, NotLeaderError } from "../raft/errors.ts";
+import type { RaftNode } from "../raft/node.ts";
+import type { Committed, LogIndex, ProposalKey } from "../raft/types.ts";
+import { AUTO_CLIENT_PREFIX, amountArg, callOptionsArg, claimsStringArg, edgeArg, groupArg, recordArg, replicaArg, takeArg } from "./call-arguments.ts";
+import type { CallOptions } from "./call-arguments.ts";
+import { ControlState } from "./control-state.ts";
+import type { AppliedStep, ControlView } from "./control-state.ts";
+import { encodeEnvelope, MAX_CONTROL_ENTRY_BYTES } from "./envelope.ts";
+import type { ControlCommand } from "./envelope.ts";
+import { ControlPlaneHaltedError, IncarnationReusedError, OutcomeUnknownError, shutdownError } from "./errors.ts";
+import type { Amount, ControlOutcome } from "./outcome.ts";
+import type { RosterView } from "./roster.ts";
+
+/** How long a control call or `sync()` waits, when the caller gives no `timeoutMs`. */
+export const DEFAULT_CALL_TIMEOUT_MS = 30_000;
+/**
+ * Propose attempts per call on a retryable Raft refusal (governed.md §4.1 `proposeRetries`), counted per distinct
+ * leader: re-proposing to the same leader (or while none is known) waits, with backoff, and does not use one up.
+ */
+export const PROPOSE_ATTEMPTS = 5;
+/**
+ * How long one propose attempt may go unanswered before it is abandoned and re-proposed under the same key (a
+ * forward lost on the way is never answered, R-F4). The duplicate, if both commit, applies as a replay.
+ */
+export const PROPOSE_ATTEMPT_TIMEOUT_MS = 2_000;
+/** First pause before re-proposing after a retryable refusal; doubles per round, capped at the attempt timeout. */
+export const PROPOSE_RETRY_BACKOFF_MS = 25;
+/**
+ * Applied indexes between two `ControlState` snapshots (R-S4) by default. The control log is low-rate, so a
+ * snapshot every 4 096 entries bounds both the replay at start and the log on disk without encoding the whole
+ * state often; `snapshotEvery: 0` turns compaction off (governed.md §4.9's v1 stance).
+ */
+export const DEFAULT_SNAPSHOT_EVERY = 4096;
+
+/** What `heddleGoverned` starts from (governed.md §2.1). */
+export interface GovernedOptions {
+  /** The node claims tags 1–3 of `muxSeam(seam)`; the Raft node uses tag 4 of the same seam. */
+  readonly seam: Seam;
+  readonly self: ReplicaId;
+  readonly root: GroupId;
+  /** Time, randomness and the store come from here; the Raft node must run on the same `config.timers`. */
+  readonly config: HeddleConfig;
+  /** Required, dedicated to this package's log (G2). Its id must equal `self` (G1). */
+  readonly raft: RaftNode;
+  /** Unique per process start (e.g. `crypto.randomUUID()`); never from a seeded PRNG in production. */
+  readonly incarnation: string;
+  /** The replicated claims table's options: identical on every peer, unchanged for the life of the log. */
+  readonly claims?: ClaimsOptions;
+  /**
+   * Extension: applied indexes between `ControlState` snapshots published to Raft (R-S4), after which Raft discards
+   * the log prefix; `0` never compacts. Default {@link DEFAULT_SNAPSHOT_EVERY}.
+   */
+  readonly snapshotEvery?: number;
+}
+
+/** What `revoke` answers in v1: it reclaims nothing, always (governed.md §3.12). */
+export type RevocationOutcome = { readonly kind: "notShipped" };
+
+/** The fencing/revocation seam (governed.md §3.12): interface defined, behaviour not shipped. */
+export interface RevocationSeam {
+  revoke(holder: ReplicaId, at: GroupId): Promise<RevocationOutcome>;
+}
+
+/** The claims family (G2, claims.md §2): each call is one log entry; the leader stamps `now`. */
+export interface GovernedClaims {
+  take(request: TakeRequest, opts?: CallOptions): Promise<ControlOutcome>;
+  release(holder: string, key: string, opts?: CallOptions): Promise<ControlOutcome>;
+  releaseAll(holder: string, opts?: CallOptions): Promise<ControlOutcome>;
+  releaseScope(scope: string, opts?: CallOptions): Promise<ControlOutcome>;
+  renew(holder: string, key: string, opts?: CallOptions): Promise<ControlOutcome>;
+  /** Reads of the local applied prefix; leases are judged at `claimsNow` unless a `now` is passed. */
+  view(): Pick<ClaimsTable, "owner" | "holders" | "free" | "open" | "availability" | "checkFence">;
+}
+
+/** One governed peer (governed.md §2.2). */
+export interface GovernedHeddleNode {
+  readonly self: ReplicaId;
+
+  // ── data plane: node.md semantics, delegated unchanged except for the writer gate (§3.9) ──
+  readonly ledger: HeddleNode["ledger"];
+  /** Refused with `{ kind: 'not-writable' }` while `!isWritable`. */
+  reserve: HeddleNode["reserve"];
+  complete: HeddleNode["complete"];
+  cancel: HeddleNode["cancel"];
+  advertise: HeddleNode["advertise"];
+  /** Grants nothing while `!isWritable`. */
+  schedule: HeddleNode["schedule"];
+  readonly partitionEvents: HeddleNode["partitionEvents"];
+  boundMetrics: HeddleNode["boundMetrics"];
+  readonly isWritable: boolean;
+
+  // ── control plane: each call is one log entry; resolves after THIS node has applied it ──
+  mint(holder: ReplicaId, amount: Amount, opts?: CallOptions): Promise<ControlOutcome>;
+  prepare(record: AttachmentRecord, opts?: CallOptions): Promise<ControlOutcome>;
+  activate(edge: AttachmentId, opts?: CallOptions): Promise<ControlOutcome>;
+  close(edge: AttachmentId, opts?: CallOptions): Promise<ControlOutcome>;
+  retire(edge: AttachmentId, opts?: CallOptions): Promise<ControlOutcome>;
+  enroll(replica: ReplicaId, opts?: CallOptions): Promise<ControlOutcome>;
+  /** Always departs `self`; no argument by design. */
+  depart(opts?: CallOptions): Promise<ControlOutcome>;
+
+  readonly claims: GovernedClaims;
+
+  // ── reads ──
+  enrolledReplicas(): ReadonlySet<ReplicaId>;
+  roster(): RosterView;
+  /** The local applied prefix, not linearizable. */
+  controlView(): ControlView;
+  /** A linearizable view: ReadIndex on the leader, a barrier entry elsewhere (§3.10). */
+  sync(opts?: { timeoutMs?: number; signal?: AbortSignal }): Promise<ControlView>;
+
+  readonly revocation: RevocationSeam;
+  /** Rejects every pending call with `NodeShutdownError`, closes the Raft node and the data-plane node. */
+  shutdown(): Promise<void>;
+
+  // ── extensions beyond governed.md §2.2: read-only pass-throughs of the data-plane node ──
+  /** This node's open reservations (node.md's extension), e.g. to cancel what a killed incarnation left open. */
+  openReservations: HeddleNode["openReservations"];
+  /** Peers the data plane's liveness currently considers unreachable (node.md §10). */
+  readonly unreachable: HeddleNode["unreachable"];
+  /** The data-plane node's counters (node.md §14). */
+  metrics: HeddleNode["metrics"];
+}
+
+/** A caller waiting for its key to be applied here. */
+interface Waiter {
+  readonly key: ProposalKey;
+  resolve(o: ControlOutcome): void;
+  reject(e: Error): void;
+  /** This process's own `enroll(self)` / `depart()`: opens / closes the writer gate when it applies. */
+  readonly gate: "open" | "close" | null;
+}
+
+const keyId = (k: ProposalKey): string => `${k.client}\u0000${k.seq}`;
+
+function validateOptions(o: GovernedOptions): void {
+  if (typeof o !== "object" || o === null) throw new TypeError("heddleGoverned needs an options object");
+  const raft = o.raft as Partial<RaftNode> | undefined;
+  if (typeof raft !== "object" || raft === null || typeof raft.propose !== "function" || typeof raft.committedFrom !== "function") {
+    throw new TypeError("raft: a RaftNode is required (governed mode has no nullable-consensus variant)");
+  }
+  if (raft.id !== o.self) throw new RangeError(`raft: its id ${JSON.stringify(raft.id)} must equal self ${JSON.stringify(o.self)} (G1)`);
+  if (typeof o.incarnation !== "string") throw new TypeError("incarnation: must be a string, unique per process start");
+  if (o.incarnation.length === 0) throw new RangeError("incarnation: must not be empty");
+  if (o.snapshotEvery !== undefined && (!Number.isSafeInteger(o.snapshotEvery) || o.snapshotEvery < 0)) {
+    throw new RangeError("snapshotEvery: must be a safe integer ≥ 0 (0 = never)");
+  }
+}
+
+/**
+ * Starts a governed peer (governed.md §2.1): validates the options, builds the data-plane node (`heddleStatic` with an
+ * empty supply and topology: the same `EMPTY` genesis on every peer, G3) and starts the apply loop
+ * (`raft.committedFrom(1)`) in the background. Returns at once. Call `enroll(self)` on every start before writing.
+ */
+export function heddleGoverned(opts: GovernedOptions): GovernedHeddleNode {
+  validateOptions(opts);
+  const state = new ControlState({ root: opts.root, claims: opts.claims }); // RangeError on a bad claims option
+  const node = heddleStatic({ seam: opts.seam, self: opts.self, root: opts.root, supply: new Map(), topology: [], config: opts.config });
+  return new GovernedNode(opts, state, node);
+}
+
+class GovernedNode implements GovernedHeddleNode {
+  readonly self: ReplicaId;
+  readonly claims: GovernedClaims;
+  readonly revocation: RevocationSeam;
+  readonly #opts: GovernedOptions;
+  readonly #node: HeddleNode;
+  readonly #sink: ControlSink;
+  readonly #raft: RaftNode;
+  readonly #state: ControlState;
+  readonly #autoClient: string;
+  readonly #snapshotEvery: number;
+  #nextSeq = 1;
+  /** Auto seqs whose calls are pending or ended with an unknown outcome (they hold the ackFloor down). */
+  readonly #openSeqs = new Set<number>();
+  readonly #waiters = new Map<string, Set<Waiter>>();
+  readonly #indexWaiters = new Set<{ index: LogIndex; resolve(): void; reject(e: Error): void }>();
+  #writable = false;
+  #shut = false;
+  #stopped: Error | null = null;
+  /** An applied entry under this process's auto client id with a seq it never issued (R-D3). */
+  #tripped = false;
+  #lastSnapshot = 0;
+
+  constructor(opts: GovernedOptions, state: ControlState, node: HeddleNode) {
+    this.#opts = opts;
+    this.self = opts.self;
+    this.#node = node;
+    this.#sink = node.controlSink();
+    this.#raft = opts.raft;
+    this.#state = state;
+    this.#autoClient = `${AUTO_CLIENT_PREFIX}${opts.self}:${opts.incarnation}`;
+    this.#snapshotEvery = opts.snapshotEvery ?? DEFAULT_SNAPSHOT_EVERY;
+    this.claims = this.#claimsFamily(opts.claims ?? {});
+    this.revocation = {
+      revoke: async (holder: ReplicaId, at: GroupId): Promise<{ kind: "notShipped" }> => {
+        replicaArg(holder, "revoke: holder");
+        groupArg(at, "revoke: at");
+        return { kind: "notShipped" };
+      },
+    };
+    void this.#applyLoop();
+  }
+
+  // ============================================================================================ data plane (§3.9, §3.11)
+
+  get ledger(): HeddleNode["ledger"] {
+    return this.#node.ledger;
+  }
+
+  get partitionEvents(): HeddleNode["partitionEvents"] {
+    return this.#node.partitionEvents;
+  }
+
+  get isWritable(): boolean {
+    return this.#writable;
+  }
+
+  reserve: HeddleNode["reserve"] = (leaf, maximumCost) => {
+    if (typeof leaf !== "string") throw new TypeError("reserve: leaf must be a GroupId");
+    if (typeof maximumCost !== "bigint") throw new TypeError("reserve: maximumCost must be a bigint");
+    if (!this.#writable) return { ok: false, refusal: { kind: "not-writable" } };
+    return this.#node.reserve(leaf, maximumCost);
+  };
+
+  complete: HeddleNode["complete"] = (id, actualCost) => this.#node.complete(id, actualCost);
+  cancel: HeddleNode["cancel"] = (id) => this.#node.cancel(id);
+  advertise: HeddleNode["advertise"] = (edge, demand) => this.#node.advertise(edge, demand);
+  boundMetrics: HeddleNode["boundMetrics"] = (parent) => this.#node.boundMetrics(parent);
+  openReservations: HeddleNode["openReservations"] = () => this.#node.openReservations();
+  metrics: HeddleNode["metrics"] = () => this.#node.metrics();
+
+  get unreachable(): HeddleNode["unreachable"] {
+    return this.#node.unreachable;
+  }
+
+  schedule: HeddleNode["schedule"] = (parent) => {
+    if (typeof parent !== "string") throw new TypeError("schedule: parent must be a GroupId");
+    if (!this.#writable) return { grants: [], seated: [], clamped: [] };
+    return this.#node.schedule(parent);
+  };
+
+  // ============================================================================================ control verbs
+
+  mint(holder: ReplicaId, amount: Amount, opts?: CallOptions): Promise<ControlOutcome> {
+    const cmd: ControlCommand = { op: "mint", holder: replicaArg(holder, "mint: holder"), amount: amountArg(amount) };
+    return this.#call(cmd, this.#options(opts, "mint"), null);
+  }
+
+  prepare(record: AttachmentRecord, opts?: CallOptions): Promise<ControlOutcome> {
+    const cmd: ControlCommand = { op: "prepare", record: recordArg(record) };
+    return this.#call(cmd, this.#options(opts, "prepare"), null);
+  }
+
+  activate(edge: AttachmentId, opts?: CallOptions): Promise<ControlOutcome> {
+    const cmd: ControlCommand = { op: "activate", edge: edgeArg(edge, "activate: edge") };
+    return this.#call(cmd, this.#options(opts, "activate"), null);
+  }
+
+  close(edge: AttachmentId, opts?: CallOptions): Promise<ControlOutcome> {
+    const cmd: ControlCommand = { op: "close", edge: edgeArg(edge, "close: edge") };
+    return this.#call(cmd, this.#options(opts, "close"), null);
+  }
+
+  /**
+   * Local drain pre-check first (§3.7): when any replica's position on `edge` is non-zero in this node's view, the
+   * act is refused without proposing (`notDrained`, `index: null`). Otherwise the proposal carries the retire
+   * witness: this node's slice of the edge joined with the mints of the replicas it names (§3.6).
+   */
+  retire(edge: AttachmentId, opts?: CallOptions): Promise<ControlOutcome> {
+    const e = edgeArg(edge, "retire: edge");
+    const o = this.#options(opts, "retire");
+    const view = this.#node.ledger.get();
+    const positions = new Map<ReplicaId, Amount>();
+    for (const r of view.replicas()) {
+      const p = view.edgePosition(e, r);
+      if (p !== 0n) positions.set(r, p);
+    }
+    if (positions.size > 0) {
+      const outstanding = view.edge(e)?.outstanding ?? 0n;
+      return Promise.resolve({ kind: "conflict", index: null, key: null, conflict: { reason: "notDrained", edge: e, outstanding, positions } });
+    }
+    const slice = view.projectEdge(e);
+    const holders = new Set(slice.replicas());
+    let witness = slice;
+    for (const [id, m] of this.#state.minted()) {
+      if (!holders.has(m.holder)) continue;
+      const r = EntitlementLedger.EMPTY.mint(id, m.root, m.holder, m.amount);
+      if (r.ok) witness = witness.join(r.patch);
+    }
+    const empty = witness.knownEdges().length === 0 && holders.size === 0;
+    const cmd: ControlCommand = empty ? { op: "retire", edge: e } : { op: "retire", edge: e, witness: witness.encode() };
+    return this.#call(cmd, o, null);
+  }
+
+  enroll(replica: ReplicaId, opts?: CallOptions): Promise<ControlOutcome> {
+    const r = replicaArg(replica, "enroll: replica");
+    return this.#call({ op: "enroll", replica: r }, this.#options(opts, "enroll"), r === this.self ? "open" : null);
+  }
+
+  depart(opts?: CallOptions): Promise<ControlOutcome> {
+    return this.#call({ op: "depart", replica: this.self }, this.#options(opts, "depart"), "close");
+  }
+
+  /** Checks a verb's options; a retry under this node's own auto client may only name a seq it issued. */
+  #options(opts: unknown, verb: string): CallOptions {
+    const o = callOptionsArg(opts, verb, this.#autoClient);
+    if (o.key?.client === this.#autoClient && o.key.seq >= this.#nextSeq) {
+      throw new RangeError(`${verb}: key ${JSON.stringify(o.key)} names a seq this process never issued under its own auto client`);
+    }
+    return o;
+  }
+
+  #claimsFamily(options: ClaimsOptions): GovernedClaims {
+    const state = this.#state;
+    return {
+      take: (request, opts) => this.#call({ op: "claims.take", request: takeArg(request, options) }, this.#options(opts, "claims.take"), null),
+      release: (holder, key, opts) =>
+        this.#call(
+          { op: "claims.release", holder: claimsStringArg(holder, "claims.release: holder"), key: claimsStringArg(key, "claims.release: key") },
+          this.#options(opts, "claims.release"),
+          null,
+        ),
+      releaseAll: (holder, opts) => this.#call({ op: "claims.releaseAll", holder: claimsStringArg(holder, "claims.releaseAll: holder") }, this.#options(opts, "claims.releaseAll"), null),
+      releaseScope: (scope, opts) => this.#call({ op: "claims.releaseScope", scope: claimsStringArg(scope, "claims.releaseScope: scope") }, this.#options(opts, "claims.releaseScope"), null),
+      renew: (holder, key, opts) =>
+        this.#call(
+          { op: "claims.renew", holder: claimsStringArg(holder, "claims.renew: holder"), key: claimsStringArg(key, "claims.renew: key") },
+          this.#options(opts, "claims.renew"),
+          null,
+        ),
+      view: () => ({
+        owner: (key, now) => state.claims.owner(key, now),
+        holders: (key, now) => state.claims.holders(key, now),
+        free: (now) => state.claims.free(now),
+        open: (now) => state.claims.open(now),
+        availability: (keys, now) => state.claims.availability(keys, now),
+        checkFence: (key, token, now) => state.claims.checkFence(key, token, now),
+      }),
+    };
+  }
+
+  /**
+   * One control act: allocate (or take) the key, propose its entry, re-propose with the same key on a retryable
+   * refusal (up to {@link PROPOSE_ATTEMPTS}), and resolve once this node has applied it. Timeout and abort reject
+   * `OutcomeUnknownError {key}` without withdrawing the proposal.
+   */
+  #call(cmd: ControlCommand, o: CallOptions, gate: "open" | "close" | null): Promise<ControlOutcome> {
+    if (this.#shut) return Promise.reject(new NodeShutdownError("the governed node was shut down"));
+    if (this.#stopped !== null) return Promise.reject(this.#stopped);
+    let key: ProposalKey;
+    let ackFloor: number;
+    let auto = false;
+    if (o.key !== undefined && o.key.client === this.#autoClient) {
+      // a retry of this process's own auto-keyed act: it stays open until it resolves
+      key = { client: o.key.client, seq: o.key.seq };
+      this.#openSeqs.add(key.seq);
+      ackFloor = Math.min(this.#nextSeq, ...this.#openSeqs);
+    } else if (o.key !== undefined) {
+      key = { client: o.key.client, seq: o.key.seq };
+      ackFloor = o.ackFloor ?? 0;
+    } else {
+      const tripped = this.#incarnationReused();
+      if (tripped !== null) return Promise.reject(tripped);
+      key = { client: this.#autoClient, seq: this.#nextSeq++ };
+      this.#openSeqs.add(key.seq);
+      auto = true;
+      ackFloor = Math.min(this.#nextSeq, ...this.#openSeqs);
+    }
+    const bytes = encodeEnvelope({ v: 1, key, ackFloor, proposer: this.self, cmd });
+    if (bytes.length > MAX_CONTROL_ENTRY_BYTES) {
+      if (auto) this.#openSeqs.delete(key.seq);
+      throw new RangeError(`${cmd.op}: the entry would be ${bytes.length} bytes, above MAX_CONTROL_ENTRY_BYTES (${MAX_CONTROL_ENTRY_BYTES})`);
+    }
+    const timers = this.#opts.config.timers;
+    return new Promise<ControlOutcome>((resolve, reject) => {
+      let settled = false;
+      const abort = new AbortController();
+      const waiters = this.#waiters.get(keyId(key)) ?? new Set<Waiter>();
+      this.#waiters.set(keyId(key), waiters);
+      const finish = (fn: () => void): void => {
+        if (settled) return;
+        settled = true;
+        waiters.delete(w);
+        if (waiters.size === 0 && this.#waiters.get(keyId(key)) === waiters) this.#waiters.delete(keyId(key));
+        timers.clear(timer);
+        o.signal?.removeEventListener("abort", onAbort);
+        abort.abort();
+        fn();
+      };
+      const w: Waiter = {
+        key,
+        gate,
+        resolve: (outcome) =>
+          finish(() => {
+            if (key.client === this.#autoClient) this.#openSeqs.delete(key.seq);
+            resolve(outcome);
+          }),
+        reject: (e) => finish(() => reject(e)),
+      };
+      waiters.add(w);
+      const unknown = (why: string, cause?: unknown): void =>
+        w.reject(new OutcomeUnknownError(`${cmd.op}: ${why}; the act may still commit — retry with { key: ${JSON.stringify(key)} } to apply it at most once`, key, { cause }));
+      const onAbort = (): void => unknown("aborted");
+      const timer = timers.set(() => unknown(`no outcome within ${o.timeoutMs ?? DEFAULT_CALL_TIMEOUT_MS} ms`), o.timeoutMs ?? DEFAULT_CALL_TIMEOUT_MS);
+      if (o.signal?.aborted) return onAbort();
+      o.signal?.addEventListener("abort", onAbort, { once: true });
+      // a keyed retry proposes again even when its outcome is already applied here: the duplicate entry is
+      // ordered after this call began and applies as a replay of the recorded outcome (§3.3 step 5)
+      void (async () => {
+        // Attempts are counted per leader: a re-proposal to the leader that just refused (or to none) waits and
+        // retries without using one up, so a minority member keeps its call pending instead of burning its
+        // attempts on bounces; PROPOSE_ATTEMPTS distinct leaders losing it ends the call as unknown.
+        let attempts = 0;
+        let counted: string | null = null;
+        for (let round = 0; !settled; round++) {
+          const leader = this.#raft.leader.get();
+          if (attempts === 0 || (leader !== null && leader !== counted)) {
+            attempts++;
+            counted = leader;
+          }
+          // one attempt: a forward lost on the way (or its answer) never answers, so an attempt is bounded too
+          const attemptAbort = new AbortController();
+          const stop = (): void => attemptAbort.abort();
+          abort.signal.addEventListener("abort", stop, { once: true });
+          const attemptTimer = timers.set(stop, PROPOSE_ATTEMPT_TIMEOUT_MS);
+          try {
+            await this.#raft.propose(bytes, key, attemptAbort.signal);
+            return; // committed: the apply step resolves the waiter
+          } catch (e) {
+            if (settled) return;
+            if (this.#shut) return w.reject(shutdownError(key));
+            const unanswered = attemptAbort.signal.aborted && !abort.signal.aborted;
+            if (!(unanswered || e instanceof LeadershipLostError || e instanceof NotLeaderError)) return unknown(`propose failed (${(e as Error).name}: ${(e as Error).message})`, e);
+            if (attempts >= PROPOSE_ATTEMPTS && this.#raft.leader.get() !== counted && this.#raft.leader.get() !== null) {
+              return unknown(`${PROPOSE_ATTEMPTS} leaders in turn lost the proposal`, e);
+            }
+            if (!unanswered) await new Promise<void>((r) => timers.set(r, Math.min(PROPOSE_RETRY_BACKOFF_MS * 2 ** Math.min(round, 6), PROPOSE_ATTEMPT_TIMEOUT_MS)));
+          } finally {
+            timers.clear(attemptTimer);
+            abort.signal.removeEventListener("abort", stop);
+          }
+        }
+      })();
+    });
+  }
+
+  /** The incarnation tripwire (§3.10, R-D3): this process's auto client id holds a seq it never issued. */
+  #incarnationReused(): IncarnationReusedError | null {
+    const s = this.#state.sessionOf(this.#autoClient);
+    if (s !== undefined && (s.highestSeq >= this.#nextSeq || s.floor > this.#nextSeq)) this.#tripped = true;
+    if (!this.#tripped) return null;
+    return new IncarnationReusedError(
+      `incarnation ${JSON.stringify(this.#opts.incarnation)} of ${this.self} was used before: the applied log already holds acts of ${this.#autoClient}; start with a fresh incarnation (crypto.randomUUID())`,
+    );
+  }
+
+  // ============================================================================================ reads
+
+  enrolledReplicas(): ReadonlySet<ReplicaId> {
+    return this.#state.roster.enrolled;
+  }
+
+  roster(): RosterView {
+    return this.#state.roster;
+  }
+
+  controlView(): ControlView {
+    return this.#state;
+  }
+
+  /**
+   * A linearizable view (§3.10): on the leader, `readIndex` then wait until applied; elsewhere (or when leadership
+   * moves meanwhile) a key-less barrier entry, waiting until it is applied here. A lost barrier is re-proposed.
+   */
+  sync(opts: { timeoutMs?: number; signal?: AbortSignal } = {}): Promise<ControlView> {
+    return this.#sync(this.#options(opts, "sync"));
+  }
+
+  async #sync(o: CallOptions): Promise<ControlView> {
+    if (this.#shut) throw new NodeShutdownError("the governed node was shut down");
+    if (this.#stopped !== null) throw this.#stopped;
+    const timers = this.#opts.config.timers;
+    const abort = new AbortController();
+    const timeoutMs = o.timeoutMs ?? DEFAULT_CALL_TIMEOUT_MS;
+    const timer = timers.set(() => abort.abort(), timeoutMs);
+    const onAbort = (): void => abort.abort();
+    o.signal?.addEventListener("abort", onAbort, { once: true });
+    if (o.signal?.aborted) abort.abort();
+    const expired = (): never => {
+      throw new OutcomeUnknownError(`sync: no linearizable view within ${timeoutMs} ms (or aborted)`, null);
+    };
+    const barrier = encodeEnvelope({ v: 1, key: null, ackFloor: 0, proposer: this.self, cmd: { op: "barrier" } });
+    try {
+      for (let attempt = 1; ; attempt++) {
+        if (abort.signal.aborted) expired();
+        let index: LogIndex;
+        try {
+          index = this.#raft.role.get() === "leader" ? await this.#raft.readIndex() : (await this.#raft.propose(barrier, null, abort.signal)).index;
+        } catch (e) {
+          if (abort.signal.aborted) expired();
+          if (this.#shut) throw new NodeShutdownError("the governed node was shut down");
+          if (!(e instanceof LeadershipLostError || e instanceof NotLeaderError)) throw new OutcomeUnknownError(`sync: ${(e as Error).message}`, null, { cause: e });
+          await new Promise<void>((r) => timers.set(r, PROPOSE_RETRY_BACKOFF_MS * Math.min(attempt, 8)));
+          continue;
+        }
+        await this.#appliedThrough(index, abort.signal);
+        return this.#state;
+      }
+    } finally {
+      timers.clear(timer);
+      o.signal?.removeEventListener("abort", onAbort);
+    }
+  }
+
+  /** Resolves once this node has applied `index`; rejects on abort, halt or shutdown. */
+  #appliedThrough(index: LogIndex, signal: AbortSignal): Promise<void> {
+    if (this.#state.appliedIndex >= index) return Promise.resolve();
+    return new Promise<void>((resolve, reject) => {
+      const entry = {
+        index,
+        resolve: () => {
+          signal.removeEventListener("abort", onAbort);
+          resolve();
+        },
+        reject: (e: Error) => {
+          signal.removeEventListener("abort", onAbort);
+          reject(e);
+        },
+      };
+      const onAbort = (): void => {
+        this.#indexWaiters.delete(entry);
+        reject(new OutcomeUnknownError("sync: aborted while waiting for the local apply", null));
+      };
+      signal.addEventListener("abort", onAbort, { once: true });
+      this.#indexWaiters.add(entry);
+    });
+  }
+
+  // ============================================================================================ apply loop (§3.3)
+
+  async #applyLoop(): Promise<void> {
+    try {
+      for await (const item of this.#raft.committedFrom(this.#state.appliedIndex + 1)) {
+        if (this.#shut) return;
+        this.#step(item);
+      }
+      if (!this.#shut) this.#stop(new NodeShutdownError("the Raft node closed under the governed node"));
+    } catch (e) {
+      if (this.#shut) return;
+      this.#stop(e instanceof ControlPlaneHaltedError ? e : new ControlPlaneHaltedError(this.#state.appliedIndex + 1, e));
+    }
+  }
+
+  /** One apply step, synchronous: fold the item, then carry out its effects in order. */
+  #step(item: Committed): void {
+    const step: AppliedStep = this.#state.apply(item); // throws ControlPlaneHaltedError: fail closed
+    for (const patch of step.publish) this.#sink.publish(patch);
+    for (const replica of step.enrolled) this.#sink.onEnrolled(replica);
+    const key = step.envelope?.key ?? null;
+    if (key !== null && key.client === this.#autoClient && key.seq >= this.#nextSeq) this.#tripped = true;
+    if (key !== null && step.outcome !== null) this.#resolve(key, step.outcome);
+    if (step.kind === "install") {
+      for (const [id, ws] of [...this.#waiters]) {
+        const [client, seq] = id.split("\u0000") as [string, string];
+        const o = this.#state.outcomeOf({ client, seq: Number(seq) });
+        if (o === "unknown") continue;
+        if (o === "pruned") for (const w of [...ws]) w.reject(new OutcomeUnknownError("the outcome was pruned below its client's ackFloor", { client, seq: Number(seq) }));
+        else this.#resolve({ client, seq: Number(seq) }, o);
+      }
+      this.#lastSnapshot = step.index;
+    }
+    for (const w of [...this.#indexWaiters]) {
+      if (w.index <= step.index) {
+        this.#indexWaiters.delete(w);
+        w.resolve();
+      }
+    }
+    if (this.#snapshotEvery > 0 && step.index - this.#lastSnapshot >= this.#snapshotEvery) {
+      this.#lastSnapshot = step.index;
+      this.#raft.publishSnapshot({ throughIndex: step.index, state: this.#state.encode() });
+    }
+  }
+
+  #resolve(key: ProposalKey, outcome: ControlOutcome): void {
+    const ws = this.#waiters.get(keyId(key));
+    if (ws === undefined) return;
+    for (const w of [...ws]) {
+      if (outcome.kind === "applied" && w.gate !== null) this.#writable = w.gate === "open";
+      w.resolve(outcome);
+    }
+  }
+
+  /** The apply loop stopped for good: every pending and later call fails with `e`. */
+  #stop(e: Error): void {
+    if (this.#stopped !== null) return;
+    this.#stopped = e;
+    for (const ws of [...this.#waiters.values()]) for (const w of [...ws]) w.reject(e);
+    for (const w of [...this.#indexWaiters]) w.reject(e);
+    this.#indexWaiters.clear();
+  }
+
+  async shutdown(): Promise<void> {
+    if (this.#shut) return;
+    this.#shut = true;
+    for (const ws of [...this.#waiters.values()]) for (const w of [...ws]) w.reject(shutdownError(w.key));
+    for (const w of [...this.#indexWaiters]) w.reject(new NodeShutdownError("the governed node was shut down"));
+    this.#indexWaiters.clear();
+    await this.#raft.close();
+    await this.#node.shutdown();
+  }
+}
