@@ -37,7 +37,7 @@ async function http(i: number, method: string, path: string, body?: unknown): Pr
 describe("a static three-peer cluster of daemons, end to end", () => {
   it("init → up → work → kill -9 and restart → converge → clean stop", async () => {
     // init
-    const init = await heddle(["init", "--peers", "3", "--supply", "1000", "--tree", "tenant-a=3,tenant-b=1,tenant-a>batch=1", cluster]);
+    const init = await heddle(["init", "--peers", "3", "--mode", "static", "--supply", "1000", "--tree", "tenant-a=3,tenant-b=1,tenant-a>batch=1", cluster]);
     expect(init.code, init.err).toBe(0);
     expect(init.out).toContain(`heddle up ${cluster}`);
 
@@ -125,7 +125,7 @@ describe("a static three-peer cluster of daemons, end to end", () => {
 describe("the CLI's errors", () => {
   it("wrong token → exit 5 and what to do; usage → exit 2; bad config → exit 8 naming the field; busy port → exit 9", async () => {
     const solo = join(dir, "solo");
-    expect((await heddle(["init", "--peers", "1", solo])).code).toBe(0);
+    expect((await heddle(["init", "--peers", "1", "--mode", "static", solo])).code).toBe(0);
     const conf = join(solo, "peer-1", "heddle.json");
     const d = heddleBackground(["start", "--config", conf, "--log-format", "json"]);
     background.push(d);

@@ -32,6 +32,9 @@ describe("README: Run your own cluster", () => {
     expect(r.out).toMatch(/2 of 2 other peer\(s\) connected/);
     expect(r.out).toMatch(/"charged":"7","outcome":"charged"/);
     expect(r.out).toMatch(/heddle down: stopped peer-1, peer-2, peer-3/);
-    expect(r.out).toMatch(/├─ tenant-a\s+3\s+75\.0%/);
+    expect(r.out.match(/^mint 1000: applied at index/gm)).toHaveLength(3);
+    expect(r.out).toMatch(/tenant-b now hangs under root with weight 2 \(edge root→tenant-b@2\); root→tenant-b is retired/);
+    expect(r.out).toMatch(/├─ tenant-a\s+3\s+60\.0%/);
+    expect(r.out).toMatch(/└─ tenant-b\s+2\s+40\.0%/);
   });
 });

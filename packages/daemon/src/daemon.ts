@@ -24,12 +24,13 @@ import { buildApi } from "./api.ts";
 import { ConfigError, loadConfig, type DaemonConfig } from "./config.ts";
 import type { ControlPlane } from "./control-plane.ts";
 import type { DataPlane } from "./data-plane.ts";
-import { startGovernedPeer, type HeddleGovernedFn } from "./governed-peer.ts";
+import { heddleGoverned } from "@heddle/governed";
+import { startGovernedPeer } from "./governed-peer.ts";
 import { createLogger, type Logger } from "./log.ts";
 import { Scheduler } from "./scheduler.ts";
 
 /** Why a daemon did not start; `reason` says which input to fix. */
-export type DaemonStartReason = "config" | "key" | "token" | "tls" | "store" | "p2p-port" | "api-port" | "governed-unavailable";
+export type DaemonStartReason = "config" | "key" | "token" | "tls" | "store" | "p2p-port" | "api-port" | "raft";
 
 /** A daemon that could not start, with a message that says what to do. */
 export class DaemonStartError extends Error {
@@ -147,19 +148,6 @@ export async function startDaemon(configOrPath: DaemonConfig | string, opts: Sta
     }
   }
   const mode = config.mode;
-  let heddleGoverned: HeddleGovernedFn | null = null;
-  if (mode.kind === "governed") {
-    // Loaded by name so this build runs static peers whether or not @heddle/governed exports it yet.
-    const governed = (await import("@heddle/governed")) as Record<string, unknown>;
-    if (typeof governed["heddleGoverned"] !== "function") {
-      throw new DaemonStartError(
-        "governed-unavailable",
-        "mode.kind \"governed\" is not available in this build yet: @heddle/governed does not export heddleGoverned (issue 11). Use mode.kind \"static\" (heddle init --mode static) for now",
-      );
-    }
-    heddleGoverned = governed["heddleGoverned"] as HeddleGovernedFn;
-  }
-
   const cleanups: (() => Promise<void> | void)[] = [];
   const unwind = async () => {
     for (const f of cleanups.reverse()) {
@@ -212,7 +200,7 @@ export async function startDaemon(configOrPath: DaemonConfig | string, opts: Sta
         data = node;
         partitionEvents = node.partitionEvents;
       } else {
-        const peer = await startGovernedPeer({ heddleGoverned: heddleGoverned!, seam, self: ReplicaId(self), mode, storeDir: config.storeDir, config: nodeConfigOf(config, store), logger });
+        const peer = await startGovernedPeer({ heddleGoverned, seam, self: ReplicaId(self), mode, storeDir: config.storeDir, config: nodeConfigOf(config, store), logger });
         cleanups.push(() => peer.close());
         data = peer.node;
         control = peer.control;

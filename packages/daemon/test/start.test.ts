@@ -74,29 +74,6 @@ describe("startDaemon refuses what it cannot run, saying what to fix", () => {
 
 });
 
-describe("governed mode", () => {
-  it("starts now that @heddle/governed exports heddleGoverned, enrolls itself, mints through the log, and stops cleanly", async () => {
-    const g = await initCluster({ dir: join(dir, "g"), peers: 1, mode: "governed" });
-    const d = await startDaemon(onEphemeralPorts(loadConfig(g[0]!.config)), { logger: silentLogger });
-    try {
-      const auth = { authorization: `Bearer ${d.token}` };
-      const minted = await fetch(`${d.url}/v1/control/mint`, { method: "POST", headers: { ...auth, "content-type": "application/json" }, body: JSON.stringify({ amount: "100" }) });
-      expect(minted.status, await minted.clone().text()).toBe(200);
-      expect(((await minted.json()) as { kind: string }).kind).toBe("applied");
-      type Control = { isWritable: boolean; enrolled: string[]; mintedTotal: string } | null;
-      let control: Control = null;
-      for (let i = 0; i < 100 && !control?.isWritable; i++) {
-        const s = (await (await fetch(`${d.url}/v1/status`, { headers: auth })).json()) as { control: Control };
-        control = s.control;
-        if (!control?.isWritable) await new Promise((r) => setTimeout(r, 50));
-      }
-      expect(control).toMatchObject({ isWritable: true, enrolled: [g[0]!.id], mintedTotal: "100" });
-    } finally {
-      await d.close();
-    }
-  }, 60_000);
-});
-
 describe("clean shutdown", () => {
   it("closes the API and the store; the same store restarts with the next epoch", async () => {
     const c = onEphemeralPorts(loadConfig(a[0]!.config));

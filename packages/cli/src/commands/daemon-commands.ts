@@ -19,8 +19,9 @@ export const INIT_HELP = `heddle init — write a local cluster: a key, a token 
 Usage: heddle init [--peers N] [--mode static|governed] [options] DIR
 
   --peers N          peers, 1…64 (default 3)
-  --mode M           static: supply and tree fixed at genesis (default)
-                     governed: mint, reshape, enroll and claims through the Raft log
+  --mode M           governed: mint, reshape, enroll and claims through the Raft log (default;
+                     1, 3 or 5 voters, the other peers learners)
+                     static: supply and tree fixed at genesis (--supply, --tree)
   --base-port P      peer i listens on P+i (libp2p) and P+100+i (API); default: free ports picked now
   --supply N         static: root supply of every peer (default 1000)
   --tree SPEC        static: the genesis tree, parent>child=weight items separated by commas;
@@ -36,7 +37,7 @@ export async function initCommand(argv: string[], io: Io): Promise<number> {
     allowPositionals: true,
     options: {
       peers: { type: "string", default: "3" },
-      mode: { type: "string", default: "static" },
+      mode: { type: "string", default: "governed" },
       "base-port": { type: "string" },
       supply: { type: "string" },
       tree: { type: "string" },
@@ -49,6 +50,9 @@ export async function initCommand(argv: string[], io: Io): Promise<number> {
   const peers = Number(values.peers);
   if (!Number.isInteger(peers) || peers < 1 || peers > 64) throw new UsageError("--peers must be an integer 1…64");
   if (values.mode !== "static" && values.mode !== "governed") throw new UsageError("--mode must be static or governed");
+  if (values.mode === "governed" && (values.supply !== undefined || values.tree !== undefined)) {
+    throw new UsageError("--supply and --tree set a static genesis; a governed cluster mints and builds its tree at run time (heddle mint, heddle reshape) — or give --mode static");
+  }
   const basePort = values["base-port"] === undefined ? undefined : Number(values["base-port"]);
   if (basePort !== undefined && (!Number.isInteger(basePort) || basePort < 1024 || basePort + 100 + peers > 65_535)) throw new UsageError("--base-port must leave room for P+100+N within 1024…65535");
   if (values.supply !== undefined && !/^[0-9]{1,18}$/.test(values.supply)) throw new UsageError("--supply must be a non-negative integer");
@@ -151,7 +155,7 @@ export const UP_HELP = `heddle up — start every peer of an init folder, for lo
 Usage: heddle up DIR [--detach] [--log-format text|json]
 
 Runs 'heddle start --config DIR/peer-<i>/heddle.json' for every peer as a child process, prefixes their
-logs with [peer-<i>], prints a table once every API answers, and stops them all on Ctrl-C (SIGINT) or
+logs with [peer-<i>], prints a table once every API answers (and, governed, every peer has enrolled), and stops them all on Ctrl-C (SIGINT) or
 SIGTERM. A peer that dies is reported; the others keep running.
 
   --detach   leave the peers running in the background and return once every API answers; each peer logs
@@ -278,9 +282,10 @@ export async function upCommand(argv: string[], io: Io): Promise<number> {
       }
       try {
         const client = clientOf({ config: c.file, timeout: "2" });
-        await client.status();
+        const st = (await client.status()) as { control: { isWritable: boolean } | null };
         client.close();
-        ready.add(c.name);
+        // A governed peer is ready once it has enrolled itself (a Raft quorum is up and it may write).
+        if (st.control === null || st.control.isWritable) ready.add(c.name);
       } catch (e) {
         if (!(e instanceof DaemonUnreachableError) && !(e instanceof ApiError)) throw e;
       }

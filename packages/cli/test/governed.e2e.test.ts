@@ -1,0 +1,145 @@
+// A governed cluster of real daemons (OS processes), driven only through the CLI and the HTTP API:
+// mint (and a retried mint applied once), a tree built by reshape, work from a client, a weight change by
+// the §3.7 recipe, a conflict, claims, kill -9 and restart, convergence.
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { EXIT } from "../src/exit-codes.ts";
+import { eventually, heddle, heddleBackground, heddleJson, type Background } from "./support/cli.ts";
+
+const dir = mkdtempSync(join(tmpdir(), "heddle-governed-e2e-"));
+const cluster = join(dir, "cluster");
+const cfg = (i: number) => join(cluster, `peer-${i}`, "heddle.json");
+const background: Background[] = [];
+
+afterAll(async () => {
+  await heddle(["down", cluster]);
+  for (const b of background) if (b.proc.exitCode === null && b.proc.signalCode === null) b.proc.kill("SIGKILL");
+  rmSync(dir, { recursive: true, force: true });
+});
+
+async function http(i: number, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: any }> {
+  const conf = JSON.parse(readFileSync(cfg(i), "utf8"));
+  const token = readFileSync(join(cluster, `peer-${i}`, "token"), "utf8").trim();
+  const r = await fetch(`http://${conf.api.listen}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${token}`, ...(body !== undefined ? { "content-type": "application/json" } : {}), ...headers },
+    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+  });
+  return { status: r.status, body: await r.json() };
+}
+
+const status = async (i: number) => (await http(i, "GET", "/v1/status")).body;
+
+describe("a governed three-peer cluster of daemons, end to end", () => {
+  it("mint, tree, work, reshape, conflict, claims, kill -9 and restart, converge", async () => {
+    expect((await heddle(["init", "--peers", "3", "--mode", "governed", cluster])).code).toBe(0);
+    const up = await heddle(["up", "--detach", cluster]);
+    expect(up.code, up.err).toBe(0);
+
+    // every peer has a leader and has enrolled itself
+    for (const i of [1, 2, 3]) {
+      await eventually(async () => {
+        const s = await status(i);
+        return s.control?.leader !== null && s.control?.isWritable === true ? true : undefined;
+      }, 60_000, `peer-${i} enrolled`);
+    }
+
+    // mint on every peer; a retried mint with the same idempotency key is applied once
+    for (const i of [1, 2, 3]) {
+      const m = await heddle(["mint", "1000", "--idempotency-key", `supply-${i}`, "--config", cfg(i)]);
+      expect(m.code, m.err).toBe(0);
+    }
+    const first = await heddleJson(["mint", "1000", "--idempotency-key", "supply-1", "--config", cfg(1)]);
+    const again = await http(1, "POST", "/v1/control/mint", { amount: "1000" }, { "idempotency-key": "supply-1" });
+    expect(again.status).toBe(200);
+    expect(again.body.index).toBe(first.index);
+    expect((await heddleJson(["sync", "--config", cfg(2)])).mintedTotal).toBe("3000");
+    const reused = await http(1, "POST", "/v1/control/mint", { amount: "5" }, { "idempotency-key": "supply-1" });
+    expect(reused.status).toBe(409);
+    expect(reused.body.conflict.reason).toBe("keyReuse");
+
+    // a tree, built by reshape (attach)
+    for (const [child, args] of [["tenant-a", ["--weight", "3"]], ["tenant-b", ["--weight", "1"]], ["batch", ["--parent", "tenant-a", "--weight", "1"]]] as const) {
+      const r = await heddle(["reshape", child, ...args, "--config", cfg(1)]);
+      expect(r.code, r.err).toBe(0);
+    }
+    const tree = await heddleJson(["tree", "--config", cfg(3)]);
+    expect(tree.edges.filter((e: any) => e.lifecycle === "ACTIVE").map((e: any) => e.id).sort()).toEqual(["root→tenant-a", "root→tenant-b", "tenant-a→batch"]);
+
+    // work from a client over HTTP on peer 2
+    await http(2, "POST", "/v1/demand", { leaf: "batch", targetOutstanding: "100", maximumUsefulGrant: "20" });
+    const res = await eventually(async () => {
+      const r = await http(2, "POST", "/v1/reservations", { leaf: "batch", maximumCost: "10" });
+      return r.status === 201 ? r.body : undefined;
+    }, 30_000, "a reserve at batch");
+    expect((await http(2, "POST", "/v1/reservations/complete", { id: res.id, actualCost: "6" })).body).toMatchObject({ charged: "6" });
+
+    // reshape: tenant-b's weight 1 → 2 by the recipe (prepare, close, drain, retire, activate)
+    const rs = await heddle(["reshape", "tenant-b", "--weight", "2", "--config", cfg(2)]);
+    expect(rs.code, rs.err).toBe(0);
+    expect(rs.out).toMatch(/tenant-b now hangs under root with weight 2 \(edge root→tenant-b@2\); root→tenant-b is retired/);
+    expect(rs.err).toMatch(/retire root→tenant-b: applied/);
+
+    // a conflict: a second generation for tenant-b while root→tenant-b@2 is live
+    expect((await heddle(["prepare", "root→tenant-b@9", "root", "tenant-b", "5", "--config", cfg(3)])).code).toBe(0);
+    const conflict = await http(3, "POST", "/v1/control/activate", { edge: "root→tenant-b@9" });
+    expect(conflict.status).toBe(409);
+    expect(conflict.body).toMatchObject({ error: "conflict", conflict: { reason: "dualInbound", child: "tenant-b", incumbent: "root→tenant-b@2", rejected: "root→tenant-b@9" } });
+    const cliConflict = await heddle(["activate", "root→tenant-b@9", "--config", cfg(3)]);
+    expect(cliConflict.code).toBe(EXIT.refused);
+    expect(cliConflict.err).toMatch(/dualInbound/);
+
+    // claims
+    const take = await heddleJson(["claims", "take", "deploy", "--holder", "alice", "--config", cfg(1)]);
+    expect(take.claims.ok).toBe(true);
+    const blocked = await heddle(["claims", "take", "deploy", "--holder", "bob", "--config", cfg(2)]);
+    expect(blocked.code).toBe(EXIT.refused);
+    expect(blocked.err).toMatch(/blocked/);
+    expect((await heddle(["claims", "list", "deploy", "--config", cfg(3)])).out).toMatch(/deploy: alice/);
+    expect((await heddle(["claims", "release", "deploy", "--holder", "alice", "--config", cfg(1)])).out).toMatch(/released deploy/);
+    expect((await heddle(["claims", "take", "deploy", "--holder", "bob", "--config", cfg(2)])).code).toBe(0);
+
+    // kill -9 peer 3, restart it, status shows it back
+    const s3 = await status(3);
+    process.kill(s3.pid, "SIGKILL");
+    await eventually(async () => ((await status(1)).peers.connected.includes(s3.self) ? undefined : true), 30_000, "peer-1 sees peer-3 gone");
+    const restarted = heddleBackground(["start", "--config", cfg(3)]);
+    background.push(restarted);
+    await restarted.waitFor(/heddle peer started/);
+    await eventually(async () => {
+      const s = await status(1);
+      return s.peers.connected.includes(s3.self) && !s.peers.unreachable.includes(s3.self) ? true : undefined;
+    }, 60_000, "peer-1 sees peer-3 back");
+    await eventually(async () => ((await status(3)).control.isWritable ? true : undefined), 60_000, "peer-3 re-enrolled");
+    expect((await heddle(["status", "--config", cfg(1)])).out).toContain("2 of 2 other peer(s) connected");
+
+    // leadership moves by transfer (rolling restarts): asked of a follower it names the leader; asked of the leader it moves
+    const roster = await heddleJson(["roster", "--config", cfg(1)]);
+    const leader = roster.raft.leader as string;
+    const target = (roster.raft.voters as string[]).find((v) => v !== leader)!;
+    const idOf = async (i: number) => (await status(i)).self as string;
+    const ids = await Promise.all([1, 2, 3].map(idOf));
+    const li = ids.indexOf(leader) + 1;
+    const fi = ids.indexOf(target) + 1;
+    const notLeader = await heddle(["leader", "transfer", target, "--config", cfg(fi)]);
+    expect(notLeader.code).toBe(EXIT.refused);
+    expect(notLeader.err).toContain(`run it against the leader, ${leader}`);
+    const moved = await heddle(["leader", "transfer", target, "--config", cfg(li)]);
+    expect(moved.code, moved.err).toBe(0);
+    expect(moved.out).toBe(`leader is now ${target}\n`);
+    expect((await heddle(["mint", "1", "--idempotency-key", "after-transfer", "--config", cfg(li)])).code).toBe(0);
+
+    // converge
+    await http(2, "POST", "/v1/demand", { leaf: "batch", targetOutstanding: "0", maximumUsefulGrant: "0" });
+    const ds = await eventually(async () => {
+      const all = await Promise.all([1, 2, 3].map(status));
+      return all.every((d) => d.ledgerDigest === all[0].ledgerDigest && d.conflicts.length === 0) ? all : undefined;
+    }, 60_000, "ledgers converge");
+    for (const d of ds) expect(d.mintedTotal).toBe("3001");
+
+    restarted.proc.kill("SIGTERM");
+    expect(await restarted.exited).toBe(0);
+  });
+});

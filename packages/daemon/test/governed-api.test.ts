@@ -1,0 +1,94 @@
+// The control plane over HTTP on a one-voter governed peer (in-process): idempotent mint, structured
+// conflicts, outcomes by key, claims, and refused requests that change nothing.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { soloDaemon } from "./support/embedded.ts";
+
+let s: Awaited<ReturnType<typeof soloDaemon>>;
+
+/** The ledger bytes and the control state (its applied index aside: a replayed or refused act still takes an entry). */
+async function state(): Promise<string> {
+  const [st, view] = await Promise.all([s.client.status(), s.client.controlView()]);
+  const { appliedIndex: _, ...rest } = view as Record<string, unknown>;
+  return JSON.stringify([(st as { ledgerDigest: string }).ledgerDigest, rest]);
+}
+
+/** Waits until the scheduler has nothing left to do (it seats a newly active edge on its next round). */
+async function settled(): Promise<string> {
+  let last = await state();
+  for (let i = 0; i < 100; i++) {
+    await new Promise((r) => setTimeout(r, 300));
+    const now = await state();
+    if (now === last) return now;
+    last = now;
+  }
+  throw new Error("the ledger kept changing");
+}
+
+beforeAll(async () => {
+  s = await soloDaemon({ mode: "governed" });
+  for (let i = 0; i < 300; i++) {
+    const st = (await s.client.status()) as { control: { isWritable: boolean } };
+    if (st.control.isWritable) break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+});
+afterAll(() => s.close());
+
+describe("HTTP API: governed control plane", () => {
+  it("applies a mint retried with the same Idempotency-Key once, on the same index, and serves its outcome by key", async () => {
+    const a = (await s.client.mint(1000, { idempotencyKey: "supply-1" })) as { kind: string; index: number; mintId: string };
+    expect(a).toMatchObject({ kind: "applied", noop: false });
+    const before = await state();
+    const b = (await s.client.mint(1000, { idempotencyKey: "supply-1" })) as { index: number; mintId: string };
+    expect(b.index).toBe(a.index);
+    expect(b.mintId).toBe(a.mintId);
+    expect(await state()).toBe(before);
+    expect(((await s.client.sync()) as { mintedTotal: string }).mintedTotal).toBe("1000");
+    const o = (await s.client.outcome({ idempotencyKey: "supply-1" })) as { outcome: { index: number } };
+    expect(o.outcome.index).toBe(a.index);
+    const none = await s.client.raw("GET", "/v1/control/outcome?idempotencyKey=never-used");
+    expect(none.status).toBe(404);
+    // The same key with another body is a conflict that changes nothing.
+    const reuse = await s.client.raw("POST", "/v1/control/mint", { amount: "7" }, { idempotencyKey: "supply-1" });
+    expect(reuse.status).toBe(409);
+    expect(reuse.body).toMatchObject({ error: "conflict", conflict: { reason: "keyReuse" } });
+    expect(await state()).toBe(before);
+  });
+
+  it("answers conflicts with 409 carrying the spec's conflict object, and nothing changes", async () => {
+    expect(await s.client.prepare({ id: "e1", parent: "root", child: "a", weight: 1 })).toMatchObject({ kind: "applied" });
+    expect(await s.client.activate("e1")).toMatchObject({ kind: "applied" });
+    expect(await s.client.prepare({ id: "e2", parent: "root", child: "a", weight: 2 })).toMatchObject({ kind: "applied" });
+    const before = await settled();
+    const dual = await s.client.raw("POST", "/v1/control/activate", { edge: "e2" });
+    expect(dual.status).toBe(409);
+    expect(dual.body).toMatchObject({ error: "conflict", conflict: { reason: "dualInbound", child: "a", incumbent: "e1", rejected: "e2" }, index: expect.any(Number) });
+    const unknown = await s.client.raw("POST", "/v1/control/close", { edge: "nope" });
+    expect(unknown.body).toMatchObject({ conflict: { reason: "unknownEdge", edge: "nope" } });
+    const mismatch = await s.client.raw("POST", "/v1/control/prepare", { id: "e1", parent: "root", child: "a", weight: 5 });
+    expect(mismatch.body).toMatchObject({ conflict: { reason: "recordMismatch", edge: "e1", existing: { weight: "1" }, proposed: { weight: "5" } } });
+    const notClosing = await s.client.raw("POST", "/v1/control/retire", { edge: "e1" });
+    expect(notClosing.body).toMatchObject({ conflict: { reason: "notClosing", edge: "e1", current: "ACTIVE" } });
+    // The conflicts took log entries (recorded outcomes) but changed no edge, no mint and no ledger byte.
+    expect(await state()).toBe(before);
+  });
+
+  it("takes, refuses and releases claims", async () => {
+    const t = (await s.client.claimsTake({ holder: "alice", resources: [{ key: "deploy", mode: "exclusive" }] })) as { claims: { ok: boolean; grants: { token: number }[] } };
+    expect(t.claims.ok).toBe(true);
+    const blocked = await s.client.raw("POST", "/v1/claims/take", { holder: "bob", resources: [{ key: "deploy", mode: "exclusive" }] });
+    expect(blocked.status).toBe(409);
+    expect(blocked.body).toMatchObject({ error: "refused", refusal: { kind: "blocked", blocked: [{ key: "deploy", holders: ["alice"] }] } });
+    expect(await s.client.claimsList("deploy")).toMatchObject({ holders: ["alice"], owner: "alice" });
+    expect(await s.client.claimsRelease("alice", "deploy")).toMatchObject({ claims: true });
+    expect(await s.client.claimsList("deploy")).toMatchObject({ holders: [] });
+  });
+
+  it("reports the Raft member and the enrolled roster", async () => {
+    const r = (await s.client.roster()) as { enrolled: string[]; raft: { role: string; leader: string; voters: string[] } };
+    expect(r.enrolled).toEqual([s.daemon.self]);
+    expect(r.raft).toMatchObject({ role: "leader", leader: s.daemon.self, voters: [s.daemon.self] });
+    const st = (await s.client.status()) as { mode: string; control: { isWritable: boolean } };
+    expect(st).toMatchObject({ mode: "governed", control: { isWritable: true } });
+  });
+});
