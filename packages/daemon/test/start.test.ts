@@ -71,7 +71,6 @@ describe("startDaemon refuses what it cannot run, saying what to fix", () => {
     const noTok = await startError(startDaemon({ ...c, api: { ...c.api, tokenFile: short } }, { logger: silentLogger }));
     expect(noTok).toMatchObject({ reason: "token", message: expect.stringMatching(/cannot be read/) });
   });
-
 });
 
 describe("clean shutdown", () => {
