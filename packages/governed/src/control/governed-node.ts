@@ -437,9 +437,9 @@ class GovernedNode implements GovernedHeddleNode {
           const stop = (): void => attemptAbort.abort();
           abort.signal.addEventListener("abort", stop, { once: true });
           const attemptTimer = timers.set(stop, PROPOSE_ATTEMPT_TIMEOUT_MS);
+          let committedAt: LogIndex;
           try {
-            await this.#raft.propose(bytes, key, attemptAbort.signal);
-            return; // committed: the apply step resolves the waiter
+            committedAt = (await this.#raft.propose(bytes, key, attemptAbort.signal)).index;
           } catch (e) {
             if (settled) return;
             if (this.#shut) return w.reject(shutdownError(key));
@@ -453,9 +453,33 @@ class GovernedNode implements GovernedHeddleNode {
             timers.clear(attemptTimer);
             abort.signal.removeEventListener("abort", stop);
           }
+          // Committed. Usually the apply step of that entry resolves the waiter. But the leader's dedup cache
+          // (R-D4) answers a retry whose key it remembers with the index of the entry that already carries it, and
+          // when this node applied that entry before the retry began, no later step names the key again: once the
+          // index is applied here, the outcome recorded for the key is the answer.
+          try {
+            await this.#appliedThrough(committedAt, abort.signal);
+          } catch {
+            return; // settled meanwhile (timeout, abort), or the loop halted / shut down: the waiter was told
+          }
+          if (!settled) this.#answerFromRecord(key, committedAt);
+          return;
         }
       })();
     });
+  }
+
+  /**
+   * Answers the waiters of `key` from the session table once the entry at `index`, which carries `key`, is applied
+   * here (a retry coalesced by the leader's dedup cache, R-D4). A recorded outcome is replayed exactly as a
+   * duplicate entry would replay it. A pruned one (the key is below its client's ackFloor) answers `stale`, which
+   * is what an appended duplicate would have been decided as. `unknown` cannot follow an applied entry carrying the
+   * key; if it did, the waiter is left to its timeout rather than guessed at.
+   */
+  #answerFromRecord(key: ProposalKey, index: LogIndex): void {
+    const o = this.#state.outcomeOf(key);
+    if (o === "unknown") return;
+    this.#resolve(key, o === "pruned" ? { kind: "conflict", index, key, conflict: { reason: "stale", key } } : o);
   }
 
   /** The incarnation tripwire (§3.10, R-D3): this process's auto client id holds a seq it never issued. */

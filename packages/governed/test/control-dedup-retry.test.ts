@@ -1,0 +1,90 @@
+/**
+ * The leader's dedup cache (governed.md R-D4) meets the control plane's keyed retries (§3.10). With the cache on
+ * (`maxDedupKeys` default), a retry whose key the leader still remembers is not appended again: `propose` answers
+ * with the index of the entry that already carries the key. When that entry was applied here before the retry
+ * began, no later apply step will ever name the key again, so the retry must be answered from the outcome recorded
+ * at that index — not left waiting for an apply that never comes (it used to time out with `OutcomeUnknownError`).
+ */
+import { afterEach, describe, expect, it } from "vitest";
+import { OutcomeUnknownError } from "../src/index.ts";
+import type { ControlOutcome, ProposalKey } from "../src/index.ts";
+import { GovernedCluster, r } from "./support/governed-cluster.ts";
+import type { GovPeer } from "./support/governed-cluster.ts";
+
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const f of cleanups.splice(0)) await f();
+});
+
+/** How many entries of `p`'s persisted log carry `key`. */
+const carrying = (p: GovPeer, key: ProposalKey): number => p.disk.entries.filter((x) => x.key?.client === key.client && x.key.seq === key.seq).length;
+
+function cluster(seed: number): GovernedCluster {
+  const c = new GovernedCluster({ seed, voters: ["n1", "n2", "n3"], learners: ["l1"] });
+  cleanups.push(() => c.shutdown());
+  return c;
+}
+
+describe("keyed retries coalesced by the leader's dedup cache (R-D4) resolve from the recorded outcome", () => {
+  it("a durable-key retry after the act applied, on the leader, a follower and a learner: the first outcome, nothing appended, one mint each", async () => {
+    const c = cluster(41);
+    const leader = await c.elect();
+    const follower = c.live().find((p) => p !== leader && p.id !== "l1")!;
+    const learner = c.peer("l1");
+    for (const p of [leader, follower, learner]) {
+      const key = { client: `ops-${p.id}`, seq: 1 };
+      const first = await c.settle(p.gov.mint(r("n1"), 100n, { key, ackFloor: 1 }));
+      expect(first.kind).toBe("applied");
+      await c.until(() => c.allApplied(first.index!), 5_000, "every peer applying the mint");
+      const last = leader.raft.commitIndex.get();
+      // the timeout is far above a round trip: a retry that waited for a new apply would run into it
+      const again: ControlOutcome = await c.settle(p.gov.mint(r("n1"), 100n, { key, ackFloor: 1, timeoutMs: 3_000 }), 5_000);
+      expect(again, `retry on ${p.id}`).toEqual(first);
+      await c.run(100);
+      expect(carrying(leader, key), `entries carrying ${p.id}'s key`).toBe(1); // coalesced: no duplicate appended
+      expect(leader.raft.commitIndex.get()).toBe(last);
+    }
+    for (const p of c.live()) expect(p.gov.controlView().mintedTotal()).toBe(300n);
+    // a retry through another peer is another proposer's entry (other bytes): appended, and replayed, never re-applied
+    const key = { client: `ops-${leader.id}`, seq: 1 };
+    const recorded = leader.gov.controlView().outcomeOf(key);
+    expect(await c.settle(learner.gov.mint(r("n1"), 100n, { key, ackFloor: 1, timeoutMs: 3_000 }), 5_000)).toEqual(recorded);
+    await c.run(100);
+    expect(carrying(leader, key)).toBe(2);
+    for (const p of c.live()) expect(p.gov.controlView().mintedTotal()).toBe(300n);
+  }, 60_000);
+
+  it("an auto-key mint that timed out while its leader was cut off, then committed: the retry with its key returns the first outcome", async () => {
+    const c = cluster(42);
+    const leader = await c.elect();
+    c.net.partition([[leader.id]], "silent");
+    let err: unknown;
+    // shorter than check-quorum's step-down, so the entry stays in the leader's log and commits after the heal
+    await c.settle(leader.gov.mint(r("n1"), 100n, { timeoutMs: 100 }).catch((x: unknown) => (err = x)), 1_000);
+    expect(err).toBeInstanceOf(OutcomeUnknownError);
+    const key = (err as OutcomeUnknownError).key!;
+    c.net.heal();
+    await c.until(() => leader.gov.controlView().mintedTotal() === 100n, 5_000, "the timed-out mint committing after the heal");
+    const recorded = leader.gov.controlView().outcomeOf(key);
+    expect(recorded).toMatchObject({ kind: "applied", key });
+    const again = await c.settle(leader.gov.mint(r("n1"), 100n, { key, timeoutMs: 3_000 }), 5_000);
+    expect(again).toEqual(recorded);
+    await c.run(200);
+    const now = c.leader()!;
+    expect(carrying(now, key)).toBe(1);
+    for (const p of c.live()) expect(p.gov.controlView().mintedTotal()).toBe(100n);
+  }, 60_000);
+
+  it("a retry below its client's ackFloor that the leader coalesces answers stale, as an appended retry would", async () => {
+    const c = cluster(43);
+    const leader = await c.elect();
+    const k1 = { client: "ops", seq: 1 };
+    expect((await c.settle(leader.gov.mint(r("n1"), 1n, { key: k1, ackFloor: 1 }))).kind).toBe("applied");
+    // the next act promises never to retry seq 1 again, which prunes its outcome
+    expect((await c.settle(leader.gov.mint(r("n1"), 2n, { key: { client: "ops", seq: 2 }, ackFloor: 2 }))).kind).toBe("applied");
+    expect(leader.gov.controlView().outcomeOf(k1)).toBe("pruned");
+    const again = await c.settle(leader.gov.mint(r("n1"), 1n, { key: k1, ackFloor: 1, timeoutMs: 3_000 }), 5_000);
+    expect(again).toMatchObject({ kind: "conflict", key: k1, conflict: { reason: "stale", key: k1 } });
+    expect(leader.gov.controlView().mintedTotal()).toBe(3n);
+  }, 60_000);
+});
