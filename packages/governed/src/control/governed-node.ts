@@ -206,10 +206,11 @@ class GovernedNode implements GovernedHeddleNode {
     this.#snapshotEvery = opts.snapshotEvery ?? DEFAULT_SNAPSHOT_EVERY;
     this.claims = this.#claimsFamily(opts.claims ?? {});
     this.revocation = {
-      revoke: async (holder: ReplicaId, at: GroupId): Promise<{ kind: "notShipped" }> => {
+      // arguments are checked synchronously, like every verb's (§2.2): a bad one throws, it does not reject
+      revoke: (holder: ReplicaId, at: GroupId): Promise<{ kind: "notShipped" }> => {
         replicaArg(holder, "revoke: holder");
         groupArg(at, "revoke: at");
-        return { kind: "notShipped" };
+        return Promise.resolve({ kind: "notShipped" });
       },
     };
     void this.#applyLoop();
