@@ -450,6 +450,7 @@ class GovernedNode implements GovernedHeddleNode {
               return unknown(`${PROPOSE_ATTEMPTS} leaders in turn lost the proposal`, e);
             }
             if (!unanswered) await new Promise<void>((r) => timers.set(r, Math.min(PROPOSE_RETRY_BACKOFF_MS * 2 ** Math.min(round, 6), PROPOSE_ATTEMPT_TIMEOUT_MS)));
+            continue; // re-propose under the same key
           } finally {
             timers.clear(attemptTimer);
             abort.signal.removeEventListener("abort", stop);
