@@ -116,19 +116,41 @@ describe("a governed three-peer cluster of daemons, end to end", () => {
     expect((await heddle(["status", "--config", cfg(1)])).out).toContain("2 of 2 other peer(s) connected");
 
     // leadership moves by transfer (rolling restarts): asked of a follower it names the leader; asked of the leader it moves
-    const roster = await heddleJson(["roster", "--config", cfg(1)]);
-    const leader = roster.raft.leader as string;
-    const target = (roster.raft.voters as string[]).find((v) => v !== leader)!;
+    // (an election may move leadership between reading it and asking — it does under heavy CPU load, with 150–300 ms
+    // election timeouts — so each question is asked again, as an operator would, until the leader read before it
+    // still leads after it; the answers are then checked as they are)
     const idOf = async (i: number) => (await status(i)).self as string;
     const ids = await Promise.all([1, 2, 3].map(idOf));
-    const li = ids.indexOf(leader) + 1;
-    const fi = ids.indexOf(target) + 1;
-    const notLeader = await heddle(["leader", "transfer", target, "--config", cfg(fi)]);
+    const leaderNow = async () => (await heddleJson(["roster", "--config", cfg(1)])).raft as { leader: string; voters: string[] };
+    let leader = "";
+    let target = "";
+    let notLeader = { code: -1, out: "", err: "" };
+    for (let attempt = 0; attempt < 10; attempt++) {
+      const raft = await leaderNow();
+      if (!raft.leader) {
+        await new Promise((r) => setTimeout(r, 200)); // mid-election
+        continue;
+      }
+      leader = raft.leader;
+      target = raft.voters.find((v) => v !== leader)!;
+      notLeader = await heddle(["leader", "transfer", target, "--config", cfg(ids.indexOf(target) + 1)]);
+      if ((await leaderNow()).leader === leader) break;
+    }
     expect(notLeader.code).toBe(EXIT.refused);
     expect(notLeader.err).toContain(`run it against the leader, ${leader}`);
-    const moved = await heddle(["leader", "transfer", target, "--config", cfg(li)]);
+    let moved = { code: -1, out: "", err: "" };
+    for (let attempt = 0; attempt < 10; attempt++) {
+      moved = await heddle(["leader", "transfer", target, "--config", cfg(ids.indexOf(leader) + 1)]);
+      if (moved.code !== EXIT.refused) break;
+      await new Promise((r) => setTimeout(r, 200));
+      const raft = await leaderNow(); // it no longer led when asked: ask whoever leads now
+      if (!raft.leader) continue;
+      leader = raft.leader;
+      if (target === leader) target = raft.voters.find((v) => v !== leader)!;
+    }
     expect(moved.code, moved.err).toBe(0);
     expect(moved.out).toBe(`leader is now ${target}\n`);
+    const li = ids.indexOf(leader) + 1;
     expect((await heddle(["mint", "1", "--idempotency-key", "after-transfer", "--config", cfg(li)])).code).toBe(0);
 
     // converge
