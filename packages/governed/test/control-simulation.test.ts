@@ -27,7 +27,7 @@ describe("control-plane simulation: 3 voters + 2 learners, faults, keyed retries
       totals.runs++;
       for (const k of Object.keys(totals) as (keyof typeof totals)[]) if (k !== "runs") totals[k] += r[k] as number;
       // a nightly-size run reports its progress, so a run cut short still says how far it got
-      if (SEEDS >= 1_000 && totals.runs % 250 === 0) console.log(`control simulation: seeds ${FIRST}…${seed} passed (${totals.runs}/${SEEDS})`);
+      if (SEEDS >= 1_000 && totals.runs % 25 === 0) console.log(`control simulation: seeds ${FIRST}…${seed} passed (${totals.runs}/${SEEDS})`);
     }
     console.log(`control simulation: ${JSON.stringify(totals)}`);
     if (SEEDS >= 20) {
