@@ -87,4 +87,20 @@ describe("keyed retries coalesced by the leader's dedup cache (R-D4) resolve fro
     expect(again).toMatchObject({ kind: "conflict", key: k1, conflict: { reason: "stale", key: k1 } });
     expect(leader.gov.controlView().mintedTotal()).toBe(3n);
   }, 60_000);
+
+  it("a key reused for another command, retried so the leader coalesces it, answers keyReuse again — not the first command's outcome", async () => {
+    const c = cluster(44);
+    const leader = await c.elect();
+    const k = { client: "ops", seq: 1 };
+    const first = await c.settle(leader.gov.mint(r("n1"), 5n, { key: k, ackFloor: 1 }));
+    expect(first.kind).toBe("applied");
+    const misuse = await c.settle(leader.gov.mint(r("n1"), 6n, { key: k, ackFloor: 1 }));
+    expect(misuse).toMatchObject({ kind: "conflict", key: k, conflict: { reason: "keyReuse", key: k } });
+    await c.until(() => leader.gov.controlView().appliedIndex >= misuse.index!, 1_000, "the misuse applied");
+    const again = await c.settle(leader.gov.mint(r("n1"), 6n, { key: k, ackFloor: 1, timeoutMs: 3_000 }), 5_000);
+    expect(again).toEqual(misuse);
+    await c.run(100);
+    expect(carrying(leader, k)).toBe(2); // the misuse's retry was coalesced with the misuse's entry
+    expect(leader.gov.controlView().mintedTotal()).toBe(5n);
+  }, 60_000);
 });

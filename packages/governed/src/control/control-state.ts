@@ -193,6 +193,22 @@ export class ControlState implements ControlView {
     return key.seq < s.floor ? "pruned" : "unknown";
   }
 
+  /**
+   * What a duplicate entry of `(key, cmd)` at `index` would be answered now, without applying anything (§3.3 step 5
+   * as a read): `stale` below the client's floor, the recorded outcome when the digests match, `keyReuse` when they
+   * differ, `null` when nothing is recorded. The shell answers a retry the leader's dedup cache (R-D4) coalesced
+   * with an entry already applied here by it.
+   */
+  replayOf(key: ProposalKey, cmd: ControlCommand, index: LogIndex): ControlOutcome | null {
+    const s = this.#sessions.get(key.client);
+    if (s === undefined) return null;
+    if (key.seq < s.floor) return { kind: "conflict", index, key, conflict: { reason: "stale", key } };
+    const prior = s.outcomes.get(key.seq);
+    if (prior === undefined) return null;
+    if (prior.digest === digestOf(cmd)) return prior.outcome;
+    return { kind: "conflict", index, key, conflict: { reason: "keyReuse", key } };
+  }
+
   /** What the session table holds for `client`: its floor and the highest recorded seq (the incarnation tripwire). */
   sessionOf(client: string): { readonly floor: number; readonly highestSeq: number } | undefined {
     const s = this.#sessions.get(client);

@@ -464,7 +464,7 @@ class GovernedNode implements GovernedHeddleNode {
           } catch {
             return; // settled meanwhile (timeout, abort), or the loop halted / shut down: the waiter was told
           }
-          if (!settled) this.#answerFromRecord(key, committedAt);
+          if (!settled) this.#answerFromRecord(key, cmd, committedAt);
           return;
         }
       })();
@@ -472,16 +472,15 @@ class GovernedNode implements GovernedHeddleNode {
   }
 
   /**
-   * Answers the waiters of `key` from the session table once the entry at `index`, which carries `key`, is applied
-   * here (a retry coalesced by the leader's dedup cache, R-D4). A recorded outcome is replayed exactly as a
-   * duplicate entry would replay it. A pruned one (the key is below its client's ackFloor) answers `stale`, which
-   * is what an appended duplicate would have been decided as. `unknown` cannot follow an applied entry carrying the
-   * key; if it did, the waiter is left to its timeout rather than guessed at.
+   * Answers the waiters of `key` from the session table once the entry at `index`, which carries `key` and `cmd`, is
+   * applied here (a retry coalesced by the leader's dedup cache, R-D4): exactly what an appended duplicate would have
+   * been answered — the recorded outcome, `stale` below the client's floor, `keyReuse` if the key was recorded for
+   * another command. Nothing recorded cannot follow an applied entry carrying the key; if it did, the waiter is left
+   * to its timeout rather than guessed at.
    */
-  #answerFromRecord(key: ProposalKey, index: LogIndex): void {
-    const o = this.#state.outcomeOf(key);
-    if (o === "unknown") return;
-    this.#resolve(key, o === "pruned" ? { kind: "conflict", index, key, conflict: { reason: "stale", key } } : o);
+  #answerFromRecord(key: ProposalKey, cmd: ControlCommand, index: LogIndex): void {
+    const o = this.#state.replayOf(key, cmd, index);
+    if (o !== null) this.#resolve(key, o);
   }
 
   /** The incarnation tripwire (§3.10, R-D3): this process's auto client id holds a seq it never issued. */
