@@ -76,7 +76,7 @@ export abstract class Backend {
     this.#seams.set(id, s);
   }
 
-  protected govern(id: string, log: ControlLog, incarnation = randomUUID()): GovernedHeddleNode {
+  protected govern(id: string, log: ControlLog, incarnation: string = randomUUID()): GovernedHeddleNode {
     return heddleGoverned({
       seam: this.seam(id),
       self: ReplicaId(id),
