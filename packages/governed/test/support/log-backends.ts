@@ -15,7 +15,7 @@ import { memoryStore, MemoryNetwork, realTimers, seededRandom } from "@heddle/no
 import type { HeddleConfig, Seam } from "@heddle/node";
 import type { ClaimsOptions } from "@heddle/claims";
 import { etcdControlLog, heddleGoverned, memoryRaftStorage, raftChannelTransport, raftNode } from "../../src/index.ts";
-import type { ControlLog, EtcdControlLog, GovernedHeddleNode, RaftConfig, RaftNode } from "../../src/index.ts";
+import type { ControlLog, EtcdControlLog, GovernedHeddleNode, RaftConfig, RaftNode, RaftStorage } from "../../src/index.ts";
 import { CutProxy, EtcdCluster, sleep } from "./etcd-cluster.ts";
 
 export type BackendName = "raft" | "etcd";
@@ -37,6 +37,8 @@ export interface BackendOptions {
   readonly etcd?: EtcdCluster;
   /** Fast Raft timing for tests. */
   readonly raft?: Partial<RaftConfig>;
+  /** Raft: each member's storage (default in memory). */
+  readonly raftStorage?: (id: string) => RaftStorage;
 }
 
 const FAST_RAFT: Partial<RaftConfig> = { heartbeatMs: 20, electionTimeoutMinMs: 150, electionTimeoutMaxMs: 300 };
@@ -138,7 +140,7 @@ export class RaftBackend extends Backend {
     return raftNode({
       cluster: { voters: this.ids, learners: [] },
       transport: raftChannelTransport(this.seam(id)),
-      storage: memoryRaftStorage(),
+      storage: this.opts.raftStorage?.(id) ?? memoryRaftStorage(),
       timers: realTimers,
       random: seededRandom(100 + this.ids.indexOf(id)),
       config: { ...FAST_RAFT, ...this.opts.raft },
