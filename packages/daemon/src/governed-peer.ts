@@ -4,7 +4,7 @@
 import { randomUUID } from "node:crypto";
 import { join } from "node:path";
 import type { AttachmentId, AttachmentRecord, ReplicaId } from "@heddle/ledger";
-import { raftChannelTransport, raftNode, sqliteRaftStorage, type ControlLog, type RaftNode } from "@heddle/governed";
+import { raftChannelTransport, raftNode, sqliteRaftStorage, type ControlLog, type EtcdControlLog, type RaftNode } from "@heddle/governed";
 import { realTimers, type EventStream, type HeddleConfig, type PartitionEvent, type Seam } from "@heddle/node";
 import type { GovernedMode } from "./config.ts";
 import type { CallOptions, ClaimsVerbs, ControlOutcome, ControlPlane, ControlView, RosterView } from "./control-plane.ts";
@@ -81,7 +81,8 @@ export function governedControlPlane(g: GovernedNodeLike, raft: ControlLog): Con
 /** A started governed peer. */
 export interface GovernedPeer {
   readonly node: GovernedNodeLike;
-  readonly raft: ControlLog;
+  /** The Raft member, or the etcd log (`mode.etcd`). */
+  readonly raft: RaftNode | EtcdControlLog;
   readonly control: ControlPlane;
   /** Stops the enroll loop, the node and the Raft member. */
   close(): Promise<void>;
@@ -103,9 +104,22 @@ export async function startGovernedPeer(o: {
   config: HeddleConfig;
   logger: Logger;
 }): Promise<GovernedPeer> {
-  const raft = o.mode.etcd !== undefined ? await openEtcdLog(o.mode.etcd, o.self) : await startRaft(o);
+  const raft: RaftNode | EtcdControlLog = o.mode.etcd !== undefined ? await openEtcdLog(o.mode.etcd, o.self) : raftNode({
+    cluster: { voters: [...o.mode.voters], learners: [...o.mode.learners] },
+    transport: raftChannelTransport(o.seam, (m) => o.logger.warn(m)),
+    storage: sqliteRaftStorage(join(o.storeDir, "raft.sqlite"), { thread: "worker" }),
+    timers: realTimers,
+    random: Math.random,
+    config: o.mode.raft,
+    defer: (fn) => void setImmediate(fn),
+  });
+  try {
+    await raft.started;
+  } catch (e) {
+    await raft.close().catch(() => {});
+    throw e;
+  }
   let node: GovernedNodeLike;
-
   try {
     node = o.heddleGoverned({ seam: o.seam, self: o.self, root: o.mode.root, config: o.config, raft, incarnation: randomUUID() });
   } catch (e) {
@@ -141,24 +155,4 @@ export async function startGovernedPeer(o: {
       await raft.close();
     },
   };
-}
-
-/** The embedded Raft member: its log in SQLite under store.dir, its frames on channel 4 of the peer's seam. */
-async function startRaft(o: { seam: Seam; mode: GovernedMode; storeDir: string; logger: Logger }): Promise<RaftNode> {
-  const raft = raftNode({
-    cluster: { voters: [...o.mode.voters], learners: [...o.mode.learners] },
-    transport: raftChannelTransport(o.seam, (m) => o.logger.warn(m)),
-    storage: sqliteRaftStorage(join(o.storeDir, "raft.sqlite"), { thread: "worker" }),
-    timers: realTimers,
-    random: Math.random,
-    config: o.mode.raft,
-    defer: (fn) => void setImmediate(fn),
-  });
-  try {
-    await raft.started;
-  } catch (e) {
-    await raft.close().catch(() => {});
-    throw e;
-  }
-  return raft;
 }
