@@ -77,20 +77,38 @@ const start = async (name: BackendName, opts: Parameters<typeof startBackend>[1]
 describe.each(["raft", "etcd"] as const)("ControlLog conformance: %s", (name) => {
   it("orders concurrent proposals from every member identically on every member", async () => {
     const b = await start(name);
-    const proposed = await Promise.all(
-      b.members.flatMap((m, i) => Array.from({ length: 20 }, (_, k) => m.log.propose(te.encode(`p-${i}-${k}`), null).then((r) => ({ text: `p-${i}-${k}`, index: r.index })))),
-    );
+    // a Raft proposal may be refused across an election (LeadershipLostError: it may still commit); it is retried,
+    // so a retried payload may appear twice — every other payload exactly once
+    const retried = new Set<string>();
+    const propose = async (m: { log: ControlLog }, text: string): Promise<{ text: string; index: number }> => {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return { text, index: (await m.log.propose(te.encode(text), null)).index };
+        } catch (e) {
+          if (attempt >= 20) throw e;
+          retried.add(text);
+          await sleep(50);
+        }
+      }
+    };
+    const proposed = await Promise.all(b.members.flatMap((m, i) => Array.from({ length: 20 }, (_, k) => propose(m, `p-${i}-${k}`))));
     const want = new Set(proposed.map((p) => p.text));
-    const seen = await Promise.all(b.members.map((m) => readUntil(m.log, 1, (items) => payloads(items).filter((p) => want.has(p.text)).length === want.size)));
-    const orders = seen.map((items) => payloads(items).filter((p) => want.has(p.text)));
-    for (const o of orders) expect(o).toEqual(orders[0]);
-    expect(new Set(orders[0]!.map((p) => p.text)).size).toBe(want.size); // each once
+    const covered = (items: Committed[]): boolean => new Set(payloads(items).filter((p) => want.has(p.text)).map((p) => p.text)).size === want.size;
+    const seen = await Promise.all(b.members.map((m) => readUntil(m.log, 1, covered)));
+    const upTo = Math.min(...seen.map((items) => indexOf(items.at(-1)!)));
+    const orders = seen.map((items) => payloads(items).filter((p) => want.has(p.text) && p.index <= upTo));
+    for (const o of orders) expect(o).toEqual(orders[0]); // the same entries at the same indexes on every member
+    expect(new Set(orders[0]!.map((p) => p.text)).size).toBe(want.size);
+    for (const t of want) if (!retried.has(t)) expect(orders[0]!.filter((p) => p.text === t).length).toBe(1);
     const at = new Map(orders[0]!.map((p) => [p.index, p.text]));
     for (const p of proposed) expect(at.get(p.index)).toBe(p.text); // propose answered the entry's own index
-    // each member's own proposals appear in the order it made them (one client's pipeline is FIFO)
-    for (let i = 0; i < b.members.length; i++) {
-      const mine = orders[0]!.filter((p) => p.text.startsWith(`p-${i}-`)).map((p) => Number(p.text.split("-")[2]));
-      expect(mine).toEqual([...mine].sort((x, y) => x - y));
+    if (name === "etcd") {
+      // one process's proposals are appended in the order it made them (its queue is FIFO); Raft does not promise
+      // this (forwarding and leader changes can reorder one client's concurrent proposals, governed.md §3.10)
+      for (let i = 0; i < b.members.length; i++) {
+        const mine = orders[0]!.filter((p) => p.text.startsWith(`p-${i}-`)).map((p) => Number(p.text.split("-")[2]));
+        expect(mine).toEqual([...mine].sort((x, y) => x - y));
+      }
     }
   }, 60_000);
 
