@@ -1,6 +1,7 @@
 // The schema of one peer's config file (JSON). Documented field by field in the package README.
 import { Type, type Static } from "@sinclair/typebox";
 import { Amount, Id, Obj, WeightText } from "./schema.ts";
+import { EtcdLogSchema } from "./etcd-config.ts";
 
 /** The config file format version this build reads. */
 export const CONFIG_VERSION = 1;
@@ -40,7 +41,7 @@ export const GovernedModeSchema = Obj(
   {
     kind: Type.Literal("governed"),
     root: Id("the root group"),
-    voters: Type.Array(Id("a voter's peer id", 128), { minItems: 1, maxItems: 7, description: "Raft voters (3 or 5 recommended)" }),
+    voters: Type.Array(Id("a voter's peer id", 128), { maxItems: 7, description: "Raft voters (3 or 5 recommended; at least one unless mode.etcd is set)" }),
     learners: Type.Array(Id("a learner's peer id", 128), { maxItems: 1024, description: "Raft learners (apply the log, never vote)" }),
     raft: Type.Optional(
       Obj({
@@ -49,6 +50,7 @@ export const GovernedModeSchema = Obj(
         heartbeatIntervalMs: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000 })),
       }),
     ),
+    etcd: Type.Optional(EtcdLogSchema),
   },
   { description: "governed mode: mint, reshape, enroll and claims through the Raft log" },
 );

@@ -1,6 +1,7 @@
 // Reading a peer's config file: parse, check against the schema, check what a schema cannot say
 // (cross-field rules), resolve relative paths, fill in defaults.
 import { readFileSync } from "node:fs";
+import { resolveEtcdLog, type EtcdLogSettings } from "./etcd-config.ts";
 import { dirname, isAbsolute, resolve } from "node:path";
 import { isIP } from "node:net";
 import { AttachmentId, GroupId, ReplicaId, Weight } from "@heddle/ledger";
@@ -41,6 +42,8 @@ export interface GovernedMode {
   readonly voters: readonly string[];
   readonly learners: readonly string[];
   readonly raft: { electionTimeoutMinMs?: number; electionTimeoutMaxMs?: number; heartbeatIntervalMs?: number };
+  /** Set: the control log lives on this etcd cluster instead of the embedded Raft (issue 18). */
+  readonly etcd?: EtcdLogSettings;
 }
 
 /** Node tunables with their defaults filled in (amounts as bigint). */
@@ -149,7 +152,7 @@ export function parseConfig(doc: unknown, file: string | null = null): DaemonCon
   if (m !== undefined && m !== null && typeof m === "object" && (m.kind === "static" || m.kind === "governed")) {
     const mr = m.kind === "static" ? staticMode.check(m) : governedMode.check(m);
     if (!mr.ok) for (const i of mr.issues) issues.push({ field: i.field === "(document)" ? "mode" : `mode.${i.field}`, problem: i.problem });
-    else mode = resolveMode(mr.value as PeerConfigDocument["mode"], rosterIds, issues);
+    else mode = resolveMode(mr.value as PeerConfigDocument["mode"], rosterIds, issues, file === null ? process.cwd() : dirname(file));
   }
   if (issues.length > 0) throw new ConfigError(file, issues);
 
@@ -224,7 +227,7 @@ export function splitHostPort(s: string): [string, string] {
   return [s.slice(0, i), s.slice(i + 1)];
 }
 
-function resolveMode(m: PeerConfigDocument["mode"], rosterIds: readonly string[] | null, issues: FieldIssue[]): StaticMode | GovernedMode {
+function resolveMode(m: PeerConfigDocument["mode"], rosterIds: readonly string[] | null, issues: FieldIssue[], base: string): StaticMode | GovernedMode {
   // With a broken roster (already reported), membership checks would only repeat that problem.
   const roster = { has: (id: string) => rosterIds === null || rosterIds.includes(id) };
   if (m.kind === "governed") {
@@ -238,7 +241,9 @@ function resolveMode(m: PeerConfigDocument["mode"], rosterIds: readonly string[]
       if (!roster.has(l)) issues.push({ field: `mode.learners[${i}]`, problem: `names ${l}, which is not in the roster` });
       if (voters.has(l)) issues.push({ field: `mode.learners[${i}]`, problem: `${l} is also a voter` });
     });
-    return { kind: "governed", root: GroupId(m.root), voters: [...m.voters], learners: [...m.learners], raft: { ...(m.raft ?? {}) } };
+    if (m.voters.length === 0 && m.etcd === undefined) issues.push({ field: "mode.voters", problem: "is empty: name at least one Raft voter, or set mode.etcd to keep the control log on etcd" });
+    const etcd = m.etcd === undefined ? undefined : resolveEtcdLog(m.etcd, base, issues);
+    return { kind: "governed", root: GroupId(m.root), voters: [...m.voters], learners: [...m.learners], raft: { ...(m.raft ?? {}) }, ...(etcd !== undefined ? { etcd } : {}) };
   }
   const supply = new Map<ReplicaId, bigint>();
   let total = 0n;

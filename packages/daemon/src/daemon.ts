@@ -26,11 +26,12 @@ import type { ControlPlane } from "./control-plane.ts";
 import type { DataPlane } from "./data-plane.ts";
 import { heddleGoverned } from "@heddle/governed";
 import { startGovernedPeer } from "./governed-peer.ts";
+import { EtcdStartError } from "./etcd-log.ts";
 import { createLogger, type Logger } from "./log.ts";
 import { Scheduler } from "./scheduler.ts";
 
 /** Why a daemon did not start; `reason` says which input to fix. */
-export type DaemonStartReason = "config" | "key" | "token" | "tls" | "store" | "p2p-port" | "api-port" | "raft";
+export type DaemonStartReason = "config" | "key" | "token" | "tls" | "store" | "p2p-port" | "api-port" | "raft" | "etcd";
 
 /** A daemon that could not start, with a message that says what to do. */
 export class DaemonStartError extends Error {
@@ -207,6 +208,7 @@ export async function startDaemon(configOrPath: DaemonConfig | string, opts: Sta
         partitionEvents = peer.node.partitionEvents;
       }
     } catch (e) {
+      if (e instanceof EtcdStartError) throw new DaemonStartError("etcd", `${e.message} (config ${config.file ?? "(inline)"})`, { cause: e });
       if (e instanceof StoreMismatchError) {
         throw new DaemonStartError("store", `store ${storePath} belongs to another cluster or peer (${e.message}); point store.dir at this cluster's store or at an empty directory`, { cause: e });
       }

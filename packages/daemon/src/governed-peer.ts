@@ -4,12 +4,13 @@
 import { randomUUID } from "node:crypto";
 import { join } from "node:path";
 import type { AttachmentId, AttachmentRecord, ReplicaId } from "@heddle/ledger";
-import { raftChannelTransport, raftNode, sqliteRaftStorage, type RaftNode } from "@heddle/governed";
+import { raftChannelTransport, raftNode, sqliteRaftStorage, type ControlLog, type EtcdControlLog, type RaftNode } from "@heddle/governed";
 import { realTimers, type EventStream, type HeddleConfig, type PartitionEvent, type Seam } from "@heddle/node";
 import type { GovernedMode } from "./config.ts";
 import type { CallOptions, ClaimsVerbs, ControlOutcome, ControlPlane, ControlView, RosterView } from "./control-plane.ts";
 import type { DataPlane } from "./data-plane.ts";
 import type { Logger } from "./log.ts";
+import { openEtcdLog } from "./etcd-log.ts";
 
 /** What the daemon uses of a `GovernedHeddleNode` (governed.md §2.2). */
 export interface GovernedNodeLike extends Omit<DataPlane, "self"> {
@@ -31,7 +32,7 @@ export interface GovernedNodeLike extends Omit<DataPlane, "self"> {
 }
 
 /** `heddleGoverned`'s signature (governed.md §2.1), as the daemon calls it. */
-export type HeddleGovernedFn = (opts: { seam: Seam; self: ReplicaId; root: GovernedMode["root"]; config: HeddleConfig; raft: RaftNode; incarnation: string }) => GovernedNodeLike;
+export type HeddleGovernedFn = (opts: { seam: Seam; self: ReplicaId; root: GovernedMode["root"]; config: HeddleConfig; raft: ControlLog; incarnation: string }) => GovernedNodeLike;
 
 /** An error the API maps to 409 `refused` with `refusal.kind = "not-leader"`. */
 export class NotLeaderHereError extends Error {
@@ -44,8 +45,10 @@ export class NotLeaderHereError extends Error {
   }
 }
 
-/** The `ControlPlane` of a governed node and its Raft member. */
-export function governedControlPlane(g: GovernedNodeLike, raft: RaftNode): ControlPlane {
+const isRaft = (log: ControlLog): log is RaftNode => "membership" in log && "transferLeadership" in log;
+
+/** The `ControlPlane` of a governed node and its control log (a Raft member, or etcd's log: `mode.etcd`). */
+export function governedControlPlane(g: GovernedNodeLike, raft: ControlLog): ControlPlane {
   return {
     mint: (h, a, o) => g.mint(h, a, o),
     prepare: (r, o) => g.prepare(r, o),
@@ -62,10 +65,13 @@ export function governedControlPlane(g: GovernedNodeLike, raft: RaftNode): Contr
     controlView: () => g.controlView(),
     sync: (o) => g.sync(o),
     raft: () => {
+      // on etcd, heddle peers are clients: no voters of ours; the commit index is this peer's applied index
+      if (!isRaft(raft)) return { role: "etcd", leader: raft.leader.get(), commitIndex: g.controlView().appliedIndex, voters: [], learners: [] };
       const m = raft.membership.get();
       return { role: raft.role.get(), leader: raft.leader.get(), commitIndex: raft.commitIndex.get(), voters: [...m.voters], learners: [...m.learners] };
     },
     async transferLeadership(to) {
+      if (!isRaft(raft)) throw new Error("the control log is on etcd (mode.etcd): move etcd's leader with `etcdctl move-leader`");
       if (raft.role.get() !== "leader") throw new NotLeaderHereError(raft.leader.get());
       await raft.transferLeadership(to);
     },
@@ -75,7 +81,8 @@ export function governedControlPlane(g: GovernedNodeLike, raft: RaftNode): Contr
 /** A started governed peer. */
 export interface GovernedPeer {
   readonly node: GovernedNodeLike;
-  readonly raft: RaftNode;
+  /** The Raft member, or the etcd log (`mode.etcd`). */
+  readonly raft: RaftNode | EtcdControlLog;
   readonly control: ControlPlane;
   /** Stops the enroll loop, the node and the Raft member. */
   close(): Promise<void>;
@@ -97,7 +104,7 @@ export async function startGovernedPeer(o: {
   config: HeddleConfig;
   logger: Logger;
 }): Promise<GovernedPeer> {
-  const raft = raftNode({
+  const raft: RaftNode | EtcdControlLog = o.mode.etcd !== undefined ? await openEtcdLog(o.mode.etcd, o.self) : raftNode({
     cluster: { voters: [...o.mode.voters], learners: [...o.mode.learners] },
     transport: raftChannelTransport(o.seam, (m) => o.logger.warn(m)),
     storage: sqliteRaftStorage(join(o.storeDir, "raft.sqlite"), { thread: "worker" }),

@@ -48,6 +48,7 @@ export { raftNode, MAX_TRACE_BUFFER, TICK_MS } from "./raft/node.ts";
 export type { GovernedOptions, GovernedHeddleNode, GovernedClaims, RevocationSeam, RevocationOutcome } from "./control/governed-node.ts";
 export { heddleGoverned, DEFAULT_CALL_TIMEOUT_MS, DEFAULT_SNAPSHOT_EVERY, PROPOSE_ATTEMPTS, PROPOSE_ATTEMPT_TIMEOUT_MS, PROPOSE_RETRY_BACKOFF_MS } from "./control/governed-node.ts";
 export type { CallOptions } from "./control/call-arguments.ts";
+export type { ControlLog } from "./control/control-log.ts";
 export type { ControlView, ControlStateOptions, AppliedStep } from "./control/control-state.ts";
 export { ControlState, CONTROL_STATE_FORMAT, mintIdOf } from "./control/control-state.ts";
 export type { ControlOutcome, ControlConflict, ClaimsResult, Amount } from "./control/outcome.ts";
@@ -57,3 +58,19 @@ export { encodeEnvelope, decodeEntry, digestOf, CONTROL_MAGIC, CONTROL_VERSION, 
 export type { RosterView, RosterTransition } from "./control/roster.ts";
 export { RosterOrderError } from "./control/roster.ts";
 export { OutcomeUnknownError, IncarnationReusedError, ControlPlaneHaltedError } from "./control/errors.ts";
+
+// ---- the control log on an existing etcd cluster (issue 18) ----
+export type { EtcdControlLog, EtcdControlLogOptions } from "./etcd/etcd-log.ts";
+export {
+  etcdControlLog,
+  EtcdUnreachableError,
+  EtcdLogCorruptError,
+  DEFAULT_ETCD_PREFIX,
+  ETCD_BATCH_ENTRIES,
+  ETCD_BATCH_BYTES,
+  ETCD_SNAPSHOT_CHUNK_BYTES,
+  ETCD_READ_BATCH,
+  ETCD_MAX_QUEUED_PROPOSALS,
+  encodeEtcdEntry,
+  decodeEtcdEntry,
+} from "./etcd/etcd-log.ts";

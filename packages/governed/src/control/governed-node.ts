@@ -12,7 +12,7 @@ import type { ClaimsOptions, ClaimsTable, TakeRequest } from "@heddle/claims";
 import { heddleStatic } from "@heddle/node";
 import type { ControlSink, HeddleConfig, HeddleNode, Seam } from "@heddle/node";
 import { LeadershipLostError, NodeShutdownError, NotLeaderError } from "../raft/errors.ts";
-import type { RaftNode } from "../raft/node.ts";
+import type { ControlLog } from "./control-log.ts";
 import type { Committed, LogIndex, ProposalKey } from "../raft/types.ts";
 import { AUTO_CLIENT_PREFIX, amountArg, callOptionsArg, claimsStringArg, edgeArg, groupArg, recordArg, replicaArg, takeArg } from "./call-arguments.ts";
 import type { CallOptions } from "./call-arguments.ts";
@@ -53,8 +53,11 @@ export interface GovernedOptions {
   readonly root: GroupId;
   /** Time, randomness and the store come from here; the Raft node must run on the same `config.timers`. */
   readonly config: HeddleConfig;
-  /** Required, dedicated to this package's log (G2). Its id must equal `self` (G1). */
-  readonly raft: RaftNode;
+  /**
+   * Required, dedicated to this package's log (G2): a `RaftNode`, or any other `ControlLog` (e.g. `etcdControlLog`).
+   * Its id must equal `self` (G1).
+   */
+  readonly raft: ControlLog;
   /** Unique per process start (e.g. `crypto.randomUUID()`); never from a seeded PRNG in production. */
   readonly incarnation: string;
   /** The replicated claims table's options: identical on every peer, unchanged for the life of the log. */
@@ -148,9 +151,9 @@ const keyId = (k: ProposalKey): string => `${k.client}\u0000${k.seq}`;
 
 function validateOptions(o: GovernedOptions): void {
   if (typeof o !== "object" || o === null) throw new TypeError("heddleGoverned needs an options object");
-  const raft = o.raft as Partial<RaftNode> | undefined;
+  const raft = o.raft as Partial<ControlLog> | undefined;
   if (typeof raft !== "object" || raft === null || typeof raft.propose !== "function" || typeof raft.committedFrom !== "function") {
-    throw new TypeError("raft: a RaftNode is required (governed mode has no nullable-consensus variant)");
+    throw new TypeError("raft: a RaftNode (or another ControlLog) is required (governed mode has no nullable-consensus variant)");
   }
   if (raft.id !== o.self) throw new RangeError(`raft: its id ${JSON.stringify(raft.id)} must equal self ${JSON.stringify(o.self)} (G1)`);
   if (typeof o.incarnation !== "string") throw new TypeError("incarnation: must be a string, unique per process start");
@@ -179,7 +182,7 @@ class GovernedNode implements GovernedHeddleNode {
   readonly #opts: GovernedOptions;
   readonly #node: HeddleNode;
   readonly #sink: ControlSink;
-  readonly #raft: RaftNode;
+  readonly #raft: ControlLog;
   readonly #state: ControlState;
   readonly #autoClient: string;
   readonly #snapshotEvery: number;
@@ -226,14 +229,15 @@ class GovernedNode implements GovernedHeddleNode {
     return this.#node.partitionEvents;
   }
 
+  /** Own enroll applied and not departed — and the log reachable, when it reports that (`ControlLog.available`). */
   get isWritable(): boolean {
-    return this.#writable;
+    return this.#writable && (this.#raft.available?.get() ?? true);
   }
 
   reserve: HeddleNode["reserve"] = (leaf, maximumCost) => {
     if (typeof leaf !== "string") throw new TypeError("reserve: leaf must be a GroupId");
     if (typeof maximumCost !== "bigint") throw new TypeError("reserve: maximumCost must be a bigint");
-    if (!this.#writable) return { ok: false, refusal: { kind: "not-writable" } };
+    if (!this.isWritable) return { ok: false, refusal: { kind: "not-writable" } };
     return this.#node.reserve(leaf, maximumCost);
   };
 
@@ -250,7 +254,7 @@ class GovernedNode implements GovernedHeddleNode {
 
   schedule: HeddleNode["schedule"] = (parent) => {
     if (typeof parent !== "string") throw new TypeError("schedule: parent must be a GroupId");
-    if (!this.#writable) return { grants: [], seated: [], clamped: [] };
+    if (!this.isWritable) return { grants: [], seated: [], clamped: [] };
     return this.#node.schedule(parent);
   };
 

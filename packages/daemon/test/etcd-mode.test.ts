@@ -1,0 +1,120 @@
+// Governed mode with the control log on etcd (issue 18): `mode.etcd` in the config file (errors name the key), a
+// clear start error when etcd does not answer, and a daemon whose control plane runs on a real etcd.
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { etcdControlLog } from "@heddle/governed";
+import { ConfigError, DaemonStartError, initCluster, parseConfig, silentLogger, startDaemon, loadConfig, type InitPeer } from "../src/index.ts";
+import { EtcdCluster, freePort } from "../../governed/test/support/etcd-cluster.ts";
+import { soloDaemon } from "./support/embedded.ts";
+import type { GovernedMode } from "../src/index.ts";
+
+let dir: string;
+let peers: InitPeer[];
+let base: Record<string, any>;
+let etcd: EtcdCluster;
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), "heddle-etcd-mode-"));
+  peers = await initCluster({ dir: join(dir, "c"), peers: 3, mode: "governed", basePort: 21_000 });
+  base = JSON.parse(readFileSync(peers[0]!.config, "utf8"));
+  etcd = await EtcdCluster.start(1);
+}, 60_000);
+afterAll(async () => {
+  await etcd?.stop();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+function issuesOf(doc: unknown): { field: string; problem: string }[] {
+  try {
+    parseConfig(doc, join(dir, "x.json"));
+  } catch (e) {
+    expect(e).toBeInstanceOf(ConfigError);
+    return [...(e as ConfigError).issues];
+  }
+  throw new Error("the config was accepted");
+}
+
+const withEtcd = (etcdBlock: unknown, voters?: string[]): unknown => {
+  const d = structuredClone(base);
+  d.mode.etcd = etcdBlock;
+  if (voters !== undefined) d.mode.voters = voters;
+  return d;
+};
+
+describe("config: mode.etcd", () => {
+  it("resolves endpoints, prefix, TLS files (relative to the config file) and auth; voters may then be empty", () => {
+    const c = parseConfig(
+      withEtcd({ endpoints: ["https://10.0.0.1:2379", "https://10.0.0.2:2379"], prefix: "prod/heddle/", tls: { caFile: "ca.pem", certFile: "/etc/c.pem", keyFile: "k.pem" }, auth: { username: "heddle", passwordFile: "pw" } }, []),
+      join(dir, "x.json"),
+    );
+    const m = c.mode as GovernedMode;
+    expect(m.etcd).toEqual({
+      endpoints: ["https://10.0.0.1:2379", "https://10.0.0.2:2379"],
+      prefix: "prod/heddle/",
+      tls: { caFile: join(dir, "ca.pem"), certFile: "/etc/c.pem", keyFile: join(dir, "k.pem") },
+      auth: { username: "heddle", passwordFile: join(dir, "pw") },
+    });
+  });
+
+  it("names the key of every mistake", () => {
+    expect(issuesOf(withEtcd({ endpoints: ["10.0.0.1:2379"] }))[0]!.field).toBe("mode.etcd.endpoints[0]");
+    expect(issuesOf(withEtcd({ endpoints: [] }))[0]!.field).toBe("mode.etcd.endpoints");
+    expect(issuesOf(withEtcd({ endpoints: ["http://a:1"], tls: { caFile: "ca", certFile: "c" } }))).toEqual([{ field: "mode.etcd.tls.keyFile", problem: "is missing: a client certificate needs both certFile and keyFile" }]);
+    expect(issuesOf(withEtcd({ endpoints: ["http://a:1"], auth: { username: "u" } }))[0]!.field).toBe("mode.etcd.auth.passwordFile");
+    expect(issuesOf(withEtcd({ endpoints: ["http://a:1"], color: "blue" }))[0]!.field).toMatch(/^mode\.etcd/);
+    const d = structuredClone(base);
+    d.mode.voters = [];
+    expect(issuesOf(d)).toEqual([{ field: "mode.voters", problem: "is empty: name at least one Raft voter, or set mode.etcd to keep the control log on etcd" }]);
+  });
+});
+
+describe("daemon: governed mode on etcd", () => {
+  it("refuses to start when etcd does not answer, naming mode.etcd.endpoints", async () => {
+    const port = await freePort(); // nothing listens there
+    const config = loadConfig(peers[0]!.config);
+    const patched = { ...config, mode: { ...(config.mode as GovernedMode), etcd: { endpoints: [`http://127.0.0.1:${port}`], callTimeoutMs: 500 } }, api: { ...config.api, port: 0 }, listen: ["/ip4/127.0.0.1/tcp/0"] };
+    let err: unknown;
+    try {
+      const d = await startDaemon(patched, { logger: silentLogger });
+      await d.close();
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(DaemonStartError);
+    expect((err as DaemonStartError).reason).toBe("etcd");
+    expect((err as Error).message).toMatch(/mode\.etcd\.endpoints: etcd at http:\/\/127\.0\.0\.1:\d+ did not answer/);
+  }, 30_000);
+
+  it("runs its control plane on etcd: enrolls, mints over HTTP, and the entries are etcd keys under the prefix", async () => {
+    const prefix = `daemon-test/${process.pid}/`;
+    const s = await soloDaemon({ mode: "governed" }, (c) => ({ ...c, mode: { ...(c.mode as GovernedMode), etcd: { endpoints: etcd.endpoints, prefix } } }));
+    try {
+      let st: any;
+      for (let i = 0; i < 300; i++) {
+        st = await s.client.status();
+        if (st.control.isWritable) break;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      expect(st.control).toMatchObject({ isWritable: true, role: "etcd", voters: [] });
+      const a = (await s.client.mint(1000, { idempotencyKey: "etcd-supply-1" })) as { kind: string; index: number };
+      expect(a.kind).toBe("applied");
+      const again = (await s.client.mint(1000, { idempotencyKey: "etcd-supply-1" })) as { kind: string; index: number };
+      expect(again).toEqual(a);
+      // another reader of the same prefix sees the entry at that index
+      const probe = etcdControlLog({ id: "probe", endpoints: etcd.endpoints, prefix });
+      try {
+        expect(await probe.readIndex()).toBeGreaterThanOrEqual(a.index);
+        for await (const item of probe.committedFrom(a.index)) {
+          expect(item.kind === "entry" && item.entry.index === a.index && item.entry.key?.client.length).toBeTruthy();
+          break;
+        }
+      } finally {
+        await probe.close();
+      }
+    } finally {
+      await s.close();
+    }
+  }, 60_000);
+});

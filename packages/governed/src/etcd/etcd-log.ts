@@ -1,0 +1,616 @@
+/**
+ * `etcdControlLog` (issue 18): the governed control log kept on an etcd v3 cluster an operator already runs, instead
+ * of the embedded Raft. etcd decides the order; every heddle member applies the same prefix (governed.md §3.5).
+ *
+ * Layout under the key prefix `P` (default `heddle/control/`):
+ *
+ * - `P head` — `{"index":n,"stamp":t}`: the last appended index and its stamp. Every append is one transaction that
+ *   compares `head`'s mod revision with the one the proposer last saw, and on success writes the new `head` and the
+ *   new entries together — so indexes are dense, each is written once, and the order is etcd's commit order. A lost
+ *   race re-reads `head` (the transaction's else branch) and tries again. Proposals waiting together in one process
+ *   go in one transaction (group commit, at most {@link ETCD_BATCH_ENTRIES} entries / {@link ETCD_BATCH_BYTES}).
+ * - `P log/<index, 16 digits>` — one entry: format byte, the stamp, the proposal key, the command bytes. The stamp is
+ *   the proposer's clock clamped to the previous head's stamp, so stamps never run backwards in the log (claims time,
+ *   claims.md) whatever the proposers' clocks do.
+ * - `P snapshot` — `{"throughIndex":n,"chunks":k,"bytes":b}` and `P snap/<through>/<chunk>` — the newest published
+ *   `ControlState` snapshot. Publishing writes the chunks, swaps the meta key by compare-and-set (never backwards),
+ *   then deletes the log entries through the snapshot and older chunks (compaction).
+ *
+ * Members apply by reading the log from their next index at one revision and then watching the `log/` range from
+ * the revision after it; a watch event that skips an index, a broken watch or a lost connection sends the reader
+ * back to a ranged read from its next index, so it resumes without gaps or repeats. Entries deleted by compaction
+ * are replaced by the snapshot (an `install` item). Any undecodable value under the prefix halts the reader (the
+ * control plane fails closed, §3.3) rather than skipping an act.
+ *
+ * Every member answers `readIndex` (a linearizable read of `head`), so `role` is always `"leader"` and `sync()` never
+ * proposes a barrier. `available` turns `false` when etcd has not answered for `unavailableAfterMs`; the governed
+ * node's writer gate stays closed while it is.
+ */
+import { Etcd3 } from "etcd3";
+import type { IKeyValue, IOptions, IRequestOp, Watcher } from "etcd3";
+import { WatchCell } from "@heddle/node";
+import type { Watch } from "@heddle/node";
+import { LeadershipLostError, NodeShutdownError, ProposalAbortedError } from "../raft/errors.ts";
+import type { Committed, LogIndex, NodeId, ProposalKey, Role } from "../raft/types.ts";
+import type { ControlLog } from "../control/control-log.ts";
+
+/** The key prefix when none is configured. */
+export const DEFAULT_ETCD_PREFIX = "heddle/control/";
+/** Most entries appended by one etcd transaction (etcd's own default cap is 128 operations per transaction). */
+export const ETCD_BATCH_ENTRIES = 64;
+/** Most command bytes appended by one etcd transaction (etcd refuses requests above 1.5 MiB by default). */
+export const ETCD_BATCH_BYTES = 1024 * 1024;
+/** Bytes per snapshot chunk key. */
+export const ETCD_SNAPSHOT_CHUNK_BYTES = 1024 * 1024;
+/** Entries read per ranged read while catching up. */
+export const ETCD_READ_BATCH = 256;
+/** Most proposals waiting in one process for their transaction; more are refused (`OverloadedError`-like). */
+export const ETCD_MAX_QUEUED_PROPOSALS = 10_000;
+
+const ENTRY_FORMAT = 1;
+const DIGITS = 16;
+
+/** How to reach etcd and where the log lives. Give `endpoints` (and optionally TLS/auth), or a ready `client`. */
+export interface EtcdControlLogOptions {
+  /** This heddle member's id (= its `ReplicaId`, governed.md G1). */
+  readonly id: NodeId;
+  /** Client URLs of the etcd members, e.g. `["https://10.0.0.1:2379", …]`. Ignored when `client` is given. */
+  readonly endpoints?: readonly string[];
+  /** An etcd3 client to use instead of building one; the log does not close it. */
+  readonly client?: Etcd3;
+  /** Key prefix of this log; every member of one heddle cluster uses the same. Default {@link DEFAULT_ETCD_PREFIX}. */
+  readonly prefix?: string;
+  /** TLS: the CA that signed etcd's server certificates, and a client certificate and key for mutual TLS. */
+  readonly tls?: { readonly ca: Uint8Array; readonly cert?: Uint8Array; readonly key?: Uint8Array };
+  /** etcd's own authentication (`etcdctl user add`). */
+  readonly auth?: { readonly username: string; readonly password: string };
+  /** The proposer's clock for entry stamps (claims time). Default `Date.now`. */
+  readonly now?: () => number;
+  /** Deadline of one etcd call, in ms. Default 5 000. */
+  readonly callTimeoutMs?: number;
+  /** etcd unanswered this long → `available` false (writer gate closed). Default 3 000. */
+  readonly unavailableAfterMs?: number;
+  /** Period of the liveness probe (a linearizable read of `head`). Default 1 000. */
+  readonly probeEveryMs?: number;
+}
+
+/** The etcd-backed `ControlLog`, plus what an operator or a test needs to see. */
+export interface EtcdControlLog extends ControlLog {
+  readonly available: Watch<boolean>;
+  /** Resolves once etcd answered a first read; rejects with `EtcdUnreachableError` when it does not in time. */
+  readonly started: Promise<void>;
+  readonly prefix: string;
+  /** Counters: appends (transactions), appended entries, lost append races, watch restarts, snapshots published. */
+  counters(): Readonly<Record<"transactions" | "entries" | "races" | "resyncs" | "snapshots" | "compacted", number>>;
+}
+
+/** etcd did not answer at start (wrong endpoints, etcd down, TLS or auth refused). */
+export class EtcdUnreachableError extends Error {
+  override readonly name = "EtcdUnreachableError";
+}
+
+/** A value under the log's prefix that this backend did not write (or a later format): the reader halts. */
+export class EtcdLogCorruptError extends Error {
+  override readonly name = "EtcdLogCorruptError";
+}
+
+interface Head {
+  readonly index: LogIndex;
+  readonly stamp: number;
+  /** Mod revision of the `head` key (0: absent). */
+  readonly rev: string;
+}
+
+interface Queued {
+  readonly command: Uint8Array;
+  readonly key: ProposalKey | null;
+  readonly resolve: (v: { index: LogIndex; term: number }) => void;
+  readonly reject: (e: Error) => void;
+  done: boolean;
+}
+
+const te = new TextEncoder();
+const td = new TextDecoder("utf-8", { fatal: true });
+const buf = (s: string): Buffer => Buffer.from(s, "utf8");
+
+/** The first key after every key starting with `p`. */
+function prefixEnd(p: string): Buffer {
+  const b = Buffer.from(buf(p));
+  for (let i = b.length - 1; i >= 0; i--) {
+    if (b[i]! < 0xff) {
+      b[i]!++;
+      return b.subarray(0, i + 1);
+    }
+  }
+  return Buffer.from([0]);
+}
+
+const pad = (i: number): string => String(i).padStart(DIGITS, "0");
+
+/** One log entry's value: format byte, float64 stamp, u32 key length, key JSON `[client, seq]`, command. */
+export function encodeEtcdEntry(stamp: number, key: ProposalKey | null, command: Uint8Array): Buffer {
+  const k = key === null ? new Uint8Array(0) : te.encode(JSON.stringify([key.client, key.seq]));
+  const out = Buffer.alloc(1 + 8 + 4 + k.length + command.length);
+  out[0] = ENTRY_FORMAT;
+  out.writeDoubleBE(stamp, 1);
+  out.writeUInt32BE(k.length, 9);
+  out.set(k, 13);
+  out.set(command, 13 + k.length);
+  return out;
+}
+
+/** Inverse of `encodeEtcdEntry`; `EtcdLogCorruptError` on anything else. */
+export function decodeEtcdEntry(v: Uint8Array): { stamp: number; key: ProposalKey | null; command: Uint8Array } {
+  const b = Buffer.from(v.buffer, v.byteOffset, v.byteLength);
+  if (b.length < 13 || b[0] !== ENTRY_FORMAT) throw new EtcdLogCorruptError(`an entry of unknown format ${b[0] ?? "(empty)"} (this backend writes ${ENTRY_FORMAT})`);
+  const stamp = b.readDoubleBE(1);
+  const kl = b.readUInt32BE(9);
+  if (!Number.isFinite(stamp) || 13 + kl > b.length) throw new EtcdLogCorruptError("an entry with a bad stamp or key length");
+  let key: ProposalKey | null = null;
+  if (kl > 0) {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(td.decode(b.subarray(13, 13 + kl)));
+    } catch (e) {
+      throw new EtcdLogCorruptError("an entry whose proposal key is not JSON", { cause: e });
+    }
+    if (!Array.isArray(parsed) || typeof parsed[0] !== "string" || !Number.isSafeInteger(parsed[1])) throw new EtcdLogCorruptError("an entry with a malformed proposal key");
+    key = { client: parsed[0], seq: parsed[1] as number };
+  }
+  return { stamp, key, command: new Uint8Array(b.subarray(13 + kl)) };
+}
+
+function parseJson<T>(kv: IKeyValue | undefined, what: string, check: (x: Record<string, unknown>) => boolean): (T & { rev: string }) | null {
+  if (kv === undefined) return null;
+  let x: unknown;
+  try {
+    x = JSON.parse(kv.value.toString("utf8"));
+  } catch (e) {
+    throw new EtcdLogCorruptError(`${what} under the prefix is not JSON`, { cause: e });
+  }
+  if (typeof x !== "object" || x === null || !check(x as Record<string, unknown>)) throw new EtcdLogCorruptError(`${what} under the prefix is malformed`);
+  return { ...(x as T), rev: kv.mod_revision };
+}
+
+const isIndex = (x: unknown): boolean => Number.isSafeInteger(x) && (x as number) >= 0;
+
+/**
+ * Opens the control log kept on etcd under `prefix` (see the module comment for the layout and guarantees). Returns at
+ * once; `started` says whether etcd answered.
+ */
+export function etcdControlLog(o: EtcdControlLogOptions): EtcdControlLog {
+  return new EtcdLog(o);
+}
+
+class EtcdLog implements EtcdControlLog {
+  readonly id: NodeId;
+  readonly prefix: string;
+  readonly role = new WatchCell<Role>("leader");
+  readonly leader: WatchCell<NodeId | null>;
+  readonly available = new WatchCell<boolean>(true);
+  readonly started: Promise<void>;
+  readonly #client: Etcd3;
+  readonly #ownClient: boolean;
+  readonly #now: () => number;
+  readonly #callMs: number;
+  readonly #unavailableMs: number;
+  readonly #headKey: Buffer;
+  readonly #logPrefix: string;
+  readonly #snapKey: Buffer;
+  readonly #snapPrefix: string;
+  #head: Head | null = null;
+  readonly #queue: Queued[] = [];
+  #pumping = false;
+  #closed = false;
+  #lastOk = Date.now();
+  readonly #probe: NodeJS.Timeout;
+  readonly #wakers = new Set<() => void>();
+  #snapshotBusy = false;
+  #snapshotNext: { throughIndex: LogIndex; state: Uint8Array } | null = null;
+  readonly #counts = { transactions: 0, entries: 0, races: 0, resyncs: 0, snapshots: 0, compacted: 0 };
+
+  constructor(o: EtcdControlLogOptions) {
+    if (typeof o !== "object" || o === null) throw new TypeError("etcdControlLog needs an options object");
+    if (typeof o.id !== "string" || o.id.length === 0) throw new TypeError("id: this member's replica id (a non-empty string) is required");
+    const prefix = o.prefix ?? DEFAULT_ETCD_PREFIX;
+    if (typeof prefix !== "string" || prefix.length === 0) throw new RangeError("prefix: must be a non-empty string (e.g. \"heddle/control/\")");
+    for (const [k, v] of [["callTimeoutMs", o.callTimeoutMs], ["unavailableAfterMs", o.unavailableAfterMs], ["probeEveryMs", o.probeEveryMs]] as const) {
+      if (v !== undefined && (!Number.isSafeInteger(v) || v < 1)) throw new RangeError(`${k}: must be a positive integer number of ms`);
+    }
+    this.id = o.id;
+    this.prefix = prefix;
+    this.leader = new WatchCell<NodeId | null>(o.id);
+    this.#now = o.now ?? Date.now;
+    this.#callMs = o.callTimeoutMs ?? 5_000;
+    this.#unavailableMs = o.unavailableAfterMs ?? 3_000;
+    this.#headKey = buf(`${prefix}head`);
+    this.#logPrefix = `${prefix}log/`;
+    this.#snapKey = buf(`${prefix}snapshot`);
+    this.#snapPrefix = `${prefix}snap/`;
+    if (o.client !== undefined) {
+      this.#client = o.client;
+      this.#ownClient = false;
+    } else {
+      const endpoints = o.endpoints;
+      if (!Array.isArray(endpoints) || endpoints.length === 0 || !endpoints.every((e) => typeof e === "string" && /^https?:\/\/[^/]+\/?$/.test(e))) {
+        throw new RangeError("endpoints: give one or more etcd client URLs such as \"http://127.0.0.1:2379\" (or pass a client)");
+      }
+      const opts: IOptions = { hosts: [...endpoints], dialTimeout: this.#callMs };
+      if (o.tls !== undefined) {
+        (opts as { credentials?: IOptions["credentials"] }).credentials = {
+          rootCertificate: Buffer.from(o.tls.ca),
+          ...(o.tls.key !== undefined ? { privateKey: Buffer.from(o.tls.key) } : {}),
+          ...(o.tls.cert !== undefined ? { certChain: Buffer.from(o.tls.cert) } : {}),
+        };
+      }
+      if (o.auth !== undefined) (opts as { auth?: IOptions["auth"] }).auth = { username: o.auth.username, password: o.auth.password };
+      this.#client = new Etcd3(opts);
+      this.#ownClient = true;
+    }
+    const where = o.client !== undefined ? "the given client" : (o.endpoints ?? []).join(", ");
+    this.started = this.#readHead().then(
+      (h) => {
+        this.#head = h;
+      },
+      (e: unknown) => {
+        throw new EtcdUnreachableError(`etcd at ${where} did not answer (${(e as Error).message}); check the endpoints, that etcd runs, and the TLS/auth settings`, { cause: e });
+      },
+    );
+    this.started.catch(() => {});
+    this.#probe = setInterval(() => void this.#probeOnce(), o.probeEveryMs ?? 1_000);
+    this.#probe.unref();
+  }
+
+  counters(): Readonly<Record<"transactions" | "entries" | "races" | "resyncs" | "snapshots" | "compacted", number>> {
+    return { ...this.#counts };
+  }
+
+  #deadline(): { deadline: Date } {
+    return { deadline: new Date(Date.now() + this.#callMs) };
+  }
+
+  #ok(): void {
+    this.#lastOk = Date.now();
+    this.available.set(true);
+    this.leader.set(this.id);
+  }
+
+  async #probeOnce(): Promise<void> {
+    if (this.#closed) return;
+    try {
+      await this.#client.kv.range({ key: this.#headKey, count_only: true }, this.#deadline());
+      this.#ok();
+    } catch {
+      if (Date.now() - this.#lastOk >= this.#unavailableMs) {
+        this.available.set(false);
+        this.leader.set(null);
+      }
+    }
+  }
+
+  async #readHead(): Promise<Head> {
+    const r = await this.#client.kv.range({ key: this.#headKey }, this.#deadline());
+    this.#ok();
+    return this.#headOf(r.kvs[0]);
+  }
+
+  #headOf(kv: IKeyValue | undefined): Head {
+    const h = parseJson<{ index: number; stamp: number }>(kv, "head", (x) => isIndex(x.index) && typeof x.stamp === "number" && Number.isFinite(x.stamp));
+    return h === null ? { index: 0, stamp: 0, rev: "0" } : { index: h.index, stamp: h.stamp, rev: h.rev };
+  }
+
+  // ---------------------------------------------------------------------------------------------- propose
+
+  propose(command: Uint8Array, key: ProposalKey | null, signal?: AbortSignal): Promise<{ index: LogIndex; term: number }> {
+    if (this.#closed) return Promise.reject(new NodeShutdownError("the etcd control log was closed"));
+    if (!(command instanceof Uint8Array)) return Promise.reject(new TypeError("propose: command must be a Uint8Array"));
+    if (command.length > ETCD_BATCH_BYTES) return Promise.reject(new RangeError(`propose: ${command.length} bytes exceed ETCD_BATCH_BYTES (${ETCD_BATCH_BYTES})`));
+    if (signal?.aborted) return Promise.reject(new ProposalAbortedError("aborted"));
+    if (this.#queue.length >= ETCD_MAX_QUEUED_PROPOSALS) return Promise.reject(new LeadershipLostError(`more than ${ETCD_MAX_QUEUED_PROPOSALS} proposals wait for etcd; retry later`));
+    return new Promise((resolve, reject) => {
+      const q: Queued = {
+        command,
+        key,
+        done: false,
+        resolve: (v) => {
+          if (q.done) return;
+          q.done = true;
+          signal?.removeEventListener("abort", onAbort);
+          resolve(v);
+        },
+        reject: (e) => {
+          if (q.done) return;
+          q.done = true;
+          signal?.removeEventListener("abort", onAbort);
+          reject(e);
+        },
+      };
+      // an abort answers at once; a transaction already sent may still commit the entry (a retry is a replay)
+      const onAbort = (): void => q.reject(new ProposalAbortedError("aborted; the entry may still be appended"));
+      signal?.addEventListener("abort", onAbort, { once: true });
+      this.#queue.push(q);
+      void this.#pump();
+    });
+  }
+
+  /** Appends queued proposals, a batch per transaction, one transaction at a time. */
+  async #pump(): Promise<void> {
+    if (this.#pumping) return;
+    this.#pumping = true;
+    try {
+      while (!this.#closed) {
+        while (this.#queue.length > 0 && this.#queue[0]!.done) this.#queue.shift();
+        if (this.#queue.length === 0) return;
+        const batch: Queued[] = [];
+        let bytes = 0;
+        for (const q of this.#queue) {
+          if (q.done) continue;
+          if (batch.length >= ETCD_BATCH_ENTRIES || (batch.length > 0 && bytes + q.command.length > ETCD_BATCH_BYTES)) break;
+          batch.push(q);
+          bytes += q.command.length;
+        }
+        for (const q of batch) this.#queue.splice(this.#queue.indexOf(q), 1);
+        try {
+          const first = await this.#append(batch);
+          batch.forEach((q, i) => q.resolve({ index: first + i, term: 0 }));
+        } catch (e) {
+          const err = e instanceof NodeShutdownError ? e : new LeadershipLostError(`etcd did not confirm the append (${(e as Error).message}); it may still have committed — retry with the same key`);
+          for (const q of batch) q.reject(err);
+        }
+      }
+    } finally {
+      this.#pumping = false;
+      if (this.#closed) for (const q of this.#queue.splice(0)) q.reject(new NodeShutdownError("the etcd control log was closed"));
+    }
+  }
+
+  /** One batch: compare-and-append on `head` until it wins. Returns the first index. */
+  async #append(batch: readonly Queued[]): Promise<LogIndex> {
+    for (;;) {
+      if (this.#closed) throw new NodeShutdownError("the etcd control log was closed");
+      const head = this.#head ?? (this.#head = await this.#readHead());
+      const first = head.index + 1;
+      const stamp = Math.max(this.#now(), head.stamp);
+      const last = first + batch.length - 1;
+      const success: IRequestOp[] = [{ request_put: { key: this.#headKey, value: buf(JSON.stringify({ index: last, stamp })) } }];
+      batch.forEach((q, i) => success.push({ request_put: { key: buf(`${this.#logPrefix}${pad(first + i)}`), value: encodeEtcdEntry(stamp, q.key, q.command) } }));
+      let r;
+      try {
+        r = await this.#client.kv.txn(
+          { compare: [{ key: this.#headKey, target: "Mod", result: "Equal", mod_revision: head.rev }], success, failure: [{ request_range: { key: this.#headKey } }] },
+          this.#deadline(),
+        );
+      } catch (e) {
+        this.#head = null; // unknown whether it landed: read head afresh next time
+        throw e;
+      }
+      this.#ok();
+      this.#counts.transactions++;
+      if (r.succeeded) {
+        this.#head = { index: last, stamp, rev: r.header.revision };
+        this.#counts.entries += batch.length;
+        return first;
+      }
+      this.#counts.races++;
+      this.#head = this.#headOf(r.responses[0]?.response_range.kvs[0]);
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------- reads
+
+  async readIndex(): Promise<LogIndex> {
+    if (this.#closed) throw new NodeShutdownError("the etcd control log was closed");
+    try {
+      return (await this.#readHead()).index;
+    } catch (e) {
+      throw new LeadershipLostError(`etcd did not answer the linearizable read (${(e as Error).message})`, { cause: e });
+    }
+  }
+
+  committedFrom(fromIndex: LogIndex): AsyncIterable<Committed> {
+    if (!Number.isSafeInteger(fromIndex) || fromIndex < 1) throw new RangeError("committedFrom: fromIndex must be a safe integer ≥ 1");
+    return { [Symbol.asyncIterator]: () => this.#reader(fromIndex) };
+  }
+
+  async *#reader(fromIndex: LogIndex): AsyncGenerator<Committed> {
+    let next = fromIndex;
+    let backoff = 50;
+    const events: ({ kind: "put"; kv: IKeyValue } | { kind: "broken" })[] = [];
+    let wake: (() => void) | null = null;
+    const poke = (): void => {
+      const w = wake;
+      wake = null;
+      w?.();
+    };
+    this.#wakers.add(poke);
+    let watcher: Watcher | null = null;
+    const dropWatcher = (): void => {
+      const w = watcher;
+      watcher = null;
+      w?.removeAllListeners();
+      w?.on("error", () => {});
+      void w?.cancel().catch(() => {});
+      events.length = 0;
+    };
+    try {
+      while (!this.#closed) {
+        // ── catch up: one consistent read of the log from `next` and the snapshot meta ──
+        let rev: string;
+        let caughtUp = false;
+        try {
+          const r = await this.#client.kv.txn(
+            {
+              compare: [],
+              success: [
+                { request_range: { key: buf(`${this.#logPrefix}${pad(next)}`), range_end: prefixEnd(this.#logPrefix), limit: ETCD_READ_BATCH } },
+                { request_range: { key: this.#snapKey } },
+              ],
+            },
+            this.#deadline(),
+          );
+          this.#ok();
+          rev = r.header.revision;
+          const kvs = r.responses[0]!.response_range.kvs;
+          const firstIndex = kvs.length > 0 ? this.#indexOf(kvs[0]!) : null;
+          if (firstIndex === null || firstIndex > next) {
+            const meta = this.#metaOf(r.responses[1]!.response_range.kvs[0]);
+            if (meta !== null && meta.throughIndex >= next) {
+              const state = await this.#loadSnapshot(meta);
+              if (state === null) continue; // replaced meanwhile: read again
+              yield { kind: "install", snapshot: { throughIndex: meta.throughIndex, state } };
+              next = meta.throughIndex + 1;
+              continue;
+            }
+            if (firstIndex !== null) throw new EtcdLogCorruptError(`the log under ${this.prefix} jumps from index ${next - 1} to ${firstIndex} with no snapshot covering the gap`);
+            caughtUp = true;
+          } else {
+            for (const kv of kvs) {
+              const idx = this.#indexOf(kv);
+              if (idx !== next) throw new EtcdLogCorruptError(`the log under ${this.prefix} holds index ${idx} where ${next} was expected`);
+              yield this.#item(idx, kv);
+              next++;
+            }
+            caughtUp = !r.responses[0]!.response_range.more;
+          }
+          backoff = 50;
+        } catch (e) {
+          if (e instanceof EtcdLogCorruptError) throw e;
+          if (this.#closed) return;
+          await new Promise<void>((res) => {
+            wake = res;
+            setTimeout(poke, backoff).unref();
+          });
+          backoff = Math.min(backoff * 2, 2_000);
+          continue;
+        }
+        if (!caughtUp) continue;
+
+        // ── tail: watch the log range from the revision after the read ──
+        try {
+          const w = this.#client.watch().prefix(this.#logPrefix).startRevision(String(BigInt(rev) + 1n)).watcher();
+          watcher = w;
+          w.on("put", (kv) => {
+            events.push({ kind: "put", kv });
+            poke();
+          });
+          const broken = (): void => {
+            events.push({ kind: "broken" });
+            poke();
+          };
+          w.on("disconnected", broken);
+          w.on("error", broken);
+          w.on("end", broken);
+        } catch {
+          dropWatcher();
+          continue;
+        }
+        tail: while (!this.#closed) {
+          if (events.length === 0) {
+            await new Promise<void>((res) => {
+              wake = res;
+            });
+            continue;
+          }
+          const ev = events.shift()!;
+          if (ev.kind === "broken") break;
+          const idx = this.#indexOf(ev.kv);
+          if (idx < next) continue; // a repeat (a resumed watch replays)
+          if (idx > next) break tail; // a gap: read ranged from `next`
+          yield this.#item(idx, ev.kv);
+          next++;
+        }
+        this.#counts.resyncs++;
+        dropWatcher();
+      }
+    } finally {
+      this.#wakers.delete(poke);
+      dropWatcher();
+    }
+  }
+
+  #indexOf(kv: IKeyValue): LogIndex {
+    const k = kv.key.toString("utf8");
+    const s = k.slice(this.#logPrefix.length);
+    if (!k.startsWith(this.#logPrefix) || !/^\d{16}$/.test(s) || !Number.isSafeInteger(Number(s)) || Number(s) < 1) throw new EtcdLogCorruptError(`an unexpected key ${JSON.stringify(k)} in the log range`);
+    return Number(s);
+  }
+
+  #item(index: LogIndex, kv: IKeyValue): Committed {
+    const { stamp, key, command } = decodeEtcdEntry(kv.value);
+    return { kind: "entry", entry: { index, term: 0, kind: "app", key, command, stampedAt: stamp } };
+  }
+
+  #metaOf(kv: IKeyValue | undefined): { throughIndex: LogIndex; chunks: number; bytes: number; rev: string } | null {
+    return parseJson<{ throughIndex: number; chunks: number; bytes: number }>(kv, "snapshot", (x) => isIndex(x.throughIndex) && isIndex(x.chunks) && isIndex(x.bytes));
+  }
+
+  /** The snapshot's bytes, or null when its chunks were replaced meanwhile. */
+  async #loadSnapshot(meta: { throughIndex: LogIndex; chunks: number; bytes: number }): Promise<Uint8Array | null> {
+    const p = `${this.#snapPrefix}${pad(meta.throughIndex)}/`;
+    const r = await this.#client.kv.range({ key: buf(p), range_end: prefixEnd(p) }, this.#deadline());
+    if (r.kvs.length !== meta.chunks) return null;
+    const out = Buffer.concat(r.kvs.map((kv) => kv.value));
+    if (out.length !== meta.bytes) return null;
+    return new Uint8Array(out);
+  }
+
+  // ---------------------------------------------------------------------------------------------- snapshots
+
+  publishSnapshot(s: { throughIndex: LogIndex; state: Uint8Array }): void {
+    if (this.#closed) return;
+    if (!Number.isSafeInteger(s.throughIndex) || s.throughIndex < 1 || !(s.state instanceof Uint8Array)) throw new RangeError("publishSnapshot: needs a throughIndex ≥ 1 and state bytes");
+    this.#snapshotNext = { throughIndex: s.throughIndex, state: s.state };
+    if (this.#snapshotBusy) return;
+    this.#snapshotBusy = true;
+    void (async () => {
+      try {
+        while (this.#snapshotNext !== null && !this.#closed) {
+          const snap = this.#snapshotNext;
+          this.#snapshotNext = null;
+          await this.#publish(snap).catch(() => {}); // best effort: the next one (or another member's) compacts
+        }
+      } finally {
+        this.#snapshotBusy = false;
+      }
+    })();
+  }
+
+  async #publish(s: { throughIndex: LogIndex; state: Uint8Array }): Promise<void> {
+    const kv = this.#client.kv;
+    const cur = this.#metaOf((await kv.range({ key: this.#snapKey }, this.#deadline())).kvs[0]);
+    if (cur !== null && cur.throughIndex >= s.throughIndex) return;
+    const p = `${this.#snapPrefix}${pad(s.throughIndex)}/`;
+    const chunks = Math.max(1, Math.ceil(s.state.length / ETCD_SNAPSHOT_CHUNK_BYTES));
+    for (let c = 0; c < chunks; c++) {
+      const part = s.state.subarray(c * ETCD_SNAPSHOT_CHUNK_BYTES, (c + 1) * ETCD_SNAPSHOT_CHUNK_BYTES);
+      await kv.put({ key: buf(`${p}${String(c).padStart(6, "0")}`), value: Buffer.from(part) }, this.#deadline());
+    }
+    const meta = buf(JSON.stringify({ throughIndex: s.throughIndex, chunks, bytes: s.state.length }));
+    const r = await kv.txn(
+      { compare: [{ key: this.#snapKey, target: "Mod", result: "Equal", mod_revision: cur?.rev ?? "0" }], success: [{ request_put: { key: this.#snapKey, value: meta } }], failure: [{ request_range: { key: this.#snapKey } }] },
+      this.#deadline(),
+    );
+    if (!r.succeeded) {
+      // another member published first; drop our chunks unless they are the very snapshot it published
+      const won = this.#metaOf(r.responses[0]?.response_range.kvs[0]);
+      if (won === null || won.throughIndex !== s.throughIndex) await kv.deleteRange({ key: buf(p), range_end: prefixEnd(p) }, this.#deadline());
+      return;
+    }
+    this.#counts.snapshots++;
+    // compaction: the entries the snapshot covers, and every older snapshot's chunks
+    const d = await kv.deleteRange({ key: buf(this.#logPrefix), range_end: buf(`${this.#logPrefix}${pad(s.throughIndex + 1)}`) }, this.#deadline());
+    this.#counts.compacted += Number(d.deleted);
+    await kv.deleteRange({ key: buf(this.#snapPrefix), range_end: buf(p) }, this.#deadline());
+  }
+
+  // ---------------------------------------------------------------------------------------------- close
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    clearInterval(this.#probe);
+    for (const q of this.#queue.splice(0)) q.reject(new NodeShutdownError("the etcd control log was closed"));
+    for (const w of [...this.#wakers]) w();
+    if (this.#ownClient) this.#client.close();
+  }
+}

@@ -1,0 +1,128 @@
+/**
+ * `etcdControlLog` on its own (issue 18): the entry codec, stamps that never run backwards whatever the proposers'
+ * clocks say, a halt (not a skip) on a value it did not write, group commit of concurrent proposals, and the start
+ * error when etcd does not answer.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import fc from "fast-check";
+import { Etcd3 } from "etcd3";
+import { decodeEtcdEntry, encodeEtcdEntry, etcdControlLog, EtcdLogCorruptError, EtcdUnreachableError } from "../src/index.ts";
+import type { Committed, EtcdControlLog } from "../src/index.ts";
+import { EtcdCluster, freePort } from "./support/etcd-cluster.ts";
+
+const RUNS = Number(process.env.HEDDLE_RUNS ?? 500);
+let etcd: EtcdCluster;
+beforeAll(async () => {
+  etcd = await EtcdCluster.start(1);
+}, 60_000);
+afterAll(async () => {
+  await etcd?.stop();
+});
+
+async function take(log: EtcdControlLog, from: number, n: number): Promise<Committed[]> {
+  const out: Committed[] = [];
+  for await (const c of log.committedFrom(from)) {
+    out.push(c);
+    if (out.length === n) break;
+  }
+  return out;
+}
+
+describe("etcd entry codec", () => {
+  it("round-trips stamp, key and command bytes", () => {
+    fc.assert(
+      fc.property(
+        fc.double({ noNaN: true, noDefaultInfinity: true }),
+        fc.option(fc.record({ client: fc.string(), seq: fc.integer({ min: 1, max: Number.MAX_SAFE_INTEGER }) }), { nil: null }),
+        fc.uint8Array({ maxLength: 512 }),
+        (stamp, key, command) => {
+          const d = decodeEtcdEntry(encodeEtcdEntry(stamp, key, command));
+          expect(Object.is(d.stamp, stamp) || d.stamp === stamp).toBe(true);
+          expect(d.key).toEqual(key);
+          expect([...d.command]).toEqual([...command]);
+        },
+      ),
+      { numRuns: RUNS },
+    );
+  });
+
+  it("refuses what it did not write", () => {
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 64 }), (bytes) => {
+        if (bytes.length >= 13 && bytes[0] === 1) return; // may be a valid entry
+        expect(() => decodeEtcdEntry(bytes)).toThrow(EtcdLogCorruptError);
+      }),
+      { numRuns: RUNS },
+    );
+    const e = encodeEtcdEntry(1, { client: "c", seq: 1 }, new Uint8Array([1]));
+    e.writeUInt32BE(999, 9); // key length beyond the value
+    expect(() => decodeEtcdEntry(e)).toThrow(EtcdLogCorruptError);
+  });
+});
+
+describe("etcdControlLog", () => {
+  it("stamps never run backwards in the log, whatever the proposers' clocks say", async () => {
+    const prefix = `stamps/${process.pid}/`;
+    const ahead = etcdControlLog({ id: "a", endpoints: etcd.endpoints, prefix, now: () => 1_000_000 });
+    const behind = etcdControlLog({ id: "b", endpoints: etcd.endpoints, prefix, now: () => 5 });
+    try {
+      for (let i = 0; i < 5; i++) {
+        await ahead.propose(new Uint8Array([i]), null);
+        await behind.propose(new Uint8Array([i]), null);
+      }
+      const items = await take(behind, 1, 10);
+      const stamps = items.map((c) => (c.kind === "entry" ? c.entry.stampedAt : NaN));
+      expect(stamps).toEqual(Array(10).fill(1_000_000));
+    } finally {
+      await ahead.close();
+      await behind.close();
+    }
+  });
+
+  it("appends concurrent proposals of one process in few transactions, each at its own index", async () => {
+    const log = etcdControlLog({ id: "a", endpoints: etcd.endpoints, prefix: `batch/${process.pid}/` });
+    try {
+      await log.started;
+      const res = await Promise.all(Array.from({ length: 200 }, (_, i) => log.propose(new TextEncoder().encode(`x${i}`), { client: "c", seq: i + 1 })));
+      expect(res.map((r) => r.index).sort((a, b) => a - b)).toEqual(Array.from({ length: 200 }, (_, i) => i + 1));
+      const c = log.counters();
+      expect(c.entries).toBe(200);
+      expect(c.transactions).toBeLessThan(200); // group commit: several entries per transaction
+      const items = await take(log, 1, 200);
+      for (const [i, r] of res.entries()) {
+        const it = items[r.index - 1]!;
+        expect(it.kind === "entry" && new TextDecoder().decode(it.entry.command)).toBe(`x${i}`);
+        expect(it.kind === "entry" && it.entry.key).toEqual({ client: "c", seq: i + 1 });
+      }
+    } finally {
+      await log.close();
+    }
+  });
+
+  it("halts its reader on a value under the log range that it did not write", async () => {
+    const prefix = `corrupt/${process.pid}/`;
+    const log = etcdControlLog({ id: "a", endpoints: etcd.endpoints, prefix });
+    const raw = new Etcd3({ hosts: etcd.endpoints });
+    try {
+      await log.propose(new Uint8Array([7]), null);
+      await raw.put(`${prefix}log/${String(2).padStart(16, "0")}`).value(Buffer.from("not an entry"));
+      await raw.put(`${prefix}head`).value(JSON.stringify({ index: 2, stamp: 0 }));
+      await expect(take(log, 1, 3)).rejects.toBeInstanceOf(EtcdLogCorruptError);
+    } finally {
+      raw.close();
+      await log.close();
+    }
+  });
+
+  it("says which endpoints did not answer at start, and validates its options", async () => {
+    const port = await freePort();
+    const log = etcdControlLog({ id: "a", endpoints: [`http://127.0.0.1:${port}`], callTimeoutMs: 300 });
+    await expect(log.started).rejects.toBeInstanceOf(EtcdUnreachableError);
+    await expect(log.started).rejects.toThrow(`etcd at http://127.0.0.1:${port} did not answer`);
+    await log.close();
+    expect(() => etcdControlLog({ id: "a", endpoints: ["127.0.0.1:2379"] })).toThrow(/endpoints/);
+    expect(() => etcdControlLog({ id: "", endpoints: ["http://127.0.0.1:2379"] })).toThrow(/id/);
+    expect(() => etcdControlLog({ id: "a", endpoints: ["http://127.0.0.1:2379"], prefix: "" })).toThrow(/prefix/);
+    expect(() => etcdControlLog({ id: "a", endpoints: ["http://127.0.0.1:2379"], callTimeoutMs: 0 })).toThrow(/callTimeoutMs/);
+  });
+});

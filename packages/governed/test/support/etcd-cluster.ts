@@ -1,0 +1,215 @@
+/**
+ * A real etcd cluster for tests and benches (issue 18): `size` members of Debian's `etcd` (etcd-server 3.4) on free
+ * loopback ports with a temporary data directory, each member killable (SIGKILL) and restartable on its data, plus
+ * a TCP proxy per heddle member in front of etcd so a test can cut that member's connections (its watch and its
+ * calls) and let it reconnect. `etcdAvailable()` says whether the binary is installed.
+ */
+import { execFileSync, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { createConnection, createServer } from "node:net";
+import type { Server, Socket } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Etcd3 } from "etcd3";
+
+export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** The etcd binary, if installed (`.ci/run` installs etcd-server when missing). */
+export function etcdBinary(): string | null {
+  for (const bin of ["/usr/bin/etcd", "etcd"]) {
+    try {
+      execFileSync(bin, ["--version"], { stdio: "ignore" });
+      return bin;
+    } catch {
+      // next
+    }
+  }
+  return null;
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once("error", reject);
+    s.listen(0, "127.0.0.1", () => {
+      const a = s.address();
+      s.close(() => (typeof a === "object" && a !== null ? resolve(a.port) : reject(new Error("no port"))));
+    });
+  });
+}
+
+/** A loopback TCP proxy to `target` whose connections a test can cut, and which can refuse new ones for a while. */
+export class CutProxy {
+  readonly #server: Server;
+  readonly #sockets = new Set<Socket>();
+  #refusing = false;
+  port = 0;
+  cuts = 0;
+
+  private constructor(target: () => number) {
+    this.#server = createServer((client) => {
+      if (this.#refusing) return void client.destroy();
+      const upstream = createConnection({ host: "127.0.0.1", port: target() });
+      this.#sockets.add(client);
+      this.#sockets.add(upstream);
+      const drop = (): void => {
+        client.destroy();
+        upstream.destroy();
+        this.#sockets.delete(client);
+        this.#sockets.delete(upstream);
+      };
+      client.on("error", drop).on("close", drop);
+      upstream.on("error", drop).on("close", drop);
+      client.pipe(upstream);
+      upstream.pipe(client);
+    });
+  }
+
+  static async start(target: () => number): Promise<CutProxy> {
+    const p = new CutProxy(target);
+    await new Promise<void>((resolve) => p.#server.listen(0, "127.0.0.1", resolve));
+    p.port = (p.#server.address() as { port: number }).port;
+    return p;
+  }
+
+  get url(): string {
+    return `http://127.0.0.1:${this.port}`;
+  }
+
+  /** Destroys every open connection; with `refuseMs`, new ones are refused for that long. */
+  cut(refuseMs = 0): void {
+    this.cuts++;
+    for (const s of this.#sockets) s.destroy();
+    this.#sockets.clear();
+    if (refuseMs > 0) {
+      this.#refusing = true;
+      setTimeout(() => (this.#refusing = false), refuseMs).unref();
+    }
+  }
+
+  /** Refuses (and cuts) until `resume()`. */
+  hold(): void {
+    this.#refusing = true;
+    this.cut();
+  }
+
+  resume(): void {
+    this.#refusing = false;
+  }
+
+  close(): Promise<void> {
+    this.cut();
+    return new Promise((r) => this.#server.close(() => r()));
+  }
+}
+
+interface Member {
+  readonly name: string;
+  readonly peerPort: number;
+  readonly clientPort: number;
+  proc: ChildProcess | null;
+}
+
+/** `size` etcd members on loopback. */
+export class EtcdCluster {
+  readonly dir: string;
+  readonly members: Member[];
+  readonly #bin: string;
+  readonly #token: string;
+
+  private constructor(bin: string, dir: string, members: Member[]) {
+    this.#bin = bin;
+    this.dir = dir;
+    this.members = members;
+    this.#token = `heddle-test-${process.pid}-${Date.now()}`;
+  }
+
+  static async start(size = 3): Promise<EtcdCluster> {
+    const bin = etcdBinary();
+    if (bin === null) throw new Error("etcd is not installed (apt-get install etcd-server)");
+    const dir = mkdtempSync(join(tmpdir(), "heddle-etcd-"));
+    const members: Member[] = [];
+    for (let i = 0; i < size; i++) members.push({ name: `e${i}`, peerPort: await freePort(), clientPort: await freePort(), proc: null });
+    const c = new EtcdCluster(bin, dir, members);
+    for (let i = 0; i < size; i++) c.startMember(i);
+    await c.ready();
+    return c;
+  }
+
+  get endpoints(): string[] {
+    return this.members.map((m) => `http://127.0.0.1:${m.clientPort}`);
+  }
+
+  /** Starts (or restarts, on its data) member `i`. */
+  startMember(i: number): void {
+    const m = this.members[i]!;
+    if (m.proc !== null) return;
+    const initial = this.members.map((x) => `${x.name}=http://127.0.0.1:${x.peerPort}`).join(",");
+    // prettier-ignore
+    m.proc = spawn(this.#bin, [
+      "--name", m.name, "--data-dir", join(this.dir, m.name),
+      "--listen-peer-urls", `http://127.0.0.1:${m.peerPort}`, "--initial-advertise-peer-urls", `http://127.0.0.1:${m.peerPort}`,
+      "--listen-client-urls", `http://127.0.0.1:${m.clientPort}`, "--advertise-client-urls", `http://127.0.0.1:${m.clientPort}`,
+      "--initial-cluster", initial, "--initial-cluster-state", "new", "--initial-cluster-token", this.#token,
+      "--logger", "zap", "--log-level", "error", "--heartbeat-interval", "50", "--election-timeout", "500",
+    ], { stdio: "ignore" });
+    m.proc.on("exit", () => {
+      if (m.proc !== null && m.proc.exitCode !== null) m.proc = null;
+    });
+  }
+
+  /** SIGKILLs member `i` and waits for it to exit. */
+  async kill(i: number): Promise<void> {
+    const p = this.members[i]!.proc;
+    if (p === null) return;
+    const exited = new Promise<void>((r) => p.once("exit", () => r()));
+    p.kill("SIGKILL");
+    await exited;
+    this.members[i]!.proc = null;
+  }
+
+  /** Index of the member that currently leads, or null. */
+  async leader(): Promise<number | null> {
+    for (let i = 0; i < this.members.length; i++) {
+      if (this.members[i]!.proc === null) continue;
+      const c = new Etcd3({ hosts: this.endpoints[i]!, dialTimeout: 500 });
+      try {
+        const s = await c.maintenance.status({ deadline: new Date(Date.now() + 500) });
+        if (s.leader !== "0" && s.leader === s.header.member_id) return i;
+      } catch {
+        // down or starting
+      } finally {
+        c.close();
+      }
+    }
+    return null;
+  }
+
+  /** Waits until every running member answers a linearizable read. */
+  async ready(timeoutMs = 30_000): Promise<void> {
+    const until = Date.now() + timeoutMs;
+    for (let i = 0; i < this.members.length; i++) {
+      if (this.members[i]!.proc === null) continue;
+      const c = new Etcd3({ hosts: this.endpoints[i]!, dialTimeout: 500 });
+      try {
+        for (;;) {
+          try {
+            await c.kv.range({ key: Buffer.from("heddle-probe") }, { deadline: new Date(Date.now() + 1_000) });
+            break;
+          } catch (e) {
+            if (Date.now() > until) throw new Error(`etcd member ${i} not ready: ${(e as Error).message}`);
+            await sleep(100);
+          }
+        }
+      } finally {
+        c.close();
+      }
+    }
+  }
+
+  async stop(): Promise<void> {
+    for (let i = 0; i < this.members.length; i++) await this.kill(i);
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
