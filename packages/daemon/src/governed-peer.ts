@@ -4,8 +4,8 @@
 import { randomUUID } from "node:crypto";
 import { join } from "node:path";
 import type { AttachmentId, AttachmentRecord, ReplicaId } from "@heddle/ledger";
-import { raftChannelTransport, raftNode, sqliteRaftStorage, type RaftNode } from "@heddle/governed";
-import { realTimers, type EventStream, type HeddleConfig, type PartitionEvent, type Seam } from "@heddle/node";
+import { raftChannelTransport, raftNode, sqliteRaftStorage, type RaftNode, type RaftStorage } from "@heddle/governed";
+import { realTimers, type EventStream, type HeddleConfig, type PartitionEvent, type Seam, type Watch } from "@heddle/node";
 import type { GovernedMode } from "./config.ts";
 import type { CallOptions, ClaimsVerbs, ControlOutcome, ControlPlane, ControlView, RosterView } from "./control-plane.ts";
 import type { DataPlane } from "./data-plane.ts";
@@ -72,10 +72,56 @@ export function governedControlPlane(g: GovernedNodeLike, raft: RaftNode): Contr
   };
 }
 
+/** A settable current value (the Raft term as the member persists it). */
+class TermCell implements Watch<number> {
+  #value = 0;
+  readonly #subscribers = new Set<(v: number) => void>();
+
+  get(): number {
+    return this.#value;
+  }
+
+  set(v: number): void {
+    if (v === this.#value) return;
+    this.#value = v;
+    for (const f of [...this.#subscribers]) f(v);
+  }
+
+  subscribe(fn: (v: number) => void): () => void {
+    this.#subscribers.add(fn);
+    return () => void this.#subscribers.delete(fn);
+  }
+}
+
+/**
+ * `storage` with the term it loads and saves reported to `term`: Raft makes every new term durable before
+ * acting in it (R-P1), so this is the member's current term on followers as well as leaders.
+ */
+export function termObservingStorage(storage: RaftStorage, term: { set(v: number): void }): RaftStorage {
+  return {
+    async load() {
+      const s = await storage.load();
+      term.set(s.term);
+      return s;
+    },
+    async saveTermAndVote(t, votedFor) {
+      await storage.saveTermAndVote(t, votedFor);
+      term.set(t);
+    },
+    append: (entries) => storage.append(entries),
+    truncateFrom: (index) => storage.truncateFrom(index),
+    saveSnapshot: (s) => storage.saveSnapshot(s),
+    discardThrough: (index) => storage.discardThrough(index),
+    close: () => storage.close(),
+  };
+}
+
 /** A started governed peer. */
 export interface GovernedPeer {
   readonly node: GovernedNodeLike;
   readonly raft: RaftNode;
+  /** The Raft term, as the member persists it. */
+  readonly term: Watch<number>;
   readonly control: ControlPlane;
   /** Stops the enroll loop, the node and the Raft member. */
   close(): Promise<void>;
@@ -97,10 +143,11 @@ export async function startGovernedPeer(o: {
   config: HeddleConfig;
   logger: Logger;
 }): Promise<GovernedPeer> {
+  const term = new TermCell();
   const raft = raftNode({
     cluster: { voters: [...o.mode.voters], learners: [...o.mode.learners] },
     transport: raftChannelTransport(o.seam, (m) => o.logger.warn(m)),
-    storage: sqliteRaftStorage(join(o.storeDir, "raft.sqlite"), { thread: "worker" }),
+    storage: termObservingStorage(sqliteRaftStorage(join(o.storeDir, "raft.sqlite"), { thread: "worker" }), term),
     timers: realTimers,
     random: Math.random,
     config: o.mode.raft,
@@ -140,6 +187,7 @@ export async function startGovernedPeer(o: {
   return {
     node,
     raft,
+    term,
     control: governedControlPlane(node, raft),
     async close() {
       stopped = true;
