@@ -56,7 +56,7 @@ beforeAll(async () => {
   const ca = fast(loadConfig(peers[0]!.config));
   a = await startDaemon(ca, { logger: silentLogger });
   const cb = fast(loadConfig(peers[1]!.config));
-  b = await startDaemon({ ...cb, roster: cb.roster.map((p) => (p.id === a.self ? { ...p, addrs: a.p2pAddrs } : p)) }, { logger: silentLogger });
+  b = await startDaemon({ ...cb, roster: cb.roster.map((p) => (p.id === a.self ? { ...p, addrs: [...a.p2pAddrs] } : p)) }, { logger: silentLogger });
   api = new HeddleClient({ url: a.url, token: a.token });
   for (const leaf of ["batch", "interactive", "tenant-b"]) await api.demand({ leaf, targetOutstanding: 400, maximumUsefulGrant: 60 });
   for (let i = 0; i < 300; i++) {
@@ -93,7 +93,7 @@ describe("the dashboard in headless Chromium", () => {
     await page.waitForSelector('body[data-synced="true"]', { timeout: 15_000 });
     // the token left the address bar; a marker proves later checks ran without a reload
     expect(page.url()).not.toContain("token");
-    await page.evaluate(() => ((window as unknown as { heddleMark: number }).heddleMark = 42));
+    await page.evaluate(() => ((globalThis as unknown as { heddleMark: number }).heddleMark = 42));
     await expect.poll(() => page.locator("#status").getAttribute("data-state")).toBe("live");
 
     // the tree and the shares, edge by edge, as GET /v1/tree reports them
@@ -147,7 +147,7 @@ describe("the dashboard in headless Chromium", () => {
     await expect.poll(() => field(`[data-peer="${gone}"]`, "state"), { timeout: 5_000 }).toBe("cut off");
     await expect.poll(() => page.locator('#events li[data-kind="liveness"]').count()).toBeGreaterThan(0);
 
-    expect(await page.evaluate(() => (window as unknown as { heddleMark?: number }).heddleMark)).toBe(42);
+    expect(await page.evaluate(() => (globalThis as unknown as { heddleMark?: number }).heddleMark)).toBe(42);
     expect(errors).toEqual([]);
     mkdirSync(ARTIFACTS, { recursive: true });
     await page.screenshot({ path: join(ARTIFACTS, "dashboard.png"), fullPage: true });
