@@ -73,8 +73,9 @@ export class LiveDashboard {
   #closed = false;
   #failures = 0;
   #viewersBefore = 0;
-  /** Refreshes of the document so far. */
+  /** Refreshes of the document so far, and the time they took (ms, wall clock on the event loop). */
   flushes = 0;
+  flushMs = 0;
 
   constructor(o: LiveDashboardOptions) {
     this.#reads = o.reads;
@@ -127,11 +128,13 @@ export class LiveDashboard {
     }
     this.#dirty = false;
     this.#lastFlush = Date.now();
+    const t0 = performance.now();
     try {
       const now = Date.now();
       this.doc.write(dashboardSnapshot(this.#reads, now - (now % DASHBOARD_DEFAULTS.clockMs)));
       this.doc.writeEvents(this.#events);
       this.flushes++;
+      this.flushMs += performance.now() - t0;
     } catch (e) {
       // a read failing (a node shutting down) must not take the daemon with it; say so, a few times
       if (this.#failures++ < 5) this.#logger.warn("dashboard refresh failed", { error: (e as Error).message });
@@ -176,6 +179,8 @@ export class LiveDashboard {
     const st = this.sockets.stats;
     new Gauge({ name: "heddle_dashboard_viewers", help: "Dashboards connected now", registers, collect() { this.set(st.connections); } });
     new Counter({ name: "heddle_dashboard_bytes_sent_total", help: "Bytes sent to dashboards (every frame, every viewer)", registers, collect() { this.reset(); this.inc(st.bytesSent); } });
+    const self = this;
+    new Counter({ name: "heddle_dashboard_refresh_seconds_total", help: "Time spent refreshing the dashboard document (snapshot, diff, encode, send to every viewer)", registers, collect() { this.reset(); this.inc(self.flushMs / 1000); } });
     new Counter({ name: "heddle_dashboard_updates_total", help: "Incremental Yjs updates broadcast to dashboards", registers, collect() { this.reset(); this.inc(st.updatesBroadcast); } });
     new Counter({
       name: "heddle_dashboard_refused_total",
