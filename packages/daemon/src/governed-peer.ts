@@ -5,7 +5,7 @@ import { randomUUID } from "node:crypto";
 import { join } from "node:path";
 import type { AttachmentId, AttachmentRecord, ReplicaId } from "@heddle/ledger";
 import { raftChannelTransport, raftNode, sqliteRaftStorage, type RaftNode, type RaftStorage } from "@heddle/governed";
-import { realTimers, type EventStream, type HeddleConfig, type PartitionEvent, type Seam, type Watch } from "@heddle/node";
+import { realTimers, WatchCell, type EventStream, type HeddleConfig, type PartitionEvent, type Seam, type Watch } from "@heddle/node";
 import type { GovernedMode } from "./config.ts";
 import type { CallOptions, ClaimsVerbs, ControlOutcome, ControlPlane, ControlView, RosterView } from "./control-plane.ts";
 import type { DataPlane } from "./data-plane.ts";
@@ -72,27 +72,6 @@ export function governedControlPlane(g: GovernedNodeLike, raft: RaftNode): Contr
   };
 }
 
-/** A settable current value (the Raft term as the member persists it). */
-class TermCell implements Watch<number> {
-  #value = 0;
-  readonly #subscribers = new Set<(v: number) => void>();
-
-  get(): number {
-    return this.#value;
-  }
-
-  set(v: number): void {
-    if (v === this.#value) return;
-    this.#value = v;
-    for (const f of [...this.#subscribers]) f(v);
-  }
-
-  subscribe(fn: (v: number) => void): () => void {
-    this.#subscribers.add(fn);
-    return () => void this.#subscribers.delete(fn);
-  }
-}
-
 /**
  * `storage` with the term it loads and saves reported to `term`: Raft makes every new term durable before
  * acting in it (R-P1), so this is the member's current term on followers as well as leaders.
@@ -143,7 +122,7 @@ export async function startGovernedPeer(o: {
   config: HeddleConfig;
   logger: Logger;
 }): Promise<GovernedPeer> {
-  const term = new TermCell();
+  const term = new WatchCell(0);
   const raft = raftNode({
     cluster: { voters: [...o.mode.voters], learners: [...o.mode.learners] },
     transport: raftChannelTransport(o.seam, (m) => o.logger.warn(m)),

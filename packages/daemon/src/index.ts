@@ -36,3 +36,6 @@ export type { DaemonMetricsOptions } from "./metrics.ts";
 /** What the dashboard and /metrics read of a peer. */
 export { peerState } from "./peer-reads.ts";
 export type { PeerReads, RaftWatches, LivenessNote, PeerState } from "./peer-reads.ts";
+/** Governed mode's pieces the demo reuses: the control plane of a governed node, and the term-observing Raft store. */
+export { governedControlPlane, termObservingStorage } from "./governed-peer.ts";
+export type { GovernedNodeLike } from "./governed-peer.ts";
