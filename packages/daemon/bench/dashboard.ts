@@ -2,7 +2,10 @@
 //  1. bytes on the websocket per ledger change — one viewer, one spend (reserve + complete) at a time with
 //     a pause longer than the refresh interval, so each spend is one Yjs update: its size is the figure;
 //  2. the spend path's latency (reserve + complete over HTTP) with 0 and with 50 dashboards connected (the
-//     viewers in a third process), alternating A B A B; the dashboards must cost less than 10 %.
+//     viewers in a third process), alternating A B A B; the dashboards must cost less than 10 %. Beside the
+//     latency, the daemon's own CPU time per pair (its process CPU counter, read through /metrics before and
+//     after each cell): on a machine shared with other work the latency mostly measures the neighbours, the
+//     CPU per pair what the dashboards add to the daemon.
 //   npx -y pnpm@10 --filter @heddle/daemon bench
 //   HEDDLE_BENCH_SECONDS=3 HEDDLE_BENCH_VIEWERS=50 HEDDLE_BENCH_STORE=sqlite npx -y pnpm@10 --filter @heddle/daemon bench
 import { spawn, type ChildProcess } from "node:child_process";
@@ -111,12 +114,15 @@ try {
     await c.demand({ leaf: LEAF, targetOutstanding: 10_000_000n, maximumUsefulGrant: 1_000_000n, leaseMs: 3_600_000 });
     await pairs(c, 1, 1_000); // warm-up
     for (const n of CONCURRENCY) {
-      const cells: Record<"0" | "N", { p50: number[]; p99: number[]; pps: number[] }> = { "0": { p50: [], p99: [], pps: [] }, N: { p50: [], p99: [], pps: [] } };
+      const cells: Record<"0" | "N", { p50: number[]; p99: number[]; pps: number[]; cpu: number[]; n: number[] }> = { "0": { p50: [], p99: [], pps: [], cpu: [], n: [] }, N: { p50: [], p99: [], pps: [], cpu: [], n: [] } };
+      const cpu = () => metric(url, token, "heddle_process_cpu_seconds_total");
       let bytesPerSec = 0;
       let updatesPerSec = 0;
       let refreshShare = 0;
       for (let round = 0; round < ROUNDS; round++) {
+        const ca0 = await cpu();
         const a = await pairs(c, n, SECONDS * 1000);
+        cells["0"].cpu.push((await cpu()) - ca0), cells["0"].n.push(a.n);
         cells["0"].p50.push(a.p50), cells["0"].p99.push(a.p99), cells["0"].pps.push(a.pairsPerSec);
         const w = child([fileURLToPath(new URL("./viewers-child.ts", import.meta.url)), url, token, String(VIEWERS)]);
         kids.push(w.proc);
@@ -126,7 +132,9 @@ try {
         w.proc.stdin!.write("report\n");
         const r0 = JSON.parse(await line(w)) as { bytes: number };
         const t0 = performance.now();
+        const cb0 = await cpu();
         const b = await pairs(c, n, SECONDS * 1000);
+        cells.N.cpu.push((await cpu()) - cb0), cells.N.n.push(b.n);
         w.proc.stdin!.write("report\n");
         const r1 = JSON.parse(await line(w)) as { bytes: number; open: number };
         const secs = (performance.now() - t0) / 1000;
@@ -144,9 +152,13 @@ try {
       const ppsA = avg(cells["0"].pps);
       const ppsB = avg(cells.N.pps);
       const cost = Math.round((p50b / p50a - 1) * 1000) / 10;
-      console.log(`[${store}] concurrency ${String(n).padStart(2)}   0 dashboards: p50 ${p50a.toFixed(3)} ms  p99 ${avg(cells["0"].p99).toFixed(3)} ms  ${ppsA} pairs/s`);
-      console.log(`[${store}] concurrency ${String(n).padStart(2)}  ${String(VIEWERS).padStart(2)} dashboards: p50 ${p50b.toFixed(3)} ms  p99 ${avg(cells.N.p99).toFixed(3)} ms  ${ppsB} pairs/s   → p50 ${cost >= 0 ? "+" : ""}${cost} %, throughput ${Math.round((ppsB / ppsA - 1) * 1000) / 10} %; ${updatesPerSec} updates/s, ${bytesPerSec} B/s per dashboard; refreshing took ${refreshShare} % of the daemon's time`);
-      console.log(JSON.stringify({ bench: "dashboard-spend-path", store, concurrency: n, viewers: VIEWERS, p50MsWithout: p50a, p50MsWith: p50b, p99MsWithout: avg(cells["0"].p99), p99MsWith: avg(cells.N.p99), pairsPerSecWithout: ppsA, pairsPerSecWith: ppsB, p50CostPct: cost, updatesPerSec, bytesPerSecPerViewer: bytesPerSec, refreshTimePct: refreshShare, seconds: SECONDS, rounds: ROUNDS }));
+      const sum = (xs: number[]) => xs.reduce((a, x) => a + x, 0);
+      const cpuA = Math.round((sum(cells["0"].cpu) / sum(cells["0"].n)) * 1e7) / 10;
+      const cpuB = Math.round((sum(cells.N.cpu) / sum(cells.N.n)) * 1e7) / 10;
+      const cpuCost = Math.round((cpuB / cpuA - 1) * 1000) / 10;
+      console.log(`[${store}] concurrency ${String(n).padStart(2)}   0 dashboards: p50 ${p50a.toFixed(3)} ms  p99 ${avg(cells["0"].p99).toFixed(3)} ms  ${ppsA} pairs/s  daemon CPU ${cpuA} µs/pair`);
+      console.log(`[${store}] concurrency ${String(n).padStart(2)}  ${String(VIEWERS).padStart(2)} dashboards: p50 ${p50b.toFixed(3)} ms  p99 ${avg(cells.N.p99).toFixed(3)} ms  ${ppsB} pairs/s  daemon CPU ${cpuB} µs/pair   → p50 ${cost >= 0 ? "+" : ""}${cost} %, CPU per pair ${cpuCost >= 0 ? "+" : ""}${cpuCost} %, throughput ${Math.round((ppsB / ppsA - 1) * 1000) / 10} %; ${updatesPerSec} updates/s, ${bytesPerSec} B/s per dashboard; refreshing took ${refreshShare} % of the daemon's time`);
+      console.log(JSON.stringify({ bench: "dashboard-spend-path", store, concurrency: n, viewers: VIEWERS, p50MsWithout: p50a, p50MsWith: p50b, p99MsWithout: avg(cells["0"].p99), p99MsWith: avg(cells.N.p99), pairsPerSecWithout: ppsA, pairsPerSecWith: ppsB, p50CostPct: cost, cpuUsPerPairWithout: cpuA, cpuUsPerPairWith: cpuB, cpuCostPct: cpuCost, updatesPerSec, bytesPerSecPerViewer: bytesPerSec, refreshTimePct: refreshShare, seconds: SECONDS, rounds: ROUNDS }));
     }
     c.close();
     await stop(d.proc, () => d.proc.kill("SIGTERM"));

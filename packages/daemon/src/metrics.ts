@@ -62,7 +62,7 @@ export class DaemonMetrics {
         if (self.#reads !== null) self.#collect(self.#reads);
       },
     });
-    if (o.processMetrics !== false) collectDefaultMetrics({ register: this.registry, prefix: "heddle_process_" });
+    if (o.processMetrics !== false) collectDefaultMetrics({ register: this.registry, prefix: "heddle_" });
 
     this.#commit = new Histogram({ name: "heddle_store_commit_seconds", help: "Store commit latency: one durable transaction of the node's mutation path (node.md §9.1)", labelNames: ["outcome"], buckets: COMMIT_BUCKETS, registers });
     this.#requests = new Counter({ name: "heddle_api_requests_total", help: "API requests by route pattern, method and status", labelNames: ["route", "method", "status"], registers });

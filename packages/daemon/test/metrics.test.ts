@@ -106,6 +106,9 @@ describe("/metrics", () => {
     expect(m.one("heddle_peers", { state: "up" })).toBe(0);
     expect(m.all("heddle_raft_term")).toEqual([]);
     expect(m.one("heddle_dashboard_viewers")).toBe(0);
+    // the process metrics, under the same prefix (the bench reads the daemon's CPU time from here)
+    expect(m.types.get("heddle_process_cpu_seconds_total")).toBe("counter");
+    expect(m.one("heddle_process_cpu_seconds_total")).toBeGreaterThan(0);
   });
 
   it("counts a refused reservation by its status, and the unmatched route as one label", async () => {
