@@ -119,6 +119,8 @@ try {
       let bytesPerSec = 0;
       let updatesPerSec = 0;
       let refreshShare = 0;
+      let refreshCpuMsPerSec = 0;
+      let refreshCpuUsPerUpdate = 0;
       for (let round = 0; round < ROUNDS; round++) {
         const ca0 = await cpu();
         const a = await pairs(c, n, SECONDS * 1000);
@@ -129,6 +131,7 @@ try {
         if ((await line(w)) !== "ready") throw new Error("viewers did not sync");
         const u0 = await metric(url, token, "heddle_dashboard_updates_total");
         const f0 = await metric(url, token, "heddle_dashboard_refresh_seconds_total");
+        const fc0 = await metric(url, token, "heddle_dashboard_refresh_cpu_seconds_total");
         w.proc.stdin!.write("report\n");
         const r0 = JSON.parse(await line(w)) as { bytes: number };
         const t0 = performance.now();
@@ -140,6 +143,9 @@ try {
         const secs = (performance.now() - t0) / 1000;
         const u1 = await metric(url, token, "heddle_dashboard_updates_total");
         refreshShare = Math.round((((await metric(url, token, "heddle_dashboard_refresh_seconds_total")) - f0) / secs) * 10000) / 100;
+        const fc = (await metric(url, token, "heddle_dashboard_refresh_cpu_seconds_total")) - fc0;
+        refreshCpuMsPerSec = Math.round((fc / secs) * 10000) / 10;
+        refreshCpuUsPerUpdate = Math.round((fc / Math.max(1, u1 - u0)) * 1e6);
         if (r1.open !== VIEWERS) throw new Error(`only ${r1.open} of ${VIEWERS} viewers stayed connected`);
         bytesPerSec = Math.round((r1.bytes - r0.bytes) / VIEWERS / secs);
         updatesPerSec = Math.round(((u1 - u0) / secs) * 10) / 10;
@@ -157,8 +163,8 @@ try {
       const cpuB = Math.round((sum(cells.N.cpu) / sum(cells.N.n)) * 1e7) / 10;
       const cpuCost = Math.round((cpuB / cpuA - 1) * 1000) / 10;
       console.log(`[${store}] concurrency ${String(n).padStart(2)}   0 dashboards: p50 ${p50a.toFixed(3)} ms  p99 ${avg(cells["0"].p99).toFixed(3)} ms  ${ppsA} pairs/s  daemon CPU ${cpuA} µs/pair`);
-      console.log(`[${store}] concurrency ${String(n).padStart(2)}  ${String(VIEWERS).padStart(2)} dashboards: p50 ${p50b.toFixed(3)} ms  p99 ${avg(cells.N.p99).toFixed(3)} ms  ${ppsB} pairs/s  daemon CPU ${cpuB} µs/pair   → p50 ${cost >= 0 ? "+" : ""}${cost} %, CPU per pair ${cpuCost >= 0 ? "+" : ""}${cpuCost} %, throughput ${Math.round((ppsB / ppsA - 1) * 1000) / 10} %; ${updatesPerSec} updates/s, ${bytesPerSec} B/s per dashboard; refreshing took ${refreshShare} % of the daemon's time`);
-      console.log(JSON.stringify({ bench: "dashboard-spend-path", store, concurrency: n, viewers: VIEWERS, p50MsWithout: p50a, p50MsWith: p50b, p99MsWithout: avg(cells["0"].p99), p99MsWith: avg(cells.N.p99), pairsPerSecWithout: ppsA, pairsPerSecWith: ppsB, p50CostPct: cost, cpuUsPerPairWithout: cpuA, cpuUsPerPairWith: cpuB, cpuCostPct: cpuCost, updatesPerSec, bytesPerSecPerViewer: bytesPerSec, refreshTimePct: refreshShare, seconds: SECONDS, rounds: ROUNDS }));
+      console.log(`[${store}] concurrency ${String(n).padStart(2)}  ${String(VIEWERS).padStart(2)} dashboards: p50 ${p50b.toFixed(3)} ms  p99 ${avg(cells.N.p99).toFixed(3)} ms  ${ppsB} pairs/s  daemon CPU ${cpuB} µs/pair   → p50 ${cost >= 0 ? "+" : ""}${cost} %, CPU per pair ${cpuCost >= 0 ? "+" : ""}${cpuCost} %, throughput ${Math.round((ppsB / ppsA - 1) * 1000) / 10} %; ${updatesPerSec} updates/s, ${bytesPerSec} B/s per dashboard; refreshing took ${refreshShare} % of the daemon's time (wall), ${refreshCpuMsPerSec} ms CPU per second, ${refreshCpuUsPerUpdate} µs CPU per update`);
+      console.log(JSON.stringify({ bench: "dashboard-spend-path", store, concurrency: n, viewers: VIEWERS, p50MsWithout: p50a, p50MsWith: p50b, p99MsWithout: avg(cells["0"].p99), p99MsWith: avg(cells.N.p99), pairsPerSecWithout: ppsA, pairsPerSecWith: ppsB, p50CostPct: cost, cpuUsPerPairWithout: cpuA, cpuUsPerPairWith: cpuB, cpuCostPct: cpuCost, updatesPerSec, bytesPerSecPerViewer: bytesPerSec, refreshTimePct: refreshShare, refreshCpuMsPerSec, refreshCpuUsPerUpdate, seconds: SECONDS, rounds: ROUNDS }));
     }
     c.close();
     await stop(d.proc, () => d.proc.kill("SIGTERM"));
