@@ -48,6 +48,7 @@ describe("heddle demo, end to end", () => {
     expect(r.out).toContain("✓ the tenant weights changed midway by the reshape recipe: now 1:3");
     expect(r.out).not.toContain("✗");
     expect(r.out).toContain("demo passed");
+    expect(r.out).toMatch(/dashboard of peer 0 \(open it in a browser\): http:\/\/127\.0\.0\.1:\d+\/dashboard#token=[A-Za-z0-9_-]{20,}/);
     expect(r.code).toBe(0);
   }, 300_000);
 });

@@ -1,12 +1,17 @@
 // The dashboard and /metrics of a governed peer (a one-voter cluster, in-process): the Raft member's role,
 // term, commit and applied index, and the claims held and refused — in the scrape against the peer's own
-// reads through its API, and on the page in headless Chromium, following a claim taken and released live.
+// reads through its API, and on the page in headless Chromium, following a claim taken and released live
+// (screenshot in .ci-results/dashboard-governed.png).
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { launchChromium } from "./support/browser.ts";
 import { soloDaemon } from "./support/embedded.ts";
 import { parsePrometheus, type Scrape } from "./support/prometheus.ts";
 
+const ARTIFACTS = fileURLToPath(new URL("../../../.ci-results/", import.meta.url));
 let s: Awaited<ReturnType<typeof soloDaemon>>;
 let browser: Browser;
 
@@ -109,6 +114,8 @@ describe("a governed peer's /metrics and dashboard", () => {
       await expect.poll(() => row.count()).toBe(1);
       expect(await row.textContent()).toContain("alice");
       expect(await row.locator('[data-field="token"]').textContent()).toBe(String(open[0]!.token));
+      mkdirSync(ARTIFACTS, { recursive: true });
+      await page.screenshot({ path: join(ARTIFACTS, "dashboard-governed.png"), fullPage: true });
 
       // released through the API: the row goes, the commit index moves on, no reload
       expect(await s.client.claimsRelease("alice", "deploy")).toMatchObject({ claims: true });
