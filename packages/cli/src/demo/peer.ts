@@ -19,15 +19,7 @@ import {
   WatchCell,
 } from "@heddle/node";
 import type { HeddleNode } from "@heddle/node";
-import {
-  DaemonMetrics,
-  governedControlPlane,
-  serveDashboard,
-  termObservingStorage,
-  type DashboardServer,
-  type LivenessNote,
-  type PeerReads,
-} from "@heddle/daemon";
+import type { DashboardServer, LivenessNote, PeerReads } from "@heddle/daemon";
 import { demoTopology, LANES, laneGroup, leafGroups, parents, ROOT, TENANTS } from "./scenario.ts";
 import type { PeerConfig } from "./scenario.ts";
 import type { BoundRow, ControlAct, PeerCommand, PeerReport } from "./protocol.ts";
@@ -76,6 +68,9 @@ function conservation(view: EntitlementLedger): { minted: bigint; held: bigint; 
 }
 
 async function main(): Promise<void> {
+  // Only the peer that serves the dashboard loads the daemon's modules (HTTP server, Yjs, prom-client): the
+  // others start as fast as before, which matters on a busy machine.
+  const daemon = cfg.dashboard !== undefined ? await import("@heddle/daemon") : null;
   const home = join(cfg.dir, `peer-${cfg.index}`);
   const key = await loadOrCreatePeerKey(join(home, "peer.key"));
   const seam = await libp2pSeam({
@@ -113,7 +108,7 @@ async function main(): Promise<void> {
     raft = raftNode({
       cluster: { voters: cfg.voters, learners: cfg.ids.filter((id) => !cfg.voters!.includes(id)) },
       transport: raftChannelTransport(seam),
-      storage: termObservingStorage(sqliteRaftStorage(join(home, "raft.sqlite"), { thread: "worker" }), raftTerm),
+      storage: daemon === null ? sqliteRaftStorage(join(home, "raft.sqlite"), { thread: "worker" }) : daemon.termObservingStorage(sqliteRaftStorage(join(home, "raft.sqlite"), { thread: "worker" }), raftTerm),
       timers: realTimers,
       random,
       defer: setImmediate,
@@ -156,7 +151,7 @@ async function main(): Promise<void> {
 
   // Peer 0 shows its live dashboard (the daemon's page, socket and /metrics) for the whole run.
   let dashboard: DashboardServer | null = null;
-  if (cfg.dashboard !== undefined) {
+  if (cfg.dashboard !== undefined && daemon !== null) {
     const liveness = new Map<string, LivenessNote>();
     node.partitionEvents.subscribe((e) => liveness.set(e.peer, { kind: e.kind, at: Date.now(), ...(e.reason !== undefined ? { reason: e.reason } : {}) }));
     const reads: PeerReads = {
@@ -166,13 +161,13 @@ async function main(): Promise<void> {
       roster: cfg.ids.map((id) => ({ id, addrs: [] })),
       connected: () => seam.peers.get(),
       lastLiveness: () => liveness,
-      control: gov === null || raft === null ? null : governedControlPlane(gov, raft),
+      control: gov === null || raft === null ? null : daemon.governedControlPlane(gov, raft),
       raft: raft === null ? null : { role: raft.role, leader: raft.leader, commitIndex: raft.commitIndex, membership: raft.membership, term: raftTerm },
     };
-    const metrics = new DaemonMetrics({ processMetrics: false });
+    const metrics = new daemon.DaemonMetrics({ processMetrics: false });
     metrics.attach(reads);
     try {
-      dashboard = await serveDashboard({ reads, token: cfg.dashboard.token, host: "127.0.0.1", port: cfg.dashboard.port, partitionEvents: node.partitionEvents, metrics });
+      dashboard = await daemon.serveDashboard({ reads, token: cfg.dashboard.token, host: "127.0.0.1", port: cfg.dashboard.port, partitionEvents: node.partitionEvents, metrics });
       emit({ type: "dashboard", index: cfg.index, url: dashboard.url });
     } catch (e) {
       emit({ type: "dashboard", index: cfg.index, url: `(not served: ${(e as Error).message})` });
