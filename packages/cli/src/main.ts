@@ -21,6 +21,7 @@ Run a cluster:
   up DIR              start every peer of an init folder; Ctrl-C stops them all
                       (--detach: leave them running; heddle down DIR stops them)
   env --config F      print HEDDLE_URL / HEDDLE_TOKEN exports for curl and scripts
+  dashboard --config F  print the URL of the peer's live dashboard (token in the fragment)
   demo                a live demo on real processes
 
 Look:
@@ -113,6 +114,8 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
         return await (await daemonCommands()).downCommand(rest, io);
       case "env":
         return await (await daemonCommands()).envCommand(rest, io);
+      case "dashboard":
+        return await (await daemonCommands()).dashboardCommand(rest, io);
       case "reshape":
         return await (await import("./commands/reshape.ts")).reshapeCommand(rest, io);
       case "bench":

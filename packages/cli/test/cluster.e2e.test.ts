@@ -97,6 +97,18 @@ describe("a static three-peer cluster of daemons, end to end", () => {
     const human = await heddle(["status", "--config", cfg(1)]);
     expect(human.out).toContain("2 of 2 other peer(s) connected");
 
+    // the dashboard's address (token in the fragment) opens the page; the token scrapes /metrics
+    const dash = await heddle(["dashboard", "--config", cfg(1)]);
+    expect(dash.code).toBe(0);
+    const m = /^(https?:\/\/[^/]+)\/dashboard#token=(\S+)\n$/.exec(dash.out);
+    expect(m).not.toBeNull();
+    const page = await fetch(`${m![1]}/dashboard`);
+    expect(page.status).toBe(200);
+    expect(await page.text()).toContain("<title>heddle");
+    const scrape = await fetch(`${m![1]}/metrics`, { headers: { authorization: `Bearer ${decodeURIComponent(m![2]!)}` } });
+    expect(scrape.status).toBe(200);
+    expect(await scrape.text()).toMatch(/^heddle_up 1$/m);
+
     // ledgers converge: withdraw the demand, then every peer holds byte-identical ledgers
     await http(2, "POST", "/v1/demand", { leaf: "batch", targetOutstanding: "0", maximumUsefulGrant: "0" });
     const digests = await eventually(async () => {

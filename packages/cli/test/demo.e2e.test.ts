@@ -16,7 +16,7 @@ describe("heddle demo, end to end", () => {
   it("documents its options", async () => {
     const r = await heddle(["demo", "--help"]);
     expect(r.code).toBe(0);
-    for (const flag of ["--peers", "--duration", "--seed", "--weights"]) expect(r.out).toContain(flag);
+    for (const flag of ["--peers", "--duration", "--seed", "--weights", "--dashboard-port", "--no-dashboard"]) expect(r.out).toContain(flag);
   });
 
   it("refuses a bad option with exit status 2", async () => {
@@ -33,6 +33,8 @@ describe("heddle demo, end to end", () => {
     expect(r.out).toContain("every peer holds byte-identical ledgers");
     expect(r.out).not.toContain("✗");
     expect(r.out).toContain("demo passed");
+    // peer 0 served its dashboard for the run, and said where
+    expect(r.out).toMatch(/dashboard of peer 0 \(open it in a browser\): http:\/\/127\.0\.0\.1:\d+\/dashboard#token=[A-Za-z0-9_-]{20,}/);
     expect(r.code).toBe(0);
   }, 120_000);
 
@@ -46,6 +48,7 @@ describe("heddle demo, end to end", () => {
     expect(r.out).toContain("✓ the tenant weights changed midway by the reshape recipe: now 1:3");
     expect(r.out).not.toContain("✗");
     expect(r.out).toContain("demo passed");
+    expect(r.out).toMatch(/dashboard of peer 0 \(open it in a browser\): http:\/\/127\.0\.0\.1:\d+\/dashboard#token=[A-Za-z0-9_-]{20,}/);
     expect(r.code).toBe(0);
   }, 300_000);
 });

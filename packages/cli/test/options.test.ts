@@ -13,8 +13,12 @@ describe("heddle demo options", () => {
       live: false,
       governed: false,
       reshapeWeights: undefined,
+      dashboardPort: 0,
     });
     expect(parseDemoArgs([], true)).toMatchObject({ live: true });
+    expect(parseDemoArgs(["--dashboard-port", "7300"], false)).toMatchObject({ dashboardPort: 7300 });
+    expect(parseDemoArgs(["--no-dashboard"], false)).toMatchObject({ dashboardPort: null });
+    expect(() => parseDemoArgs(["--dashboard-port", "70000"], false)).toThrow(DemoUsageError);
   });
 
   it("parses every option, in both --flag value and --flag=value forms", () => {
@@ -28,6 +32,7 @@ describe("heddle demo options", () => {
       live: false,
       governed: false,
       reshapeWeights: undefined,
+      dashboardPort: 0,
     });
   });
 

@@ -36,5 +36,9 @@ describe("README: Run your own cluster", () => {
     expect(r.out).toMatch(/tenant-b now hangs under root with weight 2 \(edge root→tenant-b@2\); root→tenant-b is retired/);
     expect(r.out).toMatch(/├─ tenant-a\s+3\s+60\.0%/);
     expect(r.out).toMatch(/└─ tenant-b\s+2\s+40\.0%/);
-  });
+    // the dashboard's address with the token in its fragment, and the fair shares in /metrics (3:2 after the reshape)
+    expect(r.out).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/dashboard#token=\S{16,}$/m);
+    expect(r.out).toMatch(/^heddle_group_fair_share\{edge="[^"]+",parent="root",child="tenant-a"\} 0\.6$/m);
+    expect(r.out).toMatch(/^heddle_group_fair_share\{edge="[^"]+",parent="root",child="tenant-b"\} 0\.4$/m);
+  }, 300_000); // above the script's own 240 s budget: ~20 CLI processes start in turn, each CPU-starved on a busy machine
 });

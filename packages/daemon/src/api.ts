@@ -1,7 +1,7 @@
 // The daemon's HTTP API (JSON over HTTP/1.1, fastify). Every call carries the bearer token; bodies are
 // size-limited and checked against the schemas of api-schemas.ts (400 naming the field); spec refusals and
 // conflicts come back as 409 carrying the spec's object; `Idempotency-Key` maps to a ProposalKey.
-import { createHash, timingSafeEqual } from "node:crypto";
+import { createHash } from "node:crypto";
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import swagger from "@fastify/swagger";
 import type { TSchema } from "@sinclair/typebox";
@@ -12,7 +12,10 @@ import * as S from "./api-schemas.ts";
 import type { CallOptions, ControlOutcome, ControlPlane, ProposalKey } from "./control-plane.ts";
 import { CONTROL_ERRORS } from "./control-plane.ts";
 import type { DataPlane } from "./data-plane.ts";
+import { bearerHook } from "./bearer.ts";
+import type { LiveDashboard } from "./dashboard.ts";
 import type { Logger } from "./log.ts";
+import type { DaemonMetrics } from "./metrics.ts";
 import { inboundEdge, type Scheduler } from "./scheduler.ts";
 import { amountOf, checker, type FieldIssue } from "./schema.ts";
 import { fractionText, toWire } from "./wire.ts";
@@ -44,6 +47,10 @@ export interface ApiContext {
   /** The last liveness event seen per peer. */
   lastLiveness(): ReadonlyMap<string, { kind: string; at: number; reason?: string }>;
   readonly startedAt: number;
+  /** Where `/metrics` reads from and API requests are counted; no `/metrics` route without it. */
+  readonly metrics?: DaemonMetrics;
+  /** The live dashboard (page, modules, socket); none without it. */
+  readonly dashboard?: LiveDashboard;
 }
 
 /** A request part that failed its schema. */
@@ -84,11 +91,6 @@ function idempotencyKey(req: FastifyRequest): string | null | FieldIssue {
     return { field: "Idempotency-Key", problem: `must be 1 … ${MAX_IDEMPOTENCY_KEY_LENGTH} visible ASCII characters` };
   }
   return v;
-}
-
-function sameToken(given: string, token: Buffer): boolean {
-  const g = Buffer.from(given, "utf8");
-  return g.length === token.length && timingSafeEqual(g, token);
 }
 
 function sortIds(ids: Iterable<string>): string[] {
@@ -170,7 +172,6 @@ export function treeOf(view: EntitlementLedger, self: ReplicaId, root: GroupId, 
 
 /** Builds (does not start) the API server. */
 export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
-  const token = Buffer.from(ctx.token, "utf8");
   const app = Fastify({
     logger: false,
     bodyLimit: ctx.limits.maxBodyBytes,
@@ -198,19 +199,13 @@ export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
     },
   });
 
-  app.addHook("onRequest", async (req, reply) => {
-    const h = req.headers.authorization;
-    if (h === undefined || !h.startsWith("Bearer ") || !sameToken(h.slice(7), token)) {
-      reply.header("www-authenticate", 'Bearer realm="heddle"');
-      return reply.code(401).send({
-        error: "unauthorized",
-        message:
-          h === undefined
-            ? "this API needs a bearer token: send 'Authorization: Bearer <token>' with the token from the peer's api.tokenFile"
-            : "the bearer token is wrong: use the token in this peer's api.tokenFile (each peer has its own)",
-      });
-    }
-  });
+  app.addHook("onRequest", bearerHook(ctx.token, (path, method) => ctx.dashboard?.isPublic(path, method) ?? false));
+  if (ctx.metrics !== undefined) {
+    const metrics = ctx.metrics;
+    app.addHook("onResponse", async (req, reply) => {
+      metrics.observeRequest(req.routeOptions.url ?? "(unmatched)", req.method, reply.statusCode, reply.elapsedTime / 1000);
+    });
+  }
 
   app.setErrorHandler((err: Error & { statusCode?: number; code?: string; validationContext?: string }, req, reply) => {
     if (err instanceof RequestInvalid) return sendInvalid(reply, err.part, err.issues);
@@ -445,6 +440,8 @@ export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
     } catch (e) {
       return sendControlError(reply, e, ctx.logger);
     }
+    const claims = o.kind === "applied" ? (o.claims as { ok?: boolean; blocked?: { reason?: string }[]; invalid?: string } | undefined) : undefined;
+    if (claims !== undefined && claims !== null && claims.ok === false) ctx.metrics?.claimRefused(claims.invalid !== undefined ? "invalid" : (claims.blocked?.[0]?.reason ?? "unknown"));
     return sendOutcome(reply, o);
   };
 
@@ -534,6 +531,11 @@ export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
   });
 
   app.get("/openapi.json", { schema: { hide: true } }, async () => app.swagger());
+  if (ctx.metrics !== undefined) {
+    const metrics = ctx.metrics;
+    app.get("/metrics", { schema: { hide: true } }, async (_req, reply) => reply.type(metrics.contentType).send(await metrics.text()));
+  }
+  ctx.dashboard?.register(app);
   return app;
 }
 

@@ -25,9 +25,12 @@ import { ConfigError, loadConfig, type DaemonConfig } from "./config.ts";
 import type { ControlPlane } from "./control-plane.ts";
 import type { DataPlane } from "./data-plane.ts";
 import { heddleGoverned } from "@heddle/governed";
+import { LiveDashboard } from "./dashboard.ts";
 import { startGovernedPeer } from "./governed-peer.ts";
 import { EtcdStartError } from "./etcd-log.ts";
 import { createLogger, type Logger } from "./log.ts";
+import { DaemonMetrics, timedStore } from "./metrics.ts";
+import type { PeerReads, RaftWatches } from "./peer-reads.ts";
 import { Scheduler } from "./scheduler.ts";
 
 /** Why a daemon did not start; `reason` says which input to fix. */
@@ -181,12 +184,15 @@ export async function startDaemon(configOrPath: DaemonConfig | string, opts: Sta
     cleanups.push(() => seam.close());
 
     const storePath = join(config.storeDir, "ledger.sqlite");
+    const metrics = new DaemonMetrics();
+    cleanups.push(() => metrics.close());
     let data: DataPlane;
     let control: ControlPlane | null = null;
+    let raft: RaftWatches | null = null;
     let partitionEvents: HeddleNode["partitionEvents"];
     let staticNode: HeddleNode | null = null;
     try {
-      const store = opts.store ?? sqliteStore(storePath);
+      const store = timedStore(opts.store ?? sqliteStore(storePath), metrics);
       if (mode.kind === "static") {
         const node = heddleStatic({
           seam,
@@ -205,6 +211,9 @@ export async function startDaemon(configOrPath: DaemonConfig | string, opts: Sta
         cleanups.push(() => peer.close());
         data = peer.node;
         control = peer.control;
+        // The Raft gauges exist only on the embedded Raft member; the etcd log has no role or term of ours.
+        const member = peer.raft;
+        if ("role" in member && "commitIndex" in member) raft = { role: member.role, leader: member.leader, commitIndex: member.commitIndex, membership: member.membership, term: peer.term };
         partitionEvents = peer.node.partitionEvents;
       }
     } catch (e) {
@@ -242,8 +251,24 @@ export async function startDaemon(configOrPath: DaemonConfig | string, opts: Sta
     scheduler.start();
     cleanups.push(() => scheduler.stop());
 
+    const reads: PeerReads = {
+      data,
+      mode: mode.kind,
+      root: GroupId(mode.root),
+      roster: config.roster,
+      connected: () => seam.peers.get(),
+      lastLiveness: () => liveness,
+      control,
+      raft,
+    };
+    metrics.attach(reads);
+    const dashboard = new LiveDashboard({ reads, token, partitionEvents, logger, metrics });
+    cleanups.push(() => dashboard.close());
+
     let app: FastifyInstance;
     app = await buildApi({
+      metrics,
+      dashboard,
       data,
       control,
       scheduler,

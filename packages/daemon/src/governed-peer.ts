@@ -4,8 +4,8 @@
 import { randomUUID } from "node:crypto";
 import { join } from "node:path";
 import type { AttachmentId, AttachmentRecord, ReplicaId } from "@heddle/ledger";
-import { raftChannelTransport, raftNode, sqliteRaftStorage, type ControlLog, type EtcdControlLog, type RaftNode } from "@heddle/governed";
-import { realTimers, type EventStream, type HeddleConfig, type PartitionEvent, type Seam } from "@heddle/node";
+import { raftChannelTransport, raftNode, sqliteRaftStorage, type ControlLog, type EtcdControlLog, type RaftNode, type RaftStorage } from "@heddle/governed";
+import { realTimers, WatchCell, type EventStream, type HeddleConfig, type PartitionEvent, type Seam, type Watch } from "@heddle/node";
 import type { GovernedMode } from "./config.ts";
 import type { CallOptions, ClaimsVerbs, ControlOutcome, ControlPlane, ControlView, RosterView } from "./control-plane.ts";
 import type { DataPlane } from "./data-plane.ts";
@@ -78,11 +78,36 @@ export function governedControlPlane(g: GovernedNodeLike, raft: ControlLog): Con
   };
 }
 
+/**
+ * `storage` with the term it loads and saves reported to `term`: Raft makes every new term durable before
+ * acting in it (R-P1), so this is the member's current term on followers as well as leaders.
+ */
+export function termObservingStorage(storage: RaftStorage, term: { set(v: number): void }): RaftStorage {
+  return {
+    async load() {
+      const s = await storage.load();
+      term.set(s.term);
+      return s;
+    },
+    async saveTermAndVote(t, votedFor) {
+      await storage.saveTermAndVote(t, votedFor);
+      term.set(t);
+    },
+    append: (entries) => storage.append(entries),
+    truncateFrom: (index) => storage.truncateFrom(index),
+    saveSnapshot: (s) => storage.saveSnapshot(s),
+    discardThrough: (index) => storage.discardThrough(index),
+    close: () => storage.close(),
+  };
+}
+
 /** A started governed peer. */
 export interface GovernedPeer {
   readonly node: GovernedNodeLike;
   /** The Raft member, or the etcd log (`mode.etcd`). */
   readonly raft: RaftNode | EtcdControlLog;
+  /** The Raft term, as the member persists it (stays 0 on the etcd log, which has no term of ours). */
+  readonly term: Watch<number>;
   readonly control: ControlPlane;
   /** Stops the enroll loop, the node and the Raft member. */
   close(): Promise<void>;
@@ -104,10 +129,11 @@ export async function startGovernedPeer(o: {
   config: HeddleConfig;
   logger: Logger;
 }): Promise<GovernedPeer> {
+  const term = new WatchCell(0);
   const raft: RaftNode | EtcdControlLog = o.mode.etcd !== undefined ? await openEtcdLog(o.mode.etcd, o.self) : raftNode({
     cluster: { voters: [...o.mode.voters], learners: [...o.mode.learners] },
     transport: raftChannelTransport(o.seam, (m) => o.logger.warn(m)),
-    storage: sqliteRaftStorage(join(o.storeDir, "raft.sqlite"), { thread: "worker" }),
+    storage: termObservingStorage(sqliteRaftStorage(join(o.storeDir, "raft.sqlite"), { thread: "worker" }), term),
     timers: realTimers,
     random: Math.random,
     config: o.mode.raft,
@@ -147,6 +173,7 @@ export async function startGovernedPeer(o: {
   return {
     node,
     raft,
+    term,
     control: governedControlPlane(node, raft),
     async close() {
       stopped = true;

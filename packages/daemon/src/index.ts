@@ -21,3 +21,21 @@ export type { Logger, LoggerOptions, LogLevel } from "./log.ts";
 export { checker, fieldName, renderIssues, INT64_MAX } from "./schema.ts";
 export type { FieldIssue, Checker } from "./schema.ts";
 export { toWire, fractionText } from "./wire.ts";
+/** The live dashboard: the Yjs document, its read-only y-websocket server side, the page, and a stand-alone server. */
+export { LiveDashboard, serveDashboard, DASHBOARD_DEFAULTS } from "./dashboard.ts";
+export type { LiveDashboardOptions, DashboardServer } from "./dashboard.ts";
+export { DashboardSockets, DASHBOARD_SOCKET_LIMITS, DASHBOARD_SOCKET_PATH, DASHBOARD_SUBPROTOCOL } from "./dashboard-socket.ts";
+export type { DashboardSocketLimits, DashboardSocketStats, DashboardRefusal } from "./dashboard-socket.ts";
+export { DashboardDoc, DASHBOARD_DOC_VERSION, MAX_DASHBOARD_EVENTS } from "./dashboard-doc.ts";
+export type { DashboardEvent } from "./dashboard-doc.ts";
+export { dashboardSnapshot, MAX_DASHBOARD_ENTITIES, SHARE_DECIMALS } from "./dashboard-snapshot.ts";
+export type { DashboardSnapshot, Fields, Scalar } from "./dashboard-snapshot.ts";
+/** `/metrics`: the peer's Prometheus registry, and the store wrapper that times commits. */
+export { DaemonMetrics, timedStore, MAX_METRIC_EDGES, COMMIT_BUCKETS, REQUEST_BUCKETS } from "./metrics.ts";
+export type { DaemonMetricsOptions } from "./metrics.ts";
+/** What the dashboard and /metrics read of a peer. */
+export { peerState } from "./peer-reads.ts";
+export type { PeerReads, RaftWatches, LivenessNote, PeerState } from "./peer-reads.ts";
+/** Governed mode's pieces the demo reuses: the control plane of a governed node, and the term-observing Raft store. */
+export { governedControlPlane, termObservingStorage } from "./governed-peer.ts";
+export type { GovernedNodeLike } from "./governed-peer.ts";

@@ -342,3 +342,22 @@ export async function envCommand(argv: string[], io: Io): Promise<number> {
   io.out(`export HEDDLE_URL=${t.url}\nexport HEDDLE_TOKEN=${t.token}\n`);
   return EXIT.ok;
 }
+
+export const DASHBOARD_HELP = `heddle dashboard — print the address of a peer's live dashboard
+
+Usage: heddle dashboard --config FILE
+Prints: the page's URL with the API token in its fragment (#token=…), which the browser keeps to itself
+(fragments are never sent to a server) and the page removes from the address bar once read. Open it in a
+browser on this machine; without the fragment the page asks for the token.
+`;
+
+/** `heddle dashboard`: the daemon serves the page at `/dashboard` on its API port. */
+export async function dashboardCommand(argv: string[], io: Io): Promise<number> {
+  const { values } = parseArgs({ args: argv, options: { config: { type: "string", short: "c" }, help: { type: "boolean", short: "h" } } });
+  if (values.help) return io.out(DASHBOARD_HELP), EXIT.ok;
+  const file = values.config ?? process.env["HEDDLE_CONFIG"];
+  if (file === undefined) throw new UsageError("give the peer's config: heddle dashboard --config FILE");
+  const t = targetOfConfig(file);
+  io.out(`${t.url}/dashboard#token=${encodeURIComponent(t.token)}\n`);
+  return EXIT.ok;
+}

@@ -21,6 +21,8 @@ export interface DemoOptions {
   governed: boolean;
   /** Governed mode: the tenant weights the midway reshape moves to (default: --weights reversed). */
   reshapeWeights: [bigint, bigint] | undefined;
+  /** Port of peer 0's live dashboard on 127.0.0.1 (0: a free one), or null for none. */
+  dashboardPort: number | null;
 }
 
 /** Upper limits on the options, so a typo cannot start a thousand processes. */
@@ -40,7 +42,8 @@ Workers on every peer reserve, run and complete work on every lane, continuously
 schedules its own entitlement down the tree. The screen shows each lane's committed service
 against its weighted fair share. Midway one peer is cut off (its process keeps running and
 keeps spending what it holds) and later healed; another is killed with SIGKILL and restarted
-from its SQLite store. The run ends with a table: share vs weight per group, the bound
+from its SQLite store. Peer 0 serves a live dashboard in the browser (its URL is printed at
+the start). The run ends with a table: share vs weight per group, the bound
 metrics (configured, current, observed), frames rejected, and the conservation identity
 checked on every peer. Exit status 0 iff every check passed.
 
@@ -62,6 +65,8 @@ Options:
   --no-live            print progress lines instead of redrawing the screen
   --governed           governed mode: supply and tree through the Raft log, weights reshaped midway
   --reshape-weights A:b  with --governed: the tenant weights after the reshape (default: reversed)
+  --dashboard-port P   serve peer 0's live dashboard on 127.0.0.1:P      (default 0: a free port)
+  --no-dashboard       no dashboard
   -h, --help           this text
 `;
 
@@ -95,6 +100,7 @@ export function parseDemoArgs(argv: readonly string[], isTty: boolean): DemoOpti
     live: isTty,
     governed: false,
     reshapeWeights: undefined,
+    dashboardPort: 0,
   };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
@@ -133,6 +139,12 @@ export function parseDemoArgs(argv: readonly string[], isTty: boolean): DemoOpti
         break;
       case "--reshape-weights":
         o.reshapeWeights = ratio(flag, value());
+        break;
+      case "--dashboard-port":
+        o.dashboardPort = int(flag, value(), 0, 65_535);
+        break;
+      case "--no-dashboard":
+        o.dashboardPort = null;
         break;
       default:
         throw new DemoUsageError(`unknown option ${a} (see heddle demo --help)`);

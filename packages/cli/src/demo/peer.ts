@@ -6,7 +6,7 @@ import { readFileSync } from "node:fs";
 import { AttachmentId, GroupId, ReplicaId, Weight } from "@heddle/ledger";
 import type { EntitlementLedger } from "@heddle/ledger";
 import { heddleGoverned, OutcomeUnknownError, raftChannelTransport, raftNode, sqliteRaftStorage } from "@heddle/governed";
-import type { CallOptions, ControlOutcome, GovernedHeddleNode } from "@heddle/governed";
+import type { CallOptions, ControlOutcome, GovernedHeddleNode, RaftNode } from "@heddle/governed";
 import {
   edgeId,
   fnv1a64,
@@ -16,14 +16,16 @@ import {
   realTimers,
   seededRandom,
   sqliteStore,
+  WatchCell,
 } from "@heddle/node";
 import type { HeddleNode } from "@heddle/node";
+import type { DashboardServer, LivenessNote, PeerReads } from "@heddle/daemon";
 import { demoTopology, LANES, laneGroup, leafGroups, parents, ROOT, TENANTS } from "./scenario.ts";
 import type { PeerConfig } from "./scenario.ts";
 import type { BoundRow, ControlAct, PeerCommand, PeerReport } from "./protocol.ts";
 
 /** What the demo drives on a peer: the data plane, the same in static and governed mode. */
-type DataPlane = Pick<HeddleNode, "ledger" | "advertise" | "schedule" | "reserve" | "complete" | "cancel" | "boundMetrics" | "openReservations" | "unreachable" | "metrics" | "shutdown">;
+type DataPlane = Pick<HeddleNode, "self" | "partitionEvents" | "ledger" | "advertise" | "schedule" | "reserve" | "complete" | "cancel" | "boundMetrics" | "openReservations" | "unreachable" | "metrics" | "shutdown">;
 
 /** A governed control act, retried under its durable key until its outcome is known (governed.md §3.10). */
 async function known(call: (o: CallOptions) => Promise<ControlOutcome>, key: { client: string; seq: number }): Promise<ControlOutcome> {
@@ -66,6 +68,9 @@ function conservation(view: EntitlementLedger): { minted: bigint; held: bigint; 
 }
 
 async function main(): Promise<void> {
+  // Only the peer that serves the dashboard loads the daemon's modules (HTTP server, Yjs, prom-client): the
+  // others start as fast as before, which matters on a busy machine.
+  const daemon = cfg.dashboard !== undefined ? await import("@heddle/daemon") : null;
   const home = join(cfg.dir, `peer-${cfg.index}`);
   const key = await loadOrCreatePeerKey(join(home, "peer.key"));
   const seam = await libp2pSeam({
@@ -94,13 +99,16 @@ async function main(): Promise<void> {
     store: sqliteStore(join(home, "store.sqlite")),
   };
   let gov: GovernedHeddleNode | null = null;
+  let raft: RaftNode | null = null;
+  /** Governed mode: the Raft term as the member persists it (the dashboard shows it). */
+  const raftTerm = new WatchCell(0);
   let node: DataPlane;
   if (cfg.voters !== undefined) {
     // governed mode: the same seam carries Raft on channel 4; genesis is empty, supply and tree come from the log
-    const raft = raftNode({
+    raft = raftNode({
       cluster: { voters: cfg.voters, learners: cfg.ids.filter((id) => !cfg.voters!.includes(id)) },
       transport: raftChannelTransport(seam),
-      storage: sqliteRaftStorage(join(home, "raft.sqlite"), { thread: "worker" }),
+      storage: daemon === null ? sqliteRaftStorage(join(home, "raft.sqlite"), { thread: "worker" }) : daemon.termObservingStorage(sqliteRaftStorage(join(home, "raft.sqlite"), { thread: "worker" }), raftTerm),
       timers: realTimers,
       random,
       defer: setImmediate,
@@ -140,6 +148,31 @@ async function main(): Promise<void> {
   for (const row of restored) node.cancel(row.id);
 
   emit({ type: "listening", index: cfg.index, id: seam.self, addrs: seam.addrs(), restoredReservations: restored.length });
+
+  // Peer 0 shows its live dashboard (the daemon's page, socket and /metrics) for the whole run.
+  let dashboard: DashboardServer | null = null;
+  if (cfg.dashboard !== undefined && daemon !== null) {
+    const liveness = new Map<string, LivenessNote>();
+    node.partitionEvents.subscribe((e) => liveness.set(e.peer, { kind: e.kind, at: Date.now(), ...(e.reason !== undefined ? { reason: e.reason } : {}) }));
+    const reads: PeerReads = {
+      data: node,
+      mode: gov === null ? "static" : "governed",
+      root: GroupId(ROOT),
+      roster: cfg.ids.map((id) => ({ id, addrs: [] })),
+      connected: () => seam.peers.get(),
+      lastLiveness: () => liveness,
+      control: gov === null || raft === null ? null : daemon.governedControlPlane(gov, raft),
+      raft: raft === null ? null : { role: raft.role, leader: raft.leader, commitIndex: raft.commitIndex, membership: raft.membership, term: raftTerm },
+    };
+    const metrics = new daemon.DaemonMetrics({ processMetrics: false });
+    metrics.attach(reads);
+    try {
+      dashboard = await daemon.serveDashboard({ reads, token: cfg.dashboard.token, host: "127.0.0.1", port: cfg.dashboard.port, partitionEvents: node.partitionEvents, metrics });
+      emit({ type: "dashboard", index: cfg.index, url: dashboard.url });
+    } catch (e) {
+      emit({ type: "dashboard", index: cfg.index, url: `(not served: ${(e as Error).message})` });
+    }
+  }
 
   const tick = setInterval(() => {
     if (draining) return;
@@ -282,7 +315,10 @@ async function main(): Promise<void> {
       case "exit":
         clearInterval(statusTimer);
         status();
-        void node.shutdown().then(() => seam.close()).finally(() => process.exit(0));
+        void (dashboard?.close() ?? Promise.resolve())
+          .then(() => node.shutdown())
+          .then(() => seam.close())
+          .finally(() => process.exit(0));
         break;
     }
   });

@@ -58,4 +58,6 @@ export type PeerReport =
     }
   | { type: "error"; index: number; message: string }
   /** Governed mode: the outcome of a `control` command (`outcome.kind` is "applied" or "conflict"). */
-  | { type: "control"; index: number; ref: number; ok: boolean; kind: string; detail: string };
+  | { type: "control"; index: number; ref: number; ok: boolean; kind: string; detail: string }
+  /** Peer 0: where its live dashboard is served (or why it is not). */
+  | { type: "dashboard"; index: number; url: string };

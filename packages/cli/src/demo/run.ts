@@ -1,4 +1,5 @@
 import { spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import type { ChildProcess } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -64,6 +65,8 @@ export async function runDemo(o: DemoOptions, out: NodeJS.WriteStream = process.
     workersPerLane: 3,
     ...(o.governed ? { voters: ids.slice(0, GOVERNED_VOTERS) } : {}),
   };
+  const dashboardToken = randomBytes(24).toString("base64url");
+  let dashboardUrl: string | null = null;
   const peers: Peer[] = ids.map((id, index) => ({ index, id, proc: null, addrs: [], state: "starting", last: null, restarts: 0, restored: 0, log: [] }));
   const events: string[] = [];
   const started = Date.now();
@@ -81,7 +84,8 @@ export async function runDemo(o: DemoOptions, out: NodeJS.WriteStream = process.
   const start = (p: Peer): Promise<void> =>
     new Promise((resolve, reject) => {
       const cfgPath = join(dir, `peer-${p.index}`, "config.json");
-      writeFileSync(cfgPath, JSON.stringify({ ...base, index: p.index } satisfies PeerConfig));
+      const dashboard = p.index === 0 && o.dashboardPort !== null ? { dashboard: { port: o.dashboardPort, token: dashboardToken } } : {};
+      writeFileSync(cfgPath, JSON.stringify({ ...base, index: p.index, ...dashboard } satisfies PeerConfig));
       const proc = spawn(process.execPath, [PEER_MAIN, cfgPath], { stdio: ["pipe", "pipe", "pipe"] });
       p.proc = proc;
       p.state = "starting";
@@ -107,6 +111,9 @@ export async function runDemo(o: DemoOptions, out: NodeJS.WriteStream = process.
         else if (r.type === "control") {
           controlWaiters.get(r.ref)?.(r);
           controlWaiters.delete(r.ref);
+        } else if (r.type === "dashboard") {
+          dashboardUrl = r.url;
+          out.write(`dashboard of peer 0 (open it in a browser): ${r.url}\n`);
         }
         else if (r.type === "error") {
           note(`peer ${p.index} failed: ${r.message.split("\n")[0]}`);
@@ -197,7 +204,7 @@ export async function runDemo(o: DemoOptions, out: NodeJS.WriteStream = process.
 
     const view = (): PeerView[] => peers.map((p) => ({ index: p.index, id: p.id, state: p.state, status: p.last, restarts: p.restarts, restored: p.restored }));
     const draw = () => {
-      const text = renderLive(view(), events, (Date.now() - runStart) / 1000, o);
+      const text = renderLive(view(), events, (Date.now() - runStart) / 1000, o) + (dashboardUrl !== null ? `\n\ndashboard of peer 0: ${dashboardUrl}` : "");
       if (o.live) out.write(`\x1b[H\x1b[2J${text}\n`);
     };
     if (o.live) out.write("\x1b[2J");

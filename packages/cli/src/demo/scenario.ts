@@ -52,4 +52,6 @@ export interface PeerConfig {
   workersPerLane: number;
   /** Governed mode: the Raft voters (ids); every other peer is a learner. Absent in static mode. */
   voters?: string[];
+  /** Peer 0 only: serve the live dashboard on 127.0.0.1:port with this token. */
+  dashboard?: { port: number; token: string };
 }

@@ -1,0 +1,175 @@
+// What the dashboard shows of one peer, as plain values: a pure read of the peer, taken off the spend path
+// (by the throttled refresh of `LiveDashboard`). Every entity is a flat record of scalars, so the Yjs
+// writer can touch exactly the fields that changed.
+import { GroupId, type EntitlementLedger } from "@heddle/ledger";
+import { treeOf } from "./api.ts";
+import { peerState, type PeerReads } from "./peer-reads.ts";
+import { toWire } from "./wire.ts";
+
+/** One field value in the dashboard document. */
+export type Scalar = string | number | boolean | null;
+/** One entity: field → value. */
+export type Fields = Record<string, Scalar>;
+
+/** Most entities per section (edges, groups, bounds, peers, claims); beyond it the section is cut and says so. */
+export const MAX_DASHBOARD_ENTITIES = 2_000;
+/** Shares are written rounded to this many decimals: finer changes are invisible and would only churn updates. */
+export const SHARE_DECIMALS = 4;
+
+/** The whole dashboard of one peer at one moment. */
+export interface DashboardSnapshot {
+  /** This peer at a glance. */
+  readonly node: Fields;
+  /** Per edge (id): parent, child, weight, lifecycle, fair share, committed share, counters. */
+  readonly edges: ReadonlyMap<string, Fields>;
+  /** Per group: holdings here and in total, earmarked, leaf or not, inbound edge. */
+  readonly groups: ReadonlyMap<string, Fields>;
+  /** Per parent: the bound triple of node.md §11. */
+  readonly bounds: ReadonlyMap<string, Fields>;
+  /** Per roster peer: state (self, up, cut off, lost, not connected) and its last liveness event. */
+  readonly peers: ReadonlyMap<string, Fields>;
+  /** Frames rejected so far, by reason (node.md §4.3). */
+  readonly rejected: Fields;
+  /** Governed: Raft role, leader, term, commit and applied index; empty on a static peer. */
+  readonly raft: Fields;
+  /** Governed: every claim held, keyed `key␀holder`. */
+  readonly claims: ReadonlyMap<string, Fields>;
+}
+
+function round(x: number | null): number | null {
+  if (x === null) return null;
+  const f = 10 ** SHARE_DECIMALS;
+  return Math.round(x * f) / f;
+}
+
+function cut<T>(xs: readonly T[]): { items: readonly T[]; omitted: number } {
+  return xs.length <= MAX_DASHBOARD_ENTITIES ? { items: xs, omitted: 0 } : { items: xs.slice(0, MAX_DASHBOARD_ENTITIES), omitted: xs.length - MAX_DASHBOARD_ENTITIES };
+}
+
+/** Parents on `view`: groups with at least one child edge, sorted. */
+export function parentsOf(view: EntitlementLedger): string[] {
+  return [...new Set<string>([...view.groups(), ...view.roots()])].filter((g) => view.childrenOf(GroupId(g)).length > 0).sort();
+}
+
+/**
+ * Reads `reads` into a {@link DashboardSnapshot}. `now` is the daemon's clock (the page uses it to show
+ * lease time left and event ages without trusting the browser's clock).
+ */
+export function dashboardSnapshot(reads: PeerReads, now: number): DashboardSnapshot {
+  const d = reads.data;
+  const view = d.ledger.get();
+  const tree = treeOf(view, d.self, reads.root, d);
+  const m = d.metrics?.();
+
+  const edges = new Map<string, Fields>();
+  const ce = cut(tree.edges);
+  for (const e of ce.items) {
+    edges.set(e.id, {
+      parent: e.parent,
+      child: e.child,
+      weight: e.weight,
+      lifecycle: e.lifecycle,
+      fairShare: round(e.weightShare),
+      committedShare: round(e.serviceShare),
+      committed: e.committedService,
+      spent: e.spent,
+      outstanding: e.outstanding,
+    });
+  }
+  const groups = new Map<string, Fields>();
+  const cg = cut(tree.groups);
+  for (const g of cg.items) {
+    groups.set(g.group, { holdings: g.holdings, holdingsTotal: g.holdingsTotal, earmarked: g.earmarked, isLeaf: g.isLeaf, inbound: g.inbound, detached: g.detached });
+  }
+  const bounds = new Map<string, Fields>();
+  const cb = cut(parentsOf(view));
+  for (const p of cb.items) {
+    const b = d.boundMetrics(GroupId(p));
+    bounds.set(p, {
+      roster: b.roster,
+      configured: b.configuredWorstCase.toString(),
+      current: b.currentBound.toString(),
+      observed: b.observedDeviation.toString(),
+      consistent: b.isConsistent,
+    });
+  }
+  const peers = new Map<string, Fields>();
+  const connected = reads.connected();
+  const unreachable = d.unreachable?.get() ?? new Set<string>();
+  const live = reads.lastLiveness();
+  for (const p of cut(reads.roster).items) {
+    const last = live.get(p.id);
+    peers.set(p.id, {
+      state: peerState(reads, p.id, connected, unreachable),
+      lastEvent: last?.kind ?? null,
+      lastEventAt: last?.at ?? null,
+      reason: last?.reason ?? null,
+    });
+  }
+  const rejected: Fields = {};
+  let rejectedTotal = 0;
+  if (m !== undefined) {
+    for (const [reason, n] of Object.entries(m.framesRejected)) {
+      rejected[reason] = n;
+      rejectedTotal += n;
+    }
+  }
+
+  const raft: Fields = {};
+  const claims = new Map<string, Fields>();
+  if (reads.raft !== null) {
+    const ms = reads.raft.membership.get();
+    Object.assign(raft, {
+      role: reads.raft.role.get(),
+      leader: reads.raft.leader.get(),
+      term: reads.raft.term.get(),
+      commitIndex: reads.raft.commitIndex.get(),
+      voters: [...ms.voters].sort().join(","),
+      learners: [...ms.learners].sort().join(","),
+    });
+  }
+  if (reads.control !== null) {
+    const cv = reads.control.controlView();
+    raft["appliedIndex"] = cv.appliedIndex;
+    raft["writable"] = reads.control.isWritable;
+    raft["enrolled"] = cv.roster.enrolled.size;
+    const open = reads.control.claims.view().open() as readonly { key: string; holder: string; mode?: string; token?: number; since?: number; expiresAt?: number; scope?: string; label?: string }[];
+    for (const h of cut(open).items) {
+      claims.set(`${h.key}\u0000${h.holder}`, {
+        key: h.key,
+        holder: h.holder,
+        mode: h.mode ?? null,
+        token: h.token ?? null,
+        since: h.since ?? null,
+        expiresAt: h.expiresAt ?? null,
+        scope: h.scope ?? null,
+        label: h.label ?? null,
+      });
+    }
+  }
+
+  const node: Fields = {
+    self: d.self,
+    mode: reads.mode,
+    root: reads.root,
+    epoch: d.epoch ?? null,
+    genesisDigest: d.genesisDigest ?? null,
+    mintedTotal: view.mintedTotal().toString(),
+    leafSpentTotal: view.leafSpentTotal().toString(),
+    reservationsOpen: m?.reservationsOpen ?? null,
+    failed: m?.failed ?? false,
+    framesRejected: rejectedTotal,
+    omitted: ce.omitted + cg.omitted + cb.omitted,
+    clock: now,
+  };
+  return { node, edges, groups, bounds, peers, rejected, raft, claims };
+}
+
+/** A conflict of `validate()` as one line (the kind and its subject). */
+export function conflictText(c: { kind: string }): string {
+  const rest = Object.entries(toWire(c) as Record<string, unknown>)
+    .filter(([k]) => k !== "kind")
+    .map(([k, v]) => `${k} ${Array.isArray(v) ? v.join(",") : String(v)}`)
+    .join(", ");
+  return rest === "" ? c.kind : `${c.kind} (${rest})`;
+}

@@ -1,0 +1,263 @@
+// `/metrics`: the peer in the Prometheus text format, through prom-client. Everything the node already
+// counts is read at scrape time (collect callbacks), so a scrape costs the spend path nothing; the daemon
+// itself only observes what nobody else measures: store commit latency, API requests, claims refused.
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import { GroupId } from "@heddle/ledger";
+import type { HeddleStore, StoreTx } from "@heddle/node";
+import { treeOf } from "./api.ts";
+import { peerState, type PeerReads } from "./peer-reads.ts";
+
+/** Most edges exported per scrape; a larger tree is cut here (and `heddle_metrics_edges_omitted` says by how many). */
+export const MAX_METRIC_EDGES = 10_000;
+
+/** Buckets of the store commit histogram, in seconds (an fsync'ed SQLite commit is ~0.1–10 ms). */
+export const COMMIT_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1];
+/** Buckets of the API latency histogram, in seconds. */
+export const REQUEST_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1, 5, 10];
+
+const PEER_STATES = ["up", "cut off", "lost", "not connected"] as const;
+const RAFT_ROLES = ["leader", "follower", "candidate", "learner"] as const;
+
+function num(x: bigint | string | number | null | undefined): number {
+  if (x === null || x === undefined) return 0;
+  return typeof x === "number" ? x : Number(x);
+}
+
+/** Sets a counter to a cumulative value read elsewhere (the node's own counters). */
+function setCounter<T extends string>(c: Counter<T>, labels: Partial<Record<T, string>>, value: number): void {
+  c.inc(labels, Math.max(0, value));
+}
+
+/** The options of {@link DaemonMetrics}. */
+export interface DaemonMetricsOptions {
+  /** Also export prom-client's process metrics (CPU, memory, event-loop lag); default true. */
+  readonly processMetrics?: boolean;
+}
+
+/**
+ * One peer's Prometheus registry (its own, so several daemons in one process do not mix). Construct it,
+ * then `attach(reads)` once the peer is running; `text()` renders a scrape.
+ */
+export class DaemonMetrics {
+  readonly registry = new Registry();
+  #reads: PeerReads | null = null;
+  #leaderChanges = 0;
+  readonly #off: (() => void)[] = [];
+  readonly #commit: Histogram<"outcome">;
+  readonly #requests: Counter<"route" | "method" | "status">;
+  readonly #latency: Histogram<"route" | "method" | "status">;
+  readonly #claimsRefused: Counter<"reason">;
+
+  constructor(o: DaemonMetricsOptions = {}) {
+    const registers = [this.registry];
+    // Registered first: its collect reads the peer once per scrape and sets every gauge and counter below
+    // (prom-client renders metrics in registration order, so they are all current when rendered).
+    const self = this;
+    new Gauge({
+      name: "heddle_up",
+      help: "1 while this peer runs (its collection reads the peer for every other heddle_ metric of the scrape)",
+      registers,
+      collect() {
+        this.set(self.#reads === null ? 0 : 1);
+        if (self.#reads !== null) self.#collect(self.#reads);
+      },
+    });
+    if (o.processMetrics !== false) collectDefaultMetrics({ register: this.registry, prefix: "heddle_" });
+
+    this.#commit = new Histogram({ name: "heddle_store_commit_seconds", help: "Store commit latency: one durable transaction of the node's mutation path (node.md §9.1)", labelNames: ["outcome"], buckets: COMMIT_BUCKETS, registers });
+    this.#requests = new Counter({ name: "heddle_api_requests_total", help: "API requests by route pattern, method and status", labelNames: ["route", "method", "status"], registers });
+    this.#latency = new Histogram({ name: "heddle_api_request_duration_seconds", help: "API request latency by route pattern, method and status", labelNames: ["route", "method", "status"], buckets: REQUEST_BUCKETS, registers });
+    this.#claimsRefused = new Counter({ name: "heddle_claims_refused_total", help: "Claim takes refused through this peer's API, by the first blocking reason", labelNames: ["reason"], registers });
+
+    const edgeLabels = ["edge", "parent", "child"] as const;
+    const g = {
+      edges: new Gauge({ name: "heddle_group_edges", help: "Edges known on this peer", registers }),
+      omitted: new Gauge({ name: "heddle_metrics_edges_omitted", help: `Edges left out of this scrape (more than ${MAX_METRIC_EDGES})`, registers }),
+      weight: new Gauge({ name: "heddle_group_weight", help: "Weight of each edge (child under parent)", labelNames: edgeLabels, registers }),
+      fair: new Gauge({ name: "heddle_group_fair_share", help: "Weighted fair share of each ACTIVE child among its ACTIVE siblings (w/W)", labelNames: edgeLabels, registers }),
+      committedShare: new Gauge({ name: "heddle_group_committed_share", help: "Share of committed service of each ACTIVE child among its ACTIVE siblings (c/C)", labelNames: edgeLabels, registers }),
+      committed: new Gauge({ name: "heddle_group_committed_service", help: "Committed service of each edge (issued − returned), in units", labelNames: edgeLabels, registers }),
+      spent: new Gauge({ name: "heddle_group_spent", help: "Spent through each edge, in units", labelNames: edgeLabels, registers }),
+      holdings: new Gauge({ name: "heddle_group_holdings", help: "Holdings of each group on this peer, in units", labelNames: ["group"], registers }),
+      configured: new Gauge({ name: "heddle_bound_configured_worst_case", help: "n·E + q per parent (node.md §11)", labelNames: ["parent"], registers }),
+      current: new Gauge({ name: "heddle_bound_current", help: "Σ holdings at the parent + q (node.md §11)", labelNames: ["parent"], registers }),
+      observed: new Gauge({ name: "heddle_bound_observed_deviation", help: "max |(w_i/W)·T − c_i| over demanding children, per parent (node.md §11)", labelNames: ["parent"], registers }),
+      pending: new Gauge({ name: "heddle_replication_pending_deltas", help: "Own deltas not yet acknowledged by every peer", registers }),
+      failed: new Gauge({ name: "heddle_node_failed", help: "1 once the node has failed closed (node.md §9.4)", registers }),
+      open: new Gauge({ name: "heddle_reservations_open", help: "Open reservations on this peer", registers }),
+      minted: new Gauge({ name: "heddle_ledger_minted", help: "Σ minted supply on this peer's view", registers }),
+      leafSpent: new Gauge({ name: "heddle_ledger_leaf_spent", help: "Σ spent at leaves (the conservation identity's third term)", registers }),
+      peers: new Gauge({ name: "heddle_peers", help: "Peers of the roster by state as seen from here (this peer excluded)", labelNames: ["state"], registers }),
+    };
+    const c = {
+      rejected: new Counter({ name: "heddle_frames_rejected_total", help: "Inbound frames dropped whole, by reason (node.md §4.3)", labelNames: ["reason"], registers }),
+      framesIn: new Counter({ name: "heddle_replication_frames_in_total", help: "Ledger replication frames received, by message kind", labelNames: ["kind"], registers }),
+      framesOut: new Counter({ name: "heddle_replication_frames_out_total", help: "Ledger replication frames sent, by message kind", labelNames: ["kind"], registers }),
+      bytesOut: new Counter({ name: "heddle_replication_bytes_out_total", help: "Ledger replication bytes sent", registers }),
+      deltas: new Counter({ name: "heddle_replication_deltas_published_total", help: "Ledger deltas this peer published", registers }),
+      commits: new Counter({ name: "heddle_store_commits_total", help: "Store commits of the node's mutation path", registers }),
+      commitFailures: new Counter({ name: "heddle_store_commit_failures_total", help: "Store commits that failed (the node then fails closed)", registers }),
+    };
+    this.#gauges = g;
+    this.#counters = c;
+  }
+
+  readonly #gauges: Record<string, Gauge<string>>;
+  readonly #counters: Record<string, Counter<string>>;
+
+  /** Reads the peer once and sets every gauge and node counter (the scrape's first metric calls this). */
+  #collect(r: PeerReads): void {
+    const g = this.#gauges;
+    const c = this.#counters;
+    for (const x of Object.values(g)) x.reset();
+    for (const x of Object.values(c)) x.reset();
+
+    const v = r.data.ledger.get();
+    const t = treeOf(v, r.data.self, r.root, r.data);
+    g["edges"]!.set(t.edges.length);
+    g["omitted"]!.set(Math.max(0, t.edges.length - MAX_METRIC_EDGES));
+    for (const e of t.edges.slice(0, MAX_METRIC_EDGES)) {
+      const l = { edge: e.id, parent: e.parent ?? "", child: e.child ?? "" };
+      if (e.weight !== null) {
+        const [n, d] = e.weight.split("/");
+        g["weight"]!.set(l, Number(n) / Number(d ?? "1"));
+      }
+      if (e.weightShare !== null) g["fair"]!.set(l, e.weightShare);
+      if (e.serviceShare !== null) g["committedShare"]!.set(l, e.serviceShare);
+      g["committed"]!.set(l, num(e.committedService));
+      g["spent"]!.set(l, num(e.spent));
+    }
+    for (const x of t.groups.slice(0, MAX_METRIC_EDGES)) g["holdings"]!.set({ group: x.group }, num(x.holdings));
+    const parents = [...new Set<string>([...v.groups(), ...v.roots()])].filter((p) => v.childrenOf(GroupId(p)).length > 0);
+    for (const p of parents.slice(0, MAX_METRIC_EDGES)) {
+      const b = r.data.boundMetrics(GroupId(p));
+      g["configured"]!.set({ parent: p }, num(b.configuredWorstCase));
+      g["current"]!.set({ parent: p }, num(b.currentBound));
+      g["observed"]!.set({ parent: p }, num(b.observedDeviation));
+    }
+    g["minted"]!.set(num(v.mintedTotal()));
+    g["leafSpent"]!.set(num(v.leafSpentTotal()));
+
+    const m = r.data.metrics?.();
+    if (m !== undefined) {
+      for (const [reason, n] of Object.entries(m.framesRejected)) setCounter(c["rejected"]!, { reason }, n);
+      const led = m.peer.ledger;
+      for (const [kind, n] of Object.entries(led.framesIn)) setCounter(c["framesIn"]!, { kind }, n);
+      for (const [kind, n] of Object.entries(led.framesOut)) setCounter(c["framesOut"]!, { kind }, n);
+      setCounter(c["bytesOut"]!, {}, led.bytesOut);
+      setCounter(c["deltas"]!, {}, m.deltasPublished);
+      g["pending"]!.set(m.pendingDeltas);
+      setCounter(c["commits"]!, {}, m.commits);
+      setCounter(c["commitFailures"]!, {}, m.commitFailures);
+      g["failed"]!.set(m.failed ? 1 : 0);
+      g["open"]!.set(m.reservationsOpen);
+    }
+
+    const counts = new Map<string, number>(PEER_STATES.map((s) => [s, 0]));
+    const connected = r.connected();
+    const unreachable = r.data.unreachable?.get() ?? new Set<string>();
+    for (const p of r.roster) {
+      const s = peerState(r, p.id, connected, unreachable);
+      if (s !== "self") counts.set(s, (counts.get(s) ?? 0) + 1);
+    }
+    for (const [state, n] of counts) g["peers"]!.set({ state }, n);
+
+    if (r.raft !== null) {
+      g["term"]!.set(r.raft.term.get());
+      const ci = r.raft.commitIndex.get();
+      g["commitIndex"]!.set(ci);
+      const now = r.raft.role.get();
+      for (const x of RAFT_ROLES) g["role"]!.set({ role: x }, x === now ? 1 : 0);
+      setCounter(c["leaderChanges"]!, {}, this.#leaderChanges);
+      if (r.control !== null) {
+        const ai = r.control.controlView().appliedIndex;
+        g["applied"]!.set(ai);
+        g["lag"]!.set(Math.max(0, ci - ai));
+        g["claimsHeld"]!.set(r.control.claims.view().open().length);
+      }
+    }
+  }
+
+  /** Starts reading `reads` (once the peer runs); a governed peer adds the Raft and claims metrics. */
+  attach(reads: PeerReads): void {
+    this.#reads = reads;
+    if (reads.raft !== null) {
+      const registers = [this.registry];
+      Object.assign(this.#gauges, {
+        term: new Gauge({ name: "heddle_raft_term", help: "Raft term this member last made durable", registers }),
+        commitIndex: new Gauge({ name: "heddle_raft_commit_index", help: "Raft commit index on this member", registers }),
+        applied: new Gauge({ name: "heddle_raft_applied_index", help: "Control-state applied index on this peer", registers }),
+        lag: new Gauge({ name: "heddle_raft_apply_lag", help: "Committed but not yet applied entries (commit index − applied index)", registers }),
+        role: new Gauge({ name: "heddle_raft_role", help: "1 for this member's current Raft role", labelNames: ["role"], registers }),
+        claimsHeld: new Gauge({ name: "heddle_claims_held", help: "Claims held in the replicated claims table (local applied prefix)", registers }),
+      });
+      this.#counters["leaderChanges"] = new Counter({ name: "heddle_raft_leader_changes_total", help: "Times this member saw the leader change (a new leader after another, or after none)", registers });
+      let last = reads.raft.leader.get();
+      this.#off.push(
+        reads.raft.leader.subscribe((l) => {
+          if (l !== null && l !== last) this.#leaderChanges++;
+          if (l !== null) last = l;
+        }),
+      );
+    }
+  }
+
+  /** Records one API request (route pattern, not the raw URL: bounded label values). */
+  observeRequest(route: string, method: string, status: number, seconds: number): void {
+    const l = { route, method, status: String(status) };
+    this.#requests.inc(l);
+    this.#latency.observe(l, seconds);
+  }
+
+  /** Records one store commit. */
+  observeCommit(seconds: number, ok: boolean): void {
+    this.#commit.observe({ outcome: ok ? "ok" : "failed" }, seconds);
+  }
+
+  /** Records a refused claim take. */
+  claimRefused(reason: string): void {
+    this.#claimsRefused.inc({ reason });
+  }
+
+  /** Leader changes counted so far. */
+  get leaderChanges(): number {
+    return this.#leaderChanges;
+  }
+
+  /** One scrape in the Prometheus text format. */
+  text(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  /** The content type of {@link text}. */
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+
+  /** Stops watching. */
+  close(): void {
+    for (const f of this.#off.splice(0)) f();
+  }
+}
+
+/** `store` with every `commit` timed into `metrics` (a commit that throws is recorded as failed, then rethrown). */
+export function timedStore(store: HeddleStore, metrics: DaemonMetrics): HeddleStore {
+  return {
+    get durable() {
+      return store.durable;
+    },
+    boot: (self, genesis) => store.boot(self, genesis),
+    commit(tx: StoreTx) {
+      const t0 = performance.now();
+      try {
+        store.commit(tx);
+      } catch (e) {
+        metrics.observeCommit((performance.now() - t0) / 1000, false);
+        throw e;
+      }
+      metrics.observeCommit((performance.now() - t0) / 1000, true);
+    },
+    compact: (state) => store.compact(state),
+    close: () => store.close(),
+  };
+}

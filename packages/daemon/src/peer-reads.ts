@@ -1,0 +1,55 @@
+// What the dashboard and the metrics endpoint read of one running peer: its data plane, its roster and
+// connections, liveness, and — governed — the control plane and the Raft member's watches. Both only
+// read: nothing here is called on the spend path, and nothing here changes the peer.
+import type { GroupId } from "@heddle/ledger";
+import type { Watch } from "@heddle/node";
+import type { ControlPlane } from "./control-plane.ts";
+import type { DataPlane } from "./data-plane.ts";
+
+/** The last liveness event seen for a peer (node.md §10). */
+export interface LivenessNote {
+  readonly kind: string;
+  readonly at: number;
+  readonly reason?: string;
+}
+
+/** The Raft member's state as watches (governed.md §4), plus the term the daemon sees it persist. */
+export interface RaftWatches {
+  readonly role: Watch<string>;
+  readonly leader: Watch<string | null>;
+  readonly commitIndex: Watch<number>;
+  /** The current term: the last one the member made durable (R-P1), so followers see it too. */
+  readonly term: Watch<number>;
+  readonly membership: Watch<{ readonly voters: readonly string[]; readonly learners: readonly string[] }>;
+}
+
+/** Everything the dashboard and `/metrics` read of one peer. */
+export interface PeerReads {
+  readonly data: DataPlane;
+  readonly mode: "static" | "governed";
+  readonly root: GroupId;
+  /** Every peer of the cluster with its configured addresses (this one included). */
+  readonly roster: readonly { readonly id: string; readonly addrs: readonly string[] }[];
+  /** Peers connected now. */
+  connected(): ReadonlySet<string>;
+  /** The last liveness event per peer. */
+  lastLiveness(): ReadonlyMap<string, LivenessNote>;
+  /** The control plane (governed mode), or null. */
+  readonly control: ControlPlane | null;
+  /** The Raft member's watches (governed mode), or null. */
+  readonly raft: RaftWatches | null;
+}
+
+/** How a peer looks from here: this peer, up, cut off (unresponsive), lost, or not connected. */
+export type PeerState = "self" | "up" | "cut off" | "lost" | "not connected";
+
+/**
+ * The state of `peer` as seen from `reads.data.self`: the node's `unreachable` set decides whether it is cut
+ * off (node.md §10), its last liveness event whether the cut has lasted long enough to be `lost`; otherwise
+ * the transport's connection says up or not connected.
+ */
+export function peerState(reads: PeerReads, peer: string, connected: ReadonlySet<string>, unreachable: ReadonlySet<string>): PeerState {
+  if (peer === reads.data.self) return "self";
+  if (unreachable.has(peer)) return reads.lastLiveness().get(peer)?.kind === "lost" ? "lost" : "cut off";
+  return connected.has(peer) ? "up" : "not connected";
+}
