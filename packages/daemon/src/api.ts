@@ -9,7 +9,7 @@ import { AttachmentId, GroupId, ReplicaId } from "@heddle/ledger";
 import type { AttachmentRecord, EntitlementLedger } from "@heddle/ledger";
 import { fnv1a64 } from "@heddle/node";
 import * as S from "./api-schemas.ts";
-import type { CallOptions, ControlOutcome, ControlPlane, ProposalKey } from "./control-plane.ts";
+import type { CallOptions, ClaimsOutcome, ControlPlane, ProposalKey } from "./control-plane.ts";
 import { CONTROL_ERRORS } from "./control-plane.ts";
 import type { DataPlane } from "./data-plane.ts";
 import type { Logger } from "./log.ts";
@@ -432,14 +432,14 @@ export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
       "this peer runs in static mode: its supply and topology are fixed by the genesis in its config; mint, reshape, enroll, depart and claims need a governed cluster (mode.kind = \"governed\", e.g. heddle init --mode governed)",
   };
 
-  const control = async (req: FastifyRequest, reply: FastifyReply, act: (cp: ControlPlane, opts: CallOptions) => Promise<ControlOutcome>) => {
+  const control = async (req: FastifyRequest, reply: FastifyReply, act: (cp: ControlPlane, opts: CallOptions) => Promise<ClaimsOutcome>) => {
     const cp = ctx.control;
     if (cp === null) return reply.code(409).send(STATIC_MODE);
     const ik = idempotencyKey(req);
     if (ik !== null && typeof ik !== "string") return sendInvalid(reply, "headers", [ik]);
     const opts: CallOptions = { timeoutMs: ctx.limits.controlTimeoutMs };
     if (ik !== null) opts.key = proposalKeyOf(ik);
-    let o: ControlOutcome;
+    let o: ClaimsOutcome;
     try {
       o = await act(cp, opts);
     } catch (e) {
@@ -448,7 +448,7 @@ export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
     return sendOutcome(reply, o);
   };
 
-  const cpost = (path: string, summary: string, body: TSchema, act: (cp: ControlPlane, b: never, opts: CallOptions) => Promise<ControlOutcome>) =>
+  const cpost = (path: string, summary: string, body: TSchema, act: (cp: ControlPlane, b: never, opts: CallOptions) => Promise<ClaimsOutcome>) =>
     app.post(`${API_PREFIX}${path}`, { schema: { ...tags("control"), summary, body, response: { 200: S.AppliedOk, 409: S.ErrorBody } } }, (req, reply) =>
       control(req, reply, (cp, opts) => act(cp, req.body as never, opts)),
     );
@@ -575,13 +575,24 @@ function conflictMessage(c: { reason: string; [k: string]: unknown }): string {
   }
 }
 
-function sendOutcome(reply: FastifyReply, o: ControlOutcome) {
+function sendOutcome(reply: FastifyReply, o: ClaimsOutcome) {
   if (o.kind === "conflict") {
     return reply.code(409).send({ error: "conflict", message: conflictMessage(o.conflict), conflict: toWire(o.conflict), index: o.index, key: o.key });
   }
+  if (o.kind === "refused-at-read") {
+    return reply.code(409).send({
+      error: "refused",
+      message: "the claim was refused: see refusal.blocked for who holds what (answered by the leader at a confirmed read, nothing committed)",
+      refusal: { kind: "blocked", ...(toWire(o.claims) as object) },
+      committed: false,
+      readIndex: o.readIndex,
+      index: null,
+      key: null,
+    });
+  }
   const claims = o.claims as { ok?: boolean } | undefined;
   if (claims !== undefined && claims !== null && typeof claims === "object" && claims.ok === false) {
-    return reply.code(409).send({ error: "refused", message: "the claim was refused: see refusal.blocked for who holds what", refusal: { kind: "blocked", ...(toWire(claims) as object) }, index: o.index, key: o.key });
+    return reply.code(409).send({ error: "refused", message: "the claim was refused: see refusal.blocked for who holds what", refusal: { kind: "blocked", ...(toWire(claims) as object) }, committed: true, index: o.index, key: o.key });
   }
   return reply.code(200).send(toWire(o));
 }
