@@ -586,6 +586,7 @@ function sendOutcome(reply: FastifyReply, o: ClaimsOutcome) {
       refusal: { kind: "blocked", ...(toWire(o.claims) as object) },
       committed: false,
       readIndex: o.readIndex,
+      judgedAt: o.judgedAt,
       index: null,
       key: null,
     });

@@ -49,14 +49,15 @@ export function claimsWithReadRefusals(source: ReadRefusalSource, counts?: ReadR
       if (inner.view().wouldRefuse(request, source.now()) === undefined) return propose(request, opts);
       await source.sync({ ...(opts.timeoutMs !== undefined ? { timeoutMs: opts.timeoutMs } : {}), ...(opts.signal !== undefined ? { signal: opts.signal } : {}) });
       // Judge and note the applied index in one synchronous step: nothing applies in between.
-      const refusal = inner.view().wouldRefuse(request, source.now());
+      const judgedAt = source.now();
+      const refusal = inner.view().wouldRefuse(request, judgedAt);
       const readIndex = source.controlView().appliedIndex;
       if (refusal === undefined) {
         if (counts !== undefined) counts.passedAfterRead++;
         return propose(request, opts);
       }
       if (counts !== undefined) counts.refusedAtRead++;
-      return { kind: "refused-at-read", readIndex, claims: refusal };
+      return { kind: "refused-at-read", readIndex, judgedAt, claims: refusal };
     },
     release: (holder, key, opts) => inner.release(holder, key, opts),
     releaseAll: (holder, opts) => inner.releaseAll(holder, opts),

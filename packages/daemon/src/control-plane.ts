@@ -33,9 +33,10 @@ export type ClaimsOutcome =
   | ControlOutcome
   /**
    * A claims take the leader refused from its applied table after a ReadIndex confirmation, without appending an
-   * entry: linearizable (the table was current at `readIndex`), but recorded nowhere — a retry is judged afresh.
+   * entry: linearizable (the table was current at `readIndex`, leases judged at `judgedAt` on the leader's clock),
+   * but recorded nowhere — a retry is judged afresh.
    */
-  | { kind: "refused-at-read"; readIndex: number; claims: unknown };
+  | { kind: "refused-at-read"; readIndex: number; judgedAt: number; claims: unknown };
 
 /** A claim request (claims.md §2 `take`, without `now`). */
 export interface ClaimRequest {

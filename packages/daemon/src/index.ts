@@ -21,3 +21,4 @@ export type { Logger, LoggerOptions, LogLevel } from "./log.ts";
 export { checker, fieldName, renderIssues, INT64_MAX } from "./schema.ts";
 export type { FieldIssue, Checker } from "./schema.ts";
 export { toWire, fractionText } from "./wire.ts";
+export { claimsWithReadRefusals, type ReadRefusalSource, type ReadRefusalCounts } from "./claims-at-read.ts";
