@@ -575,6 +575,14 @@ function conflictMessage(c: { reason: string; [k: string]: unknown }): string {
   }
 }
 
+/** A refused take in words, naming whom to ask (claims.md rule 3): "the claim was refused: deploy is held by alice". */
+function blockedText(refusal: unknown): string {
+  const r = refusal as { blocked?: { key: string; reason: string; holders?: readonly string[] }[]; invalid?: string };
+  if (r.invalid !== undefined) return `the claim was refused: ${r.invalid}`;
+  const parts = (r.blocked ?? []).map((b) => (b.holders !== undefined && b.holders.length > 0 ? `${b.key} is ${b.reason} by ${b.holders.join(", ")}` : `${b.key}: ${b.reason}`));
+  return `the claim was refused (blocked): ${parts.join("; ")}; see refusal.blocked`;
+}
+
 function sendOutcome(reply: FastifyReply, o: ClaimsOutcome) {
   if (o.kind === "conflict") {
     return reply.code(409).send({ error: "conflict", message: conflictMessage(o.conflict), conflict: toWire(o.conflict), index: o.index, key: o.key });
@@ -582,7 +590,7 @@ function sendOutcome(reply: FastifyReply, o: ClaimsOutcome) {
   if (o.kind === "refused-at-read") {
     return reply.code(409).send({
       error: "refused",
-      message: "the claim was refused: see refusal.blocked for who holds what (answered by the leader at a confirmed read, nothing committed)",
+      message: `${blockedText(o.claims)} (answered by the leader at a confirmed read; nothing was committed)`,
       refusal: { kind: "blocked", ...(toWire(o.claims) as object) },
       committed: false,
       readIndex: o.readIndex,
@@ -593,7 +601,7 @@ function sendOutcome(reply: FastifyReply, o: ClaimsOutcome) {
   }
   const claims = o.claims as { ok?: boolean } | undefined;
   if (claims !== undefined && claims !== null && typeof claims === "object" && claims.ok === false) {
-    return reply.code(409).send({ error: "refused", message: "the claim was refused: see refusal.blocked for who holds what", refusal: { kind: "blocked", ...(toWire(claims) as object) }, committed: true, index: o.index, key: o.key });
+    return reply.code(409).send({ error: "refused", message: blockedText(claims), refusal: { kind: "blocked", ...(toWire(claims) as object) }, committed: true, index: o.index, key: o.key });
   }
   return reply.code(200).send(toWire(o));
 }
