@@ -36,7 +36,7 @@ describe("HTTP API: claims refusals without a commit", () => {
       expect(r.status).toBe(409);
       expect(r.body).toMatchObject({ error: "refused", committed: false, index: null, refusal: { kind: "blocked", ok: false, blocked: [{ key: "deploy", reason: "held", holders: ["alice"] }] } });
       expect((r.body as { readIndex: number }).readIndex).toBeGreaterThanOrEqual(grantIndex);
-      expect((r.body as { message: string }).message).toMatch(/deploy is held by alice .*nothing was committed/);
+      expect((r.body as { message: string }).message).toMatch(/deploy is held by alice;.*nothing was committed/);
     }
     expect(await commitIndex()).toBe(before);
     // the holder itself is granted (idempotent re-take, claims.md rule 1) through the log, same token
