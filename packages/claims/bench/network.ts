@@ -177,9 +177,14 @@ async function contention(system: System, c: LockClient): Promise<Cell> {
   };
 }
 
-async function measure(system: System, c: LockClient): Promise<Cell[]> {
+/** Runs every cell; `beforeCell` may re-aim the client (heddle follows the Raft leader between cells). */
+async function measure(system: System, c: LockClient, beforeCell: () => Promise<void> = async () => {}): Promise<Cell[]> {
   const cells: Cell[] = [];
-  for (const n of CONCURRENCY) cells.push(await pairs(system, c, n));
+  for (const n of CONCURRENCY) {
+    await beforeCell();
+    cells.push(await pairs(system, c, n));
+  }
+  await beforeCell();
   cells.push(await contention(system, c));
   return cells;
 }
@@ -190,7 +195,7 @@ async function heddle(): Promise<Cell[]> {
   const dir = mkdtempSync(join(tmpdir(), "heddle-claims-bench-"));
   const cluster = join(dir, "cluster");
   const cli = (args: string[]) => execFileSync(process.execPath, [CLI_MAIN, ...args], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
-  let client = null as HeddleClient | null;
+  const clients: HeddleClient[] = [];
   try {
     cli(["init", "--peers", "3", "--mode", "governed", cluster]);
     cli(["up", "--detach", cluster]);
@@ -199,22 +204,24 @@ async function heddle(): Promise<Cell[]> {
       return new HeddleClient({ url: `http://${conf.api.listen}`, token: readFileSync(join(cluster, `peer-${i}`, "token"), "utf8").trim(), maxSockets: 128 });
     };
     const peers = [1, 2, 3].map(peer);
-    let leader = null as HeddleClient | null;
-    for (let t = 0; t < 600 && leader === null; t++) {
-      for (const p of peers) {
-        try {
-          const r = (await p.roster()) as { enrolled: string[]; raft: { role: string } };
-          if (r.raft.role === "leader" && r.enrolled.length === 3) leader = p;
-        } catch {
-          // not up yet
+    clients.push(...peers);
+    /** The peer whose Raft member leads with all three enrolled; waits up to 60 s. */
+    const findLeader = async (): Promise<HeddleClient> => {
+      for (let t = 0; t < 600; t++) {
+        for (const p of peers) {
+          try {
+            const r = (await p.roster()) as { enrolled: string[]; raft: { role: string } };
+            if (r.raft.role === "leader" && r.enrolled.length === 3) return p;
+          } catch {
+            // not up yet
+          }
         }
+        await sleep(100);
       }
-      if (leader === null) await sleep(100);
-    }
-    if (leader === null) throw new Error("heddle: no leader with all three peers enrolled within 60 s");
-    for (const p of peers) if (p !== leader) p.close();
-    const l = leader;
-    client = l;
+      throw new Error("heddle: no leader with all three peers enrolled within 60 s");
+    };
+    let l = await findLeader();
+    let leaderChanges = 0;
     let refusedAtRead = 0;
     let refusedInLog = 0;
     const lc: LockClient = {
@@ -233,11 +240,15 @@ async function heddle(): Promise<Cell[]> {
       },
       async close() {},
     };
-    const cells = await measure("heddle", lc);
-    console.log(`  heddle refusals: ${refusedAtRead} answered at a confirmed read (no commit), ${refusedInLog} through the log`);
+    const cells = await measure("heddle", lc, async () => {
+      const now = await findLeader();
+      if (now !== l) leaderChanges++;
+      l = now;
+    });
+    console.log(`  heddle refusals: ${refusedAtRead} answered at a confirmed read (no commit), ${refusedInLog} through the log; leader changed between cells ${leaderChanges} time(s)`);
     return cells;
   } finally {
-    client?.close();
+    for (const c of clients) c.close();
     try {
       cli(["down", cluster]);
     } catch (e) {
