@@ -9,6 +9,7 @@ import type {
   Holding,
   LapsedClaim,
   TakeOutcome,
+  TakeRefused,
   TakeRequest,
 } from "./claims-types.ts";
 import { MAX_LABEL_LENGTH, MAX_RESOURCES_PER_TAKE, MAX_ROSTER_KEYS } from "./limits.ts";
@@ -256,18 +257,8 @@ class Table implements ClaimsTable {
     return onKey.filter((r) => this.#holdsAt(r, at));
   }
 
-  // ── mutators ──────────────────────────────────────────────────────────
-
-  take(request: TakeRequest, now: number, token?: number): TakeOutcome {
-    const at = this.#advance(checkTime(now, "now"));
-    const problem = requestProblem(request);
-    if (problem !== undefined) return { ok: false, blocked: [], invalid: problem };
-    if (token !== undefined && !(Number.isSafeInteger(token) && token > this.#lastToken)) {
-      return { ok: false, blocked: [], invalid: `token must be a safe integer above ${this.#lastToken}, got ${String(token)}` };
-    }
-    if (this.#scopeEnded(request.scope)) {
-      return { ok: false, blocked: [], invalid: `scope ${JSON.stringify(request.scope)} has ended` };
-    }
+  /** What a take of `request` at `at` would do: the resources that block it, those already held, those to grant. */
+  #judge(request: TakeRequest, at: number): { blocked: Blocked[]; existing: Map<string, ClaimRecord>; fresh: { key: string; mode: ClaimMode }[] } {
     const { holder, scope } = request;
     const mine = this.#byHolder.get(holder);
     const blocked: Blocked[] = [];
@@ -314,6 +305,23 @@ class Table implements ClaimsTable {
         blocked.sort((a, b) => (order.get(a.key) ?? 0) - (order.get(b.key) ?? 0));
       }
     }
+    return { blocked, existing, fresh };
+  }
+
+  // ── mutators ──────────────────────────────────────────────────────────
+
+  take(request: TakeRequest, now: number, token?: number): TakeOutcome {
+    const at = this.#advance(checkTime(now, "now"));
+    const problem = requestProblem(request);
+    if (problem !== undefined) return { ok: false, blocked: [], invalid: problem };
+    if (token !== undefined && !(Number.isSafeInteger(token) && token > this.#lastToken)) {
+      return { ok: false, blocked: [], invalid: `token must be a safe integer above ${this.#lastToken}, got ${String(token)}` };
+    }
+    if (this.#scopeEnded(request.scope)) {
+      return { ok: false, blocked: [], invalid: `scope ${JSON.stringify(request.scope)} has ended` };
+    }
+    const { holder, scope } = request;
+    const { blocked, existing, fresh } = this.#judge(request, at);
     if (blocked.length > 0) return { ok: false, blocked };
 
     const superseded: LapsedClaim[] = [];
@@ -464,6 +472,13 @@ class Table implements ClaimsTable {
         free: onRoster ? this.#spare(key, at) : 0,
       };
     });
+  }
+
+  wouldRefuse(request: TakeRequest, now?: number): TakeRefused | undefined {
+    const at = now === undefined ? this.#now : Math.max(this.#now, checkTime(now, "now"));
+    if (requestProblem(request) !== undefined || this.#scopeEnded(request.scope)) return undefined;
+    const { blocked } = this.#judge(request, at);
+    return blocked.length > 0 ? { ok: false, blocked } : undefined;
   }
 
   checkFence(key: string, token: number, now?: number): boolean {

@@ -152,6 +152,13 @@ export interface ClaimsTable {
   /** Capacity, holders and spare units per key. Advisory only. */
   availability(keys: readonly string[], now?: number): readonly Availability[];
   /** Whether `token` is the token of a live grant of `key`: a write stamped with anything else is stale. */
+  /**
+   * The refusal `take(request, now)` would answer, without taking anything; `undefined` when it would grant (or
+   * when the request is malformed: the take itself says why). Judged at the later of `now` and the table's
+   * latest `now`, as `take` judges. Answering a refused take from this read is linearizable only where the table
+   * is current (a Raft leader after a ReadIndex confirmation); a grant must still be taken.
+   */
+  wouldRefuse(request: TakeRequest, now?: number): TakeRefused | undefined;
   checkFence(key: string, token: number, now?: number): boolean;
   /** Drops every recorded claim that holds nothing and returns them: keeps a table with invented keys bounded. */
   purge(now?: number): readonly LapsedClaim[];

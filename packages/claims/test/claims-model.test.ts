@@ -247,8 +247,14 @@ function runSequence(cfg: Config, ops: readonly Op[]): void {
         const token = o.token === "auto" ? undefined : o.token === "fresh" ? table.lastToken + 3 : table.lastToken;
         const judgedAt = Math.max(table.now, at);
         const before = { open: table.open(judgedAt), lapsed: table.lapsed(judgedAt), last: table.lastToken };
-        const got: TakeOutcome = table.take({ holder: o.holder, resources: o.resources, ...(o.scope ? { scope: o.scope } : {}), ...(o.ttl ? { ttlMs: o.ttl } : {}) }, at, token);
+        const request = { holder: o.holder, resources: o.resources, ...(o.scope ? { scope: o.scope } : {}), ...(o.ttl ? { ttlMs: o.ttl } : {}) };
+        const predicted = table.wouldRefuse(request, at);
+        const got: TakeOutcome = table.take(request, at, token);
         const want = model.take(o, at, token);
+        // the read-only judgement answers exactly the refusal the take gives (blocked, not malformed); a stale
+        // token is the take's own invalid answer, which the judgement leaves to the take
+        if (predicted !== undefined && o.token !== "stale") expect(got).toEqual(predicted);
+        else if (!got.ok) expect(got.invalid).toBeDefined();
         if ("invalid" in want) {
           expect(got.ok).toBe(false);
           expect(!got.ok && got.invalid !== undefined).toBe(true);

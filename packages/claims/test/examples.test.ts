@@ -6,6 +6,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import type {} from "../examples/advisory.ts";
 import type {} from "../examples/granted.ts";
 import type {} from "../examples/keeper.ts";
+import { demo as fencedStoreDemo } from "../examples/fenced-store.ts";
 
 const here = (p: string) => fileURLToPath(new URL(p, import.meta.url));
 
@@ -31,6 +32,17 @@ describe("examples", () => {
     expect(out).toContain("scout#2 refused: src/parser.ts is held by scout#1");
     expect(out).toContain("scout#3 refused: src/parser.ts is held by scout#1");
     expect(out).toContain("write stamped with token 1 accepted: false");
+  });
+
+  it("fenced store: the paused holder's late write is rejected, the newer holder's content stays", () => {
+    const lines: string[] = [];
+    vi.spyOn(console, "log").mockImplementation((...args: unknown[]) => void lines.push(args.map(String).join(" ")));
+    fencedStoreDemo();
+    const out = lines.join("\n");
+    expect(out).toContain("numberer-a writes with token 1: true");
+    expect(out).toContain("numberer-b writes with token 2: true");
+    expect(out).toContain("numberer-a wakes and writes with token 1: rejected (stale-token: highest is 2)");
+    expect(out).toContain('invoices.csv: "1001\\n1002\\n"');
   });
 
   it("keeper: both peers agree; the keeper acts only once settled", async () => {

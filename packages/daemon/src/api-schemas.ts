@@ -88,6 +88,9 @@ export const ErrorBody = Type.Object({
   conflict: Type.Optional(Type.Object({ reason: Type.String() }, { additionalProperties: true })),
   key: Type.Optional(Type.Unknown()),
   index: Type.Optional(Type.Union([Type.Integer(), Type.Null()])),
+  committed: Type.Optional(Type.Boolean({ description: "claims refusals: true when the log committed the refused take, false when the leader answered it at a confirmed read (ReadIndex) without a commit" })),
+  readIndex: Type.Optional(Type.Integer({ description: "claims refusals answered at a read: the applied index the table was judged at" })),
+  judgedAt: Type.Optional(Type.Number({ description: "claims refusals answered at a read: the leader's clock (ms) the leases were judged at" })),
 });
 
 /** `201` of reserve. */

@@ -9,7 +9,7 @@ import { AttachmentId, GroupId, ReplicaId } from "@heddle/ledger";
 import type { AttachmentRecord, EntitlementLedger } from "@heddle/ledger";
 import { fnv1a64 } from "@heddle/node";
 import * as S from "./api-schemas.ts";
-import type { CallOptions, ControlOutcome, ControlPlane, ProposalKey } from "./control-plane.ts";
+import type { CallOptions, ClaimsOutcome, ControlPlane, ProposalKey } from "./control-plane.ts";
 import { CONTROL_ERRORS } from "./control-plane.ts";
 import type { DataPlane } from "./data-plane.ts";
 import { bearerHook } from "./bearer.ts";
@@ -427,14 +427,14 @@ export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
       "this peer runs in static mode: its supply and topology are fixed by the genesis in its config; mint, reshape, enroll, depart and claims need a governed cluster (mode.kind = \"governed\", e.g. heddle init --mode governed)",
   };
 
-  const control = async (req: FastifyRequest, reply: FastifyReply, act: (cp: ControlPlane, opts: CallOptions) => Promise<ControlOutcome>) => {
+  const control = async (req: FastifyRequest, reply: FastifyReply, act: (cp: ControlPlane, opts: CallOptions) => Promise<ClaimsOutcome>) => {
     const cp = ctx.control;
     if (cp === null) return reply.code(409).send(STATIC_MODE);
     const ik = idempotencyKey(req);
     if (ik !== null && typeof ik !== "string") return sendInvalid(reply, "headers", [ik]);
     const opts: CallOptions = { timeoutMs: ctx.limits.controlTimeoutMs };
     if (ik !== null) opts.key = proposalKeyOf(ik);
-    let o: ControlOutcome;
+    let o: ClaimsOutcome;
     try {
       o = await act(cp, opts);
     } catch (e) {
@@ -445,7 +445,7 @@ export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
     return sendOutcome(reply, o);
   };
 
-  const cpost = (path: string, summary: string, body: TSchema, act: (cp: ControlPlane, b: never, opts: CallOptions) => Promise<ControlOutcome>) =>
+  const cpost = (path: string, summary: string, body: TSchema, act: (cp: ControlPlane, b: never, opts: CallOptions) => Promise<ClaimsOutcome>) =>
     app.post(`${API_PREFIX}${path}`, { schema: { ...tags("control"), summary, body, response: { 200: S.AppliedOk, 409: S.ErrorBody } } }, (req, reply) =>
       control(req, reply, (cp, opts) => act(cp, req.body as never, opts)),
     );
@@ -577,13 +577,33 @@ function conflictMessage(c: { reason: string; [k: string]: unknown }): string {
   }
 }
 
-function sendOutcome(reply: FastifyReply, o: ControlOutcome) {
+/** A refused take in words, naming whom to ask (claims.md rule 3): "the claim was refused: deploy is held by alice". */
+function blockedText(refusal: unknown): string {
+  const r = refusal as { blocked?: { key: string; reason: string; holders?: readonly string[] }[]; invalid?: string };
+  if (r.invalid !== undefined) return `the claim was refused: ${r.invalid}`;
+  const parts = (r.blocked ?? []).map((b) => (b.holders !== undefined && b.holders.length > 0 ? `${b.key} is ${b.reason} by ${b.holders.join(", ")}` : `${b.key}: ${b.reason}`));
+  return `the claim was refused (blocked): ${parts.join("; ")}; see refusal.blocked`;
+}
+
+function sendOutcome(reply: FastifyReply, o: ClaimsOutcome) {
   if (o.kind === "conflict") {
     return reply.code(409).send({ error: "conflict", message: conflictMessage(o.conflict), conflict: toWire(o.conflict), index: o.index, key: o.key });
   }
+  if (o.kind === "refused-at-read") {
+    return reply.code(409).send({
+      error: "refused",
+      message: `${blockedText(o.claims)} (answered by the leader at a confirmed read; nothing was committed)`,
+      refusal: { kind: "blocked", ...(toWire(o.claims) as object) },
+      committed: false,
+      readIndex: o.readIndex,
+      judgedAt: o.judgedAt,
+      index: null,
+      key: null,
+    });
+  }
   const claims = o.claims as { ok?: boolean } | undefined;
   if (claims !== undefined && claims !== null && typeof claims === "object" && claims.ok === false) {
-    return reply.code(409).send({ error: "refused", message: "the claim was refused: see refusal.blocked for who holds what", refusal: { kind: "blocked", ...(toWire(claims) as object) }, index: o.index, key: o.key });
+    return reply.code(409).send({ error: "refused", message: blockedText(claims), refusal: { kind: "blocked", ...(toWire(claims) as object) }, committed: true, index: o.index, key: o.key });
   }
   return reply.code(200).send(toWire(o));
 }

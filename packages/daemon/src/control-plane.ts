@@ -28,6 +28,16 @@ export type ControlOutcome =
   | { kind: "applied"; index: number; key: ProposalKey; noop: boolean; mintId?: MintId; claims?: unknown }
   | { kind: "conflict"; index: number | null; key: ProposalKey | null; conflict: ControlConflict };
 
+/** What a claims take answers: a control outcome, or a refusal answered at a read. */
+export type ClaimsOutcome =
+  | ControlOutcome
+  /**
+   * A claims take the leader refused from its applied table after a ReadIndex confirmation, without appending an
+   * entry: linearizable (the table was current at `readIndex`, leases judged at `judgedAt` on the leader's clock),
+   * but recorded nowhere — a retry is judged afresh.
+   */
+  | { kind: "refused-at-read"; readIndex: number; judgedAt: number; claims: unknown };
+
 /** A claim request (claims.md §2 `take`, without `now`). */
 export interface ClaimRequest {
   holder: string;
@@ -45,11 +55,13 @@ export interface ClaimsView {
   open(): readonly unknown[];
   availability(keys: readonly string[]): unknown;
   checkFence(key: string, token: number): boolean;
+  /** The refusal a take would get at `now` from this applied prefix (claims.md §2 `wouldRefuse`); `undefined`: it would grant. */
+  wouldRefuse(request: ClaimRequest, now?: number): { ok: false; blocked: readonly unknown[] } | undefined;
 }
 
 /** The claims family (governed.md §2.2 `GovernedClaims`). */
 export interface ClaimsVerbs {
-  take(request: ClaimRequest, opts?: CallOptions): Promise<ControlOutcome>;
+  take(request: ClaimRequest, opts?: CallOptions): Promise<ClaimsOutcome>;
   release(holder: string, key: string, opts?: CallOptions): Promise<ControlOutcome>;
   releaseAll(holder: string, opts?: CallOptions): Promise<ControlOutcome>;
   releaseScope(scope: string, opts?: CallOptions): Promise<ControlOutcome>;

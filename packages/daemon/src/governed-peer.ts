@@ -6,6 +6,7 @@ import { join } from "node:path";
 import type { AttachmentId, AttachmentRecord, ReplicaId } from "@heddle/ledger";
 import { raftChannelTransport, raftNode, sqliteRaftStorage, type ControlLog, type EtcdControlLog, type RaftNode, type RaftStorage } from "@heddle/governed";
 import { realTimers, WatchCell, type EventStream, type HeddleConfig, type PartitionEvent, type Seam, type Watch } from "@heddle/node";
+import { claimsWithReadRefusals } from "./claims-at-read.ts";
 import type { GovernedMode } from "./config.ts";
 import type { CallOptions, ClaimsVerbs, ControlOutcome, ControlPlane, ControlView, RosterView } from "./control-plane.ts";
 import type { DataPlane } from "./data-plane.ts";
@@ -57,7 +58,7 @@ export function governedControlPlane(g: GovernedNodeLike, raft: ControlLog): Con
     retire: (e, o) => g.retire(e, o),
     enroll: (r, o) => g.enroll(r, o),
     depart: (o) => g.depart(o),
-    claims: g.claims,
+    claims: claimsWithReadRefusals({ claims: g.claims, controlView: () => g.controlView(), sync: (o) => g.sync(o), isLeader: () => raft.role.get() === "leader", now: () => realTimers.now() }),
     get isWritable() {
       return g.isWritable;
     },

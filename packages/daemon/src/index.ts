@@ -13,7 +13,7 @@ export type { InitOptions, InitPeer } from "./init.ts";
 export { buildApi, proposalKeyOf, treeOf, API_PREFIX, MAX_IDEMPOTENCY_KEY_LENGTH } from "./api.ts";
 export type { ApiContext } from "./api.ts";
 export type { DataPlane } from "./data-plane.ts";
-export type { ControlPlane, ControlOutcome, ControlConflict, CallOptions, ProposalKey, ClaimsVerbs, ClaimRequest, ControlView, RosterView, RaftStatus } from "./control-plane.ts";
+export type { ControlPlane, ControlOutcome, ClaimsOutcome, ControlConflict, CallOptions, ProposalKey, ClaimsVerbs, ClaimRequest, ControlView, RosterView, RaftStatus } from "./control-plane.ts";
 export { Scheduler, inboundEdge, MAX_PARENTS_PER_TICK } from "./scheduler.ts";
 export type { StandingDemand, DemandRefusal, SchedulerOptions } from "./scheduler.ts";
 export { createLogger, silentLogger } from "./log.ts";
@@ -39,3 +39,4 @@ export type { PeerReads, RaftWatches, LivenessNote, PeerState } from "./peer-rea
 /** Governed mode's pieces the demo reuses: the control plane of a governed node, and the term-observing Raft store. */
 export { governedControlPlane, termObservingStorage } from "./governed-peer.ts";
 export type { GovernedNodeLike } from "./governed-peer.ts";
+export { claimsWithReadRefusals, type ReadRefusalSource, type ReadRefusalCounts } from "./claims-at-read.ts";

@@ -85,7 +85,7 @@ export interface GovernedClaims {
   releaseScope(scope: string, opts?: CallOptions): Promise<ControlOutcome>;
   renew(holder: string, key: string, opts?: CallOptions): Promise<ControlOutcome>;
   /** Reads of the local applied prefix; leases are judged at `claimsNow` unless a `now` is passed. */
-  view(): Pick<ClaimsTable, "owner" | "holders" | "free" | "open" | "availability" | "checkFence">;
+  view(): Pick<ClaimsTable, "owner" | "holders" | "free" | "open" | "availability" | "checkFence" | "wouldRefuse">;
 }
 
 /** One governed peer (governed.md §2.2). */
@@ -354,6 +354,7 @@ class GovernedNode implements GovernedHeddleNode {
         open: (now) => state.claims.open(now),
         availability: (keys, now) => state.claims.availability(keys, now),
         checkFence: (key, token, now) => state.claims.checkFence(key, token, now),
+        wouldRefuse: (request, now) => state.claims.wouldRefuse(request, now),
       }),
     };
   }

@@ -1,0 +1,504 @@
+/**
+ * Granted claims on the network, side by side with the lock services people run today, in one run on one machine:
+ *
+ * - heddle: a 3-voter governed cluster of daemon OS processes (`heddle init --mode governed` + `heddle up`), fsync
+ *   on (the Raft log in SQLite, synchronous=FULL), driven through the leader's HTTP API (`POST /v1/claims/take`,
+ *   `/v1/claims/release`) with keep-alive connections;
+ * - etcd 3.4: a 3-member cluster (fsync on, its default), through `etcd3`: one lease per client, a take is a txn
+ *   `if create_revision == 0 then put(key, holder, lease) else get(key)`, a release a txn `if value == holder then
+ *   delete`;
+ * - Redis: one `redis-server` (no persistence: `SET NX PX` is not durable by design), a take is
+ *   `SET key holder NX PX 30000 GET` (the GET names the holder on a refusal), a release a compare-and-delete script;
+ * - PostgreSQL 15: one cluster (initdb + pg_ctl, as the `postgres` user when run as root), session advisory locks:
+ *   `pg_try_advisory_lock(k)` / `pg_advisory_unlock(k)` (not durable, one node; a refusal names nobody).
+ *
+ * Workloads, each for HEDDLE_BENCH_SECONDS (default 5):
+ * - `claims`: take + release pairs on random keys of a 1,000,000-key space, at concurrency 1 and 64 (HEDDLE_BENCH_CONCURRENCY);
+ * - `contention`: 64 clients on one key, each releasing at once when granted and retrying at once when refused:
+ *   grants/s, refusal latency p50/p99, whether a refusal names the holder.
+ *
+ * Every system is started on free loopback ports in a temporary directory and stopped at the end; a system whose
+ * binaries are missing is skipped with a message. Prints a table with the ratios heddle/other and one JSON line per
+ * cell: {"system","workload","concurrency","opsPerSec","p50Ms","p99Ms"} (for contention, opsPerSec counts grants and
+ * p50Ms/p99Ms time a refusal).
+ *
+ * Run: npx -y pnpm@10 --filter @heddle/claims bench:network   (HEDDLE_BENCH_SYSTEMS=heddle,etcd,redis,postgres)
+ */
+import { execFileSync, spawn, type ChildProcess } from "node:child_process";
+import { chownSync, existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { connect, createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { Etcd3, type Lease } from "etcd3";
+import { Redis } from "ioredis";
+import pg from "pg";
+import { HeddleClient } from "@heddle/client";
+
+const SECONDS = Number(process.env["HEDDLE_BENCH_SECONDS"] ?? 5);
+const CONCURRENCY = (process.env["HEDDLE_BENCH_CONCURRENCY"] ?? "1,64").split(",").map(Number);
+const CONTENDERS = 64;
+const KEY_SPACE = 1_000_000;
+const LEASE_MS = 30_000;
+const ALL = ["heddle", "etcd", "redis", "postgres"] as const;
+type System = (typeof ALL)[number];
+const SYSTEMS = (process.env["HEDDLE_BENCH_SYSTEMS"] ?? ALL.join(",")).split(",") as System[];
+const PG_BIN = "/usr/lib/postgresql/15/bin";
+const CLI_MAIN = fileURLToPath(new URL("../../cli/src/main.ts", import.meta.url));
+
+/** One system's client, as the workloads drive it. `client` numbers the concurrent client (0…n−1). */
+interface LockClient {
+  /** Takes `key` for `client`; on a refusal, says who holds it when the system can tell (`undefined`: it cannot). */
+  take(client: number, key: string): Promise<{ granted: true } | { granted: false; holder: string | undefined }>;
+  release(client: number, key: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+interface Cell {
+  system: System;
+  workload: "claims" | "contention";
+  concurrency: number;
+  opsPerSec: number;
+  p50Ms: number;
+  p99Ms: number;
+  /** contention only: the share of refusals that named the holder. */
+  namesHolder?: number;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Resolves once something accepts connections on loopback `port`; throws after 30 s. */
+async function waitForPort(port: number, what: string): Promise<void> {
+  for (let t = 0; t < 300; t++) {
+    const open = await new Promise<boolean>((resolve) => {
+      const sock = connect(port, "127.0.0.1");
+      sock.once("connect", () => (sock.destroy(), resolve(true)));
+      sock.once("error", () => resolve(false));
+    });
+    if (open) return;
+    await sleep(100);
+  }
+  throw new Error(`${what}: nothing listens on 127.0.0.1:${port} after 30 s`);
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.on("error", reject);
+    s.listen(0, "127.0.0.1", () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+function quantile(sorted: number[], q: number): number {
+  if (sorted.length === 0) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
+}
+
+const holderOf = (client: number) => `c${client}`;
+
+/** `concurrency` clients, each taking and releasing random keys until time is up; latency is one pair's. */
+async function pairs(system: System, c: LockClient, concurrency: number): Promise<Cell> {
+  let rnd = 0x9e3779b9 ^ concurrency;
+  const randomKey = () => {
+    rnd ^= rnd << 13;
+    rnd ^= rnd >>> 17;
+    rnd ^= rnd << 5;
+    return `k/${(rnd >>> 0) % KEY_SPACE}`;
+  };
+  const lat: number[] = [];
+  let refusedRandom = 0;
+  const deadline = performance.now() + SECONDS * 1000;
+  const warm = performance.now() + Math.min(1000, SECONDS * 200);
+  let counted = 0;
+  let start = 0;
+  await Promise.all(
+    Array.from({ length: concurrency }, async (_, i) => {
+      while (performance.now() < deadline) {
+        const key = randomKey();
+        const t0 = performance.now();
+        const r = await c.take(i, key);
+        if (!r.granted) {
+          refusedRandom++; // another client drew the same key: rare in a million
+          continue;
+        }
+        await c.release(i, key);
+        const t1 = performance.now();
+        if (t0 >= warm) {
+          if (start === 0) start = t0;
+          lat.push(t1 - t0);
+          counted++;
+        }
+      }
+    }),
+  );
+  const elapsed = (performance.now() - (start || warm)) / 1000;
+  lat.sort((a, b) => a - b);
+  if (refusedRandom > counted / 100) console.log(`  (${system}: ${refusedRandom} random-key takes refused — more than expected)`);
+  return { system, workload: "claims", concurrency, opsPerSec: counted / elapsed, p50Ms: quantile(lat, 0.5), p99Ms: quantile(lat, 0.99) };
+}
+
+/** CONTENDERS clients on one key: a grant is released at once, a refusal retried at once. */
+async function contention(system: System, c: LockClient): Promise<Cell> {
+  const key = `hot/${system}`;
+  const refusals: number[] = [];
+  let named = 0;
+  let grants = 0;
+  const deadline = performance.now() + SECONDS * 1000;
+  const warm = performance.now() + Math.min(1000, SECONDS * 200);
+  await Promise.all(
+    Array.from({ length: CONTENDERS }, async (_, i) => {
+      while (performance.now() < deadline) {
+        const t0 = performance.now();
+        const r = await c.take(i, key);
+        const t1 = performance.now();
+        if (r.granted) {
+          await c.release(i, key);
+          if (t0 >= warm) grants++;
+        } else if (t0 >= warm) {
+          refusals.push(t1 - t0);
+          if (r.holder !== undefined && r.holder !== holderOf(i)) named++;
+        }
+      }
+    }),
+  );
+  const elapsed = (performance.now() - warm) / 1000;
+  refusals.sort((a, b) => a - b);
+  return {
+    system,
+    workload: "contention",
+    concurrency: CONTENDERS,
+    opsPerSec: grants / elapsed,
+    p50Ms: quantile(refusals, 0.5),
+    p99Ms: quantile(refusals, 0.99),
+    namesHolder: refusals.length === 0 ? NaN : named / refusals.length,
+  };
+}
+
+/** Runs every cell; `beforeCell` may re-aim the client (heddle follows the Raft leader between cells). */
+async function measure(system: System, c: LockClient, beforeCell: () => Promise<void> = async () => {}): Promise<Cell[]> {
+  const cells: Cell[] = [];
+  for (const n of CONCURRENCY) {
+    await beforeCell();
+    cells.push(await pairs(system, c, n));
+  }
+  await beforeCell();
+  cells.push(await contention(system, c));
+  return cells;
+}
+
+// ---------------------------------------------------------------- heddle: 3 daemon processes, through the API
+
+async function heddle(): Promise<Cell[]> {
+  const dir = mkdtempSync(join(tmpdir(), "heddle-claims-bench-"));
+  const cluster = join(dir, "cluster");
+  const cli = (args: string[]) => execFileSync(process.execPath, [CLI_MAIN, ...args], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+  const clients: HeddleClient[] = [];
+  try {
+    cli(["init", "--peers", "3", "--mode", "governed", cluster]);
+    cli(["up", "--detach", cluster]);
+    const peer = (i: number) => {
+      const conf = JSON.parse(readFileSync(join(cluster, `peer-${i}`, "heddle.json"), "utf8")) as { api: { listen: string } };
+      return new HeddleClient({ url: `http://${conf.api.listen}`, token: readFileSync(join(cluster, `peer-${i}`, "token"), "utf8").trim(), maxSockets: 128 });
+    };
+    const peers = [1, 2, 3].map(peer);
+    clients.push(...peers);
+    /** The peer whose Raft member leads with all three enrolled; waits up to 60 s. */
+    const findLeader = async (): Promise<HeddleClient> => {
+      for (let t = 0; t < 600; t++) {
+        for (const p of peers) {
+          try {
+            const r = (await p.roster()) as { enrolled: string[]; raft: { role: string } };
+            if (r.raft.role === "leader" && r.enrolled.length === 3) return p;
+          } catch {
+            // not up yet
+          }
+        }
+        await sleep(100);
+      }
+      throw new Error("heddle: no leader with all three peers enrolled within 60 s");
+    };
+    let l = await findLeader();
+    let leaderChanges = 0;
+    let refusedAtRead = 0;
+    let refusedInLog = 0;
+    const lc: LockClient = {
+      async take(i, key) {
+        const r = await l.raw("POST", "/v1/claims/take", { holder: holderOf(i), resources: [{ key, mode: "exclusive" }], ttlMs: LEASE_MS });
+        if (r.status === 200) return { granted: true };
+        const b = r.body as { error?: string; committed?: boolean; refusal?: { blocked?: { holders: string[] }[] } };
+        if (r.status !== 409 || b.refusal?.blocked === undefined) throw new Error(`heddle take: HTTP ${r.status} ${JSON.stringify(r.body)}`);
+        if (b.committed === false) refusedAtRead++;
+        else refusedInLog++;
+        return { granted: false, holder: b.refusal.blocked[0]?.holders[0] };
+      },
+      async release(i, key) {
+        const r = await l.raw("POST", "/v1/claims/release", { holder: holderOf(i), key });
+        if (r.status !== 200) throw new Error(`heddle release: HTTP ${r.status} ${JSON.stringify(r.body)}`);
+      },
+      async close() {},
+    };
+    const cells = await measure("heddle", lc, async () => {
+      const now = await findLeader();
+      if (now !== l) leaderChanges++;
+      l = now;
+    });
+    console.log(`  heddle refusals: ${refusedAtRead} answered at a confirmed read (no commit), ${refusedInLog} through the log; leader changed between cells ${leaderChanges} time(s)`);
+    return cells;
+  } finally {
+    for (const c of clients) c.close();
+    try {
+      cli(["down", cluster]);
+    } catch (e) {
+      console.log(`heddle down failed: ${(e as Error).message}`);
+    }
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+// ---------------------------------------------------------------- etcd 3.4: 3 members, txn + lease
+
+async function etcd(): Promise<Cell[]> {
+  const dir = mkdtempSync(join(tmpdir(), "heddle-claims-etcd-"));
+  const peerPorts: number[] = [];
+  const clientPorts: number[] = [];
+  for (let i = 0; i < 3; i++) {
+    peerPorts.push(await freePort());
+    clientPorts.push(await freePort());
+  }
+  const initial = peerPorts.map((p, i) => `e${i}=http://127.0.0.1:${p}`).join(",");
+  const procs: ChildProcess[] = [];
+  const probes: Etcd3[] = [];
+  let client: Etcd3 | null = null;
+  const leases: Lease[] = [];
+  try {
+    for (let i = 0; i < 3; i++) {
+      procs.push(
+        spawn("etcd", [
+          "--name", `e${i}`, "--data-dir", join(dir, `e${i}`),
+          "--listen-peer-urls", `http://127.0.0.1:${peerPorts[i]}`, "--initial-advertise-peer-urls", `http://127.0.0.1:${peerPorts[i]}`,
+          "--listen-client-urls", `http://127.0.0.1:${clientPorts[i]}`, "--advertise-client-urls", `http://127.0.0.1:${clientPorts[i]}`,
+          "--initial-cluster", initial, "--initial-cluster-state", "new", "--initial-cluster-token", "heddle-claims-bench",
+          "--log-level", "error",
+        ], { stdio: "ignore" }),
+      );
+      probes.push(new Etcd3({ hosts: `http://127.0.0.1:${clientPorts[i]}` }));
+    }
+    let leaderUrl: string | null = null;
+    for (let t = 0; t < 300 && leaderUrl === null; t++) {
+      for (let i = 0; i < 3 && leaderUrl === null; i++) {
+        try {
+          const s = await probes[i]!.maintenance.status();
+          if (s.leader !== "0" && s.header.member_id === s.leader) leaderUrl = `http://127.0.0.1:${clientPorts[i]}`;
+        } catch {
+          // not up yet
+        }
+      }
+      if (leaderUrl === null) await sleep(100);
+    }
+    if (leaderUrl === null) throw new Error("etcd: no leader within 30 s");
+    const c = new Etcd3({ hosts: leaderUrl });
+    client = c;
+    const leaseIds: string[] = [];
+    for (let i = 0; i < Math.max(CONTENDERS, ...CONCURRENCY); i++) {
+      const lease = c.lease(LEASE_MS / 1000);
+      leases.push(lease);
+      leaseIds.push(String(await lease.grant()));
+    }
+    const lc: LockClient = {
+      async take(i, key) {
+        const r = await c
+          .if(key, "Create", "==", 0)
+          .then(c.put(key).value(holderOf(i)).lease(leaseIds[i]!))
+          .else(c.get(key))
+          .commit();
+        if (r.succeeded) return { granted: true };
+        const kv = r.responses[0]?.response_range?.kvs[0];
+        return { granted: false, holder: kv === undefined ? undefined : kv.value.toString() };
+      },
+      async release(i, key) {
+        await c.if(key, "Value", "==", holderOf(i)).then(c.delete().key(key)).commit();
+      },
+      async close() {},
+    };
+    return await measure("etcd", lc);
+  } finally {
+    for (const l of leases) await l.revoke().catch(() => {});
+    client?.close();
+    for (const p of probes) p.close();
+    for (const p of procs) p.kill("SIGKILL");
+    await sleep(300);
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+// ---------------------------------------------------------------- Redis: SET NX PX + compare-and-delete
+
+const RELEASE_SCRIPT = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
+
+async function redis(): Promise<Cell[]> {
+  const dir = mkdtempSync(join(tmpdir(), "heddle-claims-redis-"));
+  const port = await freePort();
+  const proc = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--dir", dir, "--save", "", "--appendonly", "no", "--maxclients", "1000"], { stdio: "ignore" });
+  const conns: Redis[] = [];
+  try {
+    await waitForPort(port, "redis");
+    const n = Math.max(CONTENDERS, ...CONCURRENCY);
+    for (let i = 0; i < n; i++) conns.push(new Redis({ host: "127.0.0.1", port, lazyConnect: true, maxRetriesPerRequest: 0 }));
+    await Promise.all(conns.map((r) => r.connect()));
+    const sha = (await conns[0]!.script("LOAD", RELEASE_SCRIPT)) as string;
+    const lc: LockClient = {
+      async take(i, key) {
+        // SET … NX GET (Redis ≥ 7.0): the old value comes back on a refusal, nil on a grant
+        const old = await conns[i]!.call("SET", key, holderOf(i), "NX", "PX", String(LEASE_MS), "GET");
+        return old === null ? { granted: true } : { granted: false, holder: String(old) };
+      },
+      async release(i, key) {
+        await conns[i]!.evalsha(sha, 1, key, holderOf(i));
+      },
+      async close() {},
+    };
+    return await measure("redis", lc);
+  } finally {
+    for (const r of conns) r.disconnect();
+    proc.kill("SIGKILL");
+    await sleep(100);
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+// ---------------------------------------------------------------- PostgreSQL 15: advisory locks
+
+/** A stable 63-bit key for `pg_try_advisory_lock(bigint)` (FNV-1a-64 of the key text). */
+function lockId(key: string): string {
+  let h = 0xcbf29ce484222325n;
+  for (let i = 0; i < key.length; i++) {
+    h ^= BigInt(key.charCodeAt(i));
+    h = (h * 0x100000001b3n) & 0xffffffffffffffffn;
+  }
+  return (h & 0x7fffffffffffffffn).toString();
+}
+
+async function postgres(): Promise<Cell[]> {
+  const dir = mkdtempSync(join(tmpdir(), "heddle-claims-pg-"));
+  const data = join(dir, "data");
+  const port = await freePort();
+  // initdb refuses to run as root: run the server as the `postgres` system user then
+  const asRoot = process.getuid?.() === 0;
+  const run = (bin: string, args: string[]) =>
+    asRoot ? execFileSync("runuser", ["-u", "postgres", "--", join(PG_BIN, bin), ...args], { stdio: "ignore" }) : execFileSync(join(PG_BIN, bin), args, { stdio: "ignore" });
+  if (asRoot) {
+    const uid = Number(execFileSync("id", ["-u", "postgres"], { encoding: "utf8" }).trim());
+    const gid = Number(execFileSync("id", ["-g", "postgres"], { encoding: "utf8" }).trim());
+    chownSync(dir, uid, gid);
+  }
+  const conns: pg.Client[] = [];
+  let started = false;
+  try {
+    run("initdb", ["-D", data, "-A", "trust", "-U", "bench", "--no-sync"]);
+    run("pg_ctl", ["-D", data, "-l", join(dir, "log"), "-w", "-o", `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c max_connections=300 -c fsync=on`, "start"]);
+    started = true;
+    const n = Math.max(CONTENDERS, ...CONCURRENCY);
+    for (let i = 0; i < n; i++) {
+      const c = new pg.Client({ host: "127.0.0.1", port, user: "bench", database: "postgres" });
+      await c.connect();
+      conns.push(c);
+    }
+    const lc: LockClient = {
+      async take(i, key) {
+        const r = await conns[i]!.query({ name: "take", text: "SELECT pg_try_advisory_lock($1::bigint) AS ok", values: [lockId(key)] });
+        // an advisory-lock refusal names nobody (finding the holder takes a second query on pg_locks)
+        return r.rows[0].ok === true ? { granted: true } : { granted: false, holder: undefined };
+      },
+      async release(i, key) {
+        await conns[i]!.query({ name: "release", text: "SELECT pg_advisory_unlock($1::bigint)", values: [lockId(key)] });
+      },
+      async close() {},
+    };
+    return await measure("postgres", lc);
+  } finally {
+    await Promise.all(conns.map((c) => c.end().catch(() => {})));
+    if (started) {
+      try {
+        run("pg_ctl", ["-D", data, "-m", "immediate", "stop"]);
+      } catch {
+        // already gone
+      }
+    }
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+// ---------------------------------------------------------------- presence, run, report
+
+function missing(system: System): string | null {
+  const has = (cmd: string, args: string[]) => {
+    try {
+      execFileSync(cmd, args, { stdio: "ignore" });
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  switch (system) {
+    case "heddle":
+      return null;
+    case "etcd":
+      return has("etcd", ["--version"]) ? null : "etcd not found on PATH (apt-get install -y etcd-server)";
+    case "redis":
+      return has("redis-server", ["--version"]) ? null : "redis-server not found on PATH (apt-get install -y redis-server)";
+    case "postgres":
+      if (!existsSync(join(PG_BIN, "initdb"))) return `${PG_BIN}/initdb not found (apt-get install -y postgresql-15)`;
+      if (process.getuid?.() === 0 && !has("id", ["-u", "postgres"])) return "running as root and there is no postgres user to run the server as";
+      return null;
+  }
+}
+
+const runners: Record<System, () => Promise<Cell[]>> = { heddle, etcd, redis, postgres };
+const fmt = (x: number | undefined, d = 1) => (x === undefined || !Number.isFinite(x) ? "—" : x.toFixed(d));
+const ratio = (a: number | undefined, b: number | undefined) => (a === undefined || b === undefined || !Number.isFinite(a) || !Number.isFinite(b) || b === 0 ? "—" : `${(a / b).toPrecision(3)}×`);
+
+console.log(`claims on the network — ${SECONDS} s per cell, loopback, ${new Date().toISOString()}; load average ${readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ")}`);
+const cells: Cell[] = [];
+const ran: System[] = [];
+for (const s of SYSTEMS) {
+  if (!ALL.includes(s)) throw new Error(`HEDDLE_BENCH_SYSTEMS: unknown system ${s} (one of ${ALL.join(", ")})`);
+  const why = missing(s);
+  if (why !== null) {
+    console.log(`${s}: SKIPPED — ${why}`);
+    continue;
+  }
+  try {
+    const got = await runners[s]();
+    cells.push(...got);
+    ran.push(s);
+    for (const c of got) console.log(JSON.stringify({ system: c.system, workload: c.workload, concurrency: c.concurrency, opsPerSec: Number(c.opsPerSec.toFixed(1)), p50Ms: Number(c.p50Ms.toFixed(3)), p99Ms: Number(c.p99Ms.toFixed(3)) }));
+  } catch (e) {
+    console.log(`${s}: FAILED — ${(e as Error).stack ?? String(e)}`);
+  }
+}
+
+const cell = (s: System, w: Cell["workload"], n: number) => cells.find((c) => c.system === s && c.workload === w && c.concurrency === n);
+console.log("");
+console.log("take + release pairs/s on random keys of a 1,000,000-key space (latency: one pair)");
+console.log("| system | clients | pairs/s | p50 ms | p99 ms | heddle/system pairs/s |");
+console.log("|---|---:|---:|---:|---:|---:|");
+for (const n of CONCURRENCY) {
+  for (const s of ran) {
+    const c = cell(s, "claims", n);
+    console.log(`| ${s} | ${n} | ${fmt(c?.opsPerSec, 0)} | ${fmt(c?.p50Ms, 2)} | ${fmt(c?.p99Ms, 2)} | ${s === "heddle" ? "" : ratio(cell("heddle", "claims", n)?.opsPerSec, c?.opsPerSec)} |`);
+  }
+}
+console.log("");
+console.log(`contention: ${CONTENDERS} clients on one key, release at once when granted, retry at once when refused`);
+console.log("| system | grants/s | refusal p50 ms | refusal p99 ms | refusal names holder | heddle/system grants/s | system/heddle refusal p50 |");
+console.log("|---|---:|---:|---:|---:|---:|---:|");
+for (const s of ran) {
+  const c = cell(s, "contention", CONTENDERS);
+  const h = cell("heddle", "contention", CONTENDERS);
+  const names = c?.namesHolder === undefined || !Number.isFinite(c.namesHolder) ? "—" : `${(c.namesHolder * 100).toFixed(0)}%`;
+  console.log(`| ${s} | ${fmt(c?.opsPerSec, 0)} | ${fmt(c?.p50Ms, 2)} | ${fmt(c?.p99Ms, 2)} | ${names} | ${s === "heddle" ? "" : ratio(h?.opsPerSec, c?.opsPerSec)} | ${s === "heddle" ? "" : ratio(c?.p50Ms, h?.p50Ms)} |`);
+}
+process.exit(0);

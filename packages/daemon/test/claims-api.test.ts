@@ -1,0 +1,93 @@
+// Granted claims over HTTP on a one-voter governed peer: a take the applied table refuses is answered by the
+// leader at a confirmed read (no entry appended, the refusal names the holder); a take with an Idempotency-Key
+// goes through the log; a take whose blocker's lease has lapsed on the leader's clock is granted through the log.
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { FencedStore } from "../../claims/examples/fenced-store.ts";
+import { soloDaemon } from "./support/embedded.ts";
+
+let s: Awaited<ReturnType<typeof soloDaemon>>;
+
+const commitIndex = async (): Promise<number> => ((await s.client.roster()) as { raft: { commitIndex: number } }).raft.commitIndex;
+const take = (holder: string, key: string, extra: Record<string, unknown> = {}, idempotencyKey?: string) =>
+  s.client.raw("POST", "/v1/claims/take", { holder, resources: [{ key, mode: "exclusive" }], ...extra }, idempotencyKey === undefined ? {} : { headers: { "idempotency-key": idempotencyKey } });
+
+beforeAll(async () => {
+  s = await soloDaemon({ mode: "governed" });
+  for (let i = 0; i < 300; i++) {
+    const st = (await s.client.status()) as { control: { isWritable: boolean } };
+    if (st.control.isWritable) break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+});
+afterAll(() => s.close());
+
+describe("HTTP API: claims refusals without a commit", () => {
+  it("refuses at a confirmed read, naming the holder, and appends nothing", async () => {
+    const granted = await take("alice", "deploy");
+    expect(granted.status).toBe(200);
+    const grantIndex = (granted.body as { index: number }).index;
+    const before = await commitIndex();
+    expect(before).toBeGreaterThanOrEqual(grantIndex);
+    for (let i = 0; i < 20; i++) {
+      const r = await take(`bob-${i}`, "deploy");
+      expect(r.status).toBe(409);
+      expect(r.body).toMatchObject({ error: "refused", committed: false, index: null, refusal: { kind: "blocked", ok: false, blocked: [{ key: "deploy", reason: "held", holders: ["alice"] }] } });
+      expect((r.body as { readIndex: number }).readIndex).toBeGreaterThanOrEqual(grantIndex);
+      expect((r.body as { message: string }).message).toMatch(/deploy is held by alice;.*nothing was committed/);
+    }
+    expect(await commitIndex()).toBe(before);
+    // the holder itself is granted (idempotent re-take, claims.md rule 1) through the log, same token
+    const again = await take("alice", "deploy");
+    expect(again.status).toBe(200);
+    expect(again.body).toMatchObject({ claims: { ok: true, grants: [{ key: "deploy", existing: true }] } });
+  });
+
+  it("sends a take with an Idempotency-Key through the log (its recorded outcome is what a retry answers)", async () => {
+    const before = await commitIndex();
+    const r = await take("carol", "deploy", {}, "carol-deploy-1");
+    expect(r.status).toBe(409);
+    expect(r.body).toMatchObject({ committed: true, refusal: { blocked: [{ holders: ["alice"] }] } });
+    expect((r.body as { index: number }).index).toBeGreaterThan(before);
+  });
+
+  it("judges leases on the leader's clock: once the holder's lease lapsed, the next take is granted through the log", async () => {
+    const a = await take("erin", "lease", { ttlMs: 2_000 });
+    expect(a.status).toBe(200);
+    const tokenA = (a.body as { claims: { grants: { token: number }[] } }).claims.grants[0]!.token;
+    const early = await take("frank", "lease");
+    expect(early.body).toMatchObject({ committed: false, refusal: { blocked: [{ holders: ["erin"] }] } });
+    await new Promise((r) => setTimeout(r, 2_200));
+    const late = await take("frank", "lease");
+    expect(late.status).toBe(200);
+    const tokenB = (late.body as { claims: { grants: { token: number }[] } }).claims.grants[0]!.token;
+    expect(tokenB).toBeGreaterThan(tokenA);
+  });
+
+  it("fences a paused holder: its late write to a guarded store is rejected after its lease lapsed and the key was re-granted", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "heddle-fence-"));
+    try {
+      const store = new FencedStore(dir);
+      const tokenOf = (r: { body: unknown }) => (r.body as { claims: { grants: { token: number }[] } }).claims.grants[0]!.token;
+      const a = await take("numberer-a", "invoices", { ttlMs: 2_000 });
+      expect(a.status).toBe(200);
+      expect(store.write("invoices", tokenOf(a), "1001\n")).toEqual({ ok: true });
+      // numberer-a pauses; meanwhile numberer-b is refused (naming a) until a's lease lapses on the leader's clock
+      expect((await take("numberer-b", "invoices")).body).toMatchObject({ refusal: { blocked: [{ holders: ["numberer-a"] }] } });
+      await new Promise((r) => setTimeout(r, 2_200));
+      const b = await take("numberer-b", "invoices", { ttlMs: 60_000 });
+      expect(b.status).toBe(200);
+      expect(tokenOf(b)).toBeGreaterThan(tokenOf(a));
+      expect(store.write("invoices", tokenOf(b), "1001\n1002\n")).toEqual({ ok: true });
+      // numberer-a wakes, still believing it holds the file: the store rejects its stale token
+      expect(store.write("invoices", tokenOf(a), "1001\n1002-again\n")).toEqual({ ok: false, reason: "stale-token", token: tokenOf(a), highest: tokenOf(b) });
+      expect(store.read("invoices")).toBe("1001\n1002\n");
+      // and the replicated table agrees: only b's token is current
+      expect(await s.client.claimsList("invoices")).toMatchObject({ holders: ["numberer-b"] });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
