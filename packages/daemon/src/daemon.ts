@@ -184,8 +184,11 @@ export async function startDaemon(configOrPath: DaemonConfig | string, opts: Sta
     let control: ControlPlane | null = null;
     let partitionEvents: HeddleNode["partitionEvents"];
     let staticNode: HeddleNode | null = null;
+    // The store this daemon opened itself; closed again if the node cannot start on it (a leaked SQLite
+    // handle keeps a read-only shared-memory mapping that makes the next open in this process fail).
+    let ownStore: HeddleStore | null = null;
     try {
-      const store = opts.store ?? sqliteStore(storePath);
+      const store = opts.store ?? (ownStore = sqliteStore(storePath));
       if (mode.kind === "static") {
         const node = heddleStatic({
           seam,
@@ -207,6 +210,11 @@ export async function startDaemon(configOrPath: DaemonConfig | string, opts: Sta
         partitionEvents = peer.node.partitionEvents;
       }
     } catch (e) {
+      try {
+        ownStore?.close();
+      } catch {
+        // already closed by the node
+      }
       if (e instanceof StoreMismatchError) {
         throw new DaemonStartError("store", `store ${storePath} belongs to another cluster or peer (${e.message}); point store.dir at this cluster's store or at an empty directory`, { cause: e });
       }

@@ -142,6 +142,27 @@ describe("API fuzzing", () => {
     }
   });
 
+  // Regression (found by the fuzzer, seed 17017 request 9832): a lone surrogate in an id answered 500.
+  it("refuses a lone UTF-16 surrogate in any string with 400 naming the field, and nothing changes", async () => {
+    const before = await settled();
+    const auth = { authorization: `Bearer ${s.daemon.token}`, "content-type": "application/json" };
+    for (const [path, body, field] of [
+      ["/v1/reservations", { leaf: "\ud800", maximumCost: 1 }, "leaf"],
+      ["/v1/demand", { leaf: "a\udc00b", targetOutstanding: 1, maximumUsefulGrant: 1 }, "leaf"],
+      ["/v1/demand", { edge: "\udbff", targetOutstanding: 1, maximumUsefulGrant: 1 }, "edge"],
+      ["/v1/reservations/cancel", { id: "x\ud800" }, "id"],
+      ["/v1/control/mint", { holder: "\ud800", amount: 1 }, "holder"],
+      ["/v1/claims/take", { holder: "h", resources: [{ key: "\ud800", mode: "exclusive" }] }, "resources[0].key"],
+    ] as const) {
+      const a = await send({ method: "POST", path, headers: auth, body: JSON.stringify(body), what: path });
+      expect(a.status, `${path} ${a.body}`).toBe(400);
+      const got = JSON.parse(a.body) as { error: string; issues: { field: string; problem: string }[] };
+      expect(got.error).toBe("invalid-request");
+      expect(got.issues).toContainEqual({ field, in: "body", problem: expect.stringMatching(/well-formed/) });
+    }
+    expect(await state()).toBe(before);
+  });
+
   it(`${COUNT} random and mutated requests: only 2xx/4xx, refused requests change nothing, the daemon stays up`, async () => {
     const rng = new Rng(SEED);
     const ctx = { token: s.daemon.token, self: s.daemon.self, root: "root", ids: new Set<string>(["root", "a", "b", s.daemon.self]), maxBodyBytes: 16_384 };
