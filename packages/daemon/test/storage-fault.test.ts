@@ -295,7 +295,8 @@ describe.skipIf(!existsSync("/proc/self/fd"))("a daemon that cannot start on its
     const path = join(config.storeDir, "ledger.sqlite");
     expect(openHandles(path)).toBe(0);
     // Another genesis on the same store: refused with StoreMismatchError inside the node's boot.
-    const other = { ...config, mode: { ...config.mode, supply: new Map([...(config.mode as unknown as { supply: Map<string, bigint> }).supply].map(([k, v]) => [k, v + 1n])) } } as DaemonConfig;
+    const mode = config.mode as unknown as { supply: Map<string, bigint> };
+    const other = { ...config, mode: { ...mode, supply: new Map([...mode.supply].map(([k, v]) => [k, v + 1n])) } } as unknown as DaemonConfig;
     await expect(startDaemon(other, { logger: recordingLogger([]) })).rejects.toMatchObject({ name: "DaemonStartError", reason: "store" });
     expect(openHandles(path)).toBe(0);
   }, 60_000);
