@@ -191,8 +191,11 @@ export async function startDaemon(configOrPath: DaemonConfig | string, opts: Sta
     let raft: RaftWatches | null = null;
     let partitionEvents: HeddleNode["partitionEvents"];
     let staticNode: HeddleNode | null = null;
+    // The store this daemon opened itself; closed again if the node cannot start on it (a leaked SQLite
+    // handle keeps a read-only shared-memory mapping that makes the next open in this process fail).
+    let ownStore: HeddleStore | null = null;
     try {
-      const store = timedStore(opts.store ?? sqliteStore(storePath), metrics);
+      const store = timedStore(opts.store ?? (ownStore = sqliteStore(storePath)), metrics);
       if (mode.kind === "static") {
         const node = heddleStatic({
           seam,
@@ -217,6 +220,11 @@ export async function startDaemon(configOrPath: DaemonConfig | string, opts: Sta
         partitionEvents = peer.node.partitionEvents;
       }
     } catch (e) {
+      try {
+        ownStore?.close();
+      } catch {
+        // already closed by the node
+      }
       if (e instanceof EtcdStartError) throw new DaemonStartError("etcd", `${e.message} (config ${config.file ?? "(inline)"})`, { cause: e });
       if (e instanceof StoreMismatchError) {
         throw new DaemonStartError("store", `store ${storePath} belongs to another cluster or peer (${e.message}); point store.dir at this cluster's store or at an empty directory`, { cause: e });

@@ -75,10 +75,33 @@ export function checker<T extends TSchema>(schema: T): Checker<T> {
   return {
     schema,
     check(value) {
-      if (tc.Check(value)) return { ok: true, value: value as Static<T> };
+      if (tc.Check(value)) {
+        const bad = illFormedStrings(value, "");
+        return bad.length === 0 ? { ok: true, value: value as Static<T> } : { ok: false, issues: bad };
+      }
       return { ok: false, issues: issuesOf(tc.Errors(value)) };
     },
   };
+}
+
+/**
+ * Every string in `value` (keys included) that is not well-formed UTF-16: JSON can carry a lone surrogate
+ * (`"\\ud800"`), which no identifier may hold (ledger ids refuse it) and which cannot be stored or echoed
+ * faithfully, so it is refused here with the field named rather than failing deeper down.
+ */
+function illFormedStrings(value: unknown, path: string, out: FieldIssue[] = []): FieldIssue[] {
+  if (typeof value === "string") {
+    if (!value.isWellFormed()) out.push({ field: fieldName(path), problem: "is not well-formed Unicode (it holds a lone UTF-16 surrogate)" });
+  } else if (Array.isArray(value)) {
+    value.forEach((v, i) => illFormedStrings(v, `${path}/${i}`, out));
+  } else if (value !== null && typeof value === "object") {
+    for (const [k, v] of Object.entries(value)) {
+      const p = `${path}/${k.replace(/~/g, "~0").replace(/\//g, "~1")}`;
+      if (!k.isWellFormed()) out.push({ field: fieldName(p), problem: "is a key that is not well-formed Unicode (it holds a lone UTF-16 surrogate)" });
+      illFormedStrings(v, p, out);
+    }
+  }
+  return out;
 }
 
 /** Renders a TypeBox error path (`/roster/0/id`) as `roster[0].id`. */

@@ -1,0 +1,303 @@
+// Storage faults mid-run (issue 17): the store's disk fills up or turns read-only while the daemon serves
+// reservations and its scheduler writes. Pass (node.md §9.4): the node fails closed — writes answer 503
+// with a message saying to restart, reads keep working, the log says the store failed — nothing
+// acknowledged is lost, and after a restart on a writable disk the peer carries on from its store.
+//
+// Two ways to make the disk fail:
+// - a fault-injecting store wrapper around the real SQLite store (portable: runs everywhere, as any user;
+//   it throws what SQLite throws for a full or read-only disk);
+// - a real tiny tmpfs filled up, then remounted read-only (Linux as root with mount rights only; skipped
+//   elsewhere, saying why).
+import { execFileSync } from "node:child_process";
+import { existsSync, readdirSync, readlinkSync, mkdirSync, mkdtempSync, rmSync, openSync, writeSync, closeSync, unlinkSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { HeddleClient } from "@heddle/client";
+import { sqliteStore, type HeddleStore } from "@heddle/node";
+import { initCluster, loadConfig, startDaemon, type DaemonConfig, type Logger, type RunningDaemon } from "../src/index.ts";
+import { onEphemeralPorts } from "./support/embedded.ts";
+
+const dirs: string[] = [];
+afterAll(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+/** A logger that keeps every line (the operator's view of the failure). */
+function recordingLogger(lines: string[]): Logger {
+  const rec = (level: string) => (msg: string, fields?: Record<string, unknown>) => void lines.push(`${level} ${msg} ${JSON.stringify(fields ?? {})}`);
+  const l: Logger = { debug: rec("debug"), info: rec("info"), warn: rec("warn"), error: rec("error"), child: () => l } as unknown as Logger;
+  return l;
+}
+
+type Fault = null | "full" | "readonly";
+
+/** The real SQLite store, failing every write the way SQLite does while `fault` is set. */
+function faultyStore(path: string, fault: { mode: Fault }): HeddleStore {
+  const inner = sqliteStore(path);
+  const fail = () => {
+    const e = new Error(fault.mode === "full" ? "database or disk is full" : "attempt to write a readonly database") as Error & { code: string; errcode: number };
+    e.code = "ERR_SQLITE_ERROR";
+    e.errcode = fault.mode === "full" ? 13 : 8;
+    throw e;
+  };
+  return {
+    get durable() {
+      return inner.durable;
+    },
+    boot: (self, genesis) => inner.boot(self, genesis),
+    commit(tx) {
+      if (fault.mode !== null) fail();
+      inner.commit(tx);
+    },
+    compact(state) {
+      if (fault.mode !== null) fail();
+      inner.compact(state);
+    },
+    close: () => inner.close(),
+  };
+}
+
+async function cluster(storeDir?: string): Promise<{ config: DaemonConfig; dir: string }> {
+  const dir = mkdtempSync(join(tmpdir(), "heddle-store-fault-"));
+  dirs.push(dir);
+  const [peer] = await initCluster({ dir: join(dir, "c"), peers: 1, mode: "static", supply: 1_000_000n, tree: "tenant-a=1,tenant-a>batch=1" });
+  let config = onEphemeralPorts(loadConfig(peer!.config));
+  // The scheduler keeps writing the whole time (a standing demand): the fault hits a running peer.
+  config = { ...config, schedulerIntervalMs: 50 };
+  if (storeDir !== undefined) config = { ...config, storeDir };
+  return { config, dir };
+}
+
+interface Acked {
+  spent: bigint;
+  open: Map<string, bigint>;
+}
+
+async function status(c: HeddleClient) {
+  return (await c.status()) as { failed: boolean; leafSpentTotal: string; mintedTotal: string; ledgerDigest: string };
+}
+
+/** Stands demand on batch and waits until `amount` is available there. */
+async function fund(c: HeddleClient, amount: bigint): Promise<void> {
+  await c.demand({ leaf: "batch", targetOutstanding: 100_000, maximumUsefulGrant: 1_000 });
+  for (let i = 0; i < 600; i++) {
+    const h = (await c.holdings("batch")) as { groups: { available: string }[] };
+    if (BigInt(h.groups[0]!.available) >= amount) return;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  throw new Error("batch never got entitlement");
+}
+
+/** Acknowledged work: charges completed and a reservation left open, as the client saw them. */
+async function work(c: HeddleClient, acked: Acked, rounds: number): Promise<void> {
+  for (let i = 0; i < rounds; i++) {
+    const a = await c.reserve("batch", 10);
+    const done = (await c.complete(a.id, 3 + (i % 5))) as { charged: string };
+    acked.spent += BigInt(done.charged);
+    const b = await c.reserve("batch", 7);
+    acked.open.set(b.id, 7n);
+  }
+}
+
+/** While the store fails: the peer answers writes with 503 saying to restart, keeps serving reads, and says so in its status and log. */
+async function expectFailedClosed(c: HeddleClient, acked: Acked, log: string[]): Promise<void> {
+  // The first write after the fault meets the failing store (or the scheduler met it first).
+  const r = await c.raw("POST", "/v1/reservations", { leaf: "batch", maximumCost: 5 });
+  expect(r.status).toBe(503);
+  expect(r.body).toMatchObject({ error: "refused", refusal: { kind: "closed" }, message: expect.stringMatching(/failed closed.*restart/) });
+  const [id] = [...acked.open.keys()];
+  const done = await c.raw("POST", "/v1/reservations/complete", { id, actualCost: 1 });
+  expect(done.status).toBe(503);
+  const cancel = await c.raw("POST", "/v1/reservations/cancel", { id });
+  expect(cancel.status).toBe(503);
+  const st = await status(c);
+  expect(st.failed).toBe(true);
+  // Nothing the failed writes tried was installed: the view still shows exactly the acknowledged charges.
+  expect(BigInt(st.leafSpentTotal)).toBe(acked.spent);
+  expect((await c.raw("GET", "/v1/holdings?group=batch")).status).toBe(200);
+  expect((await c.raw("GET", "/v1/tree")).status).toBe(200);
+  expect(log.some((l) => /^error store commit failed: the node has failed closed; restart it .*(disk is full|readonly|read-only|No space)/i.test(l))).toBe(true);
+}
+
+/** After a restart on a writable store: every acknowledged charge and open reservation is there, and the peer writes again. */
+async function expectRecovered(d: RunningDaemon, acked: Acked, minted: string): Promise<void> {
+  const c = new HeddleClient({ url: d.url, token: d.token });
+  try {
+    const st = await status(c);
+    expect(st.failed).toBe(false);
+    expect(st.mintedTotal).toBe(minted);
+    expect(BigInt(st.leafSpentTotal)).toBe(acked.spent);
+    const open = (await c.reservations()) as { reservations: { id: string; maximumCost: string }[] };
+    const ids = new Map(open.reservations.map((r) => [r.id, BigInt(r.maximumCost)]));
+    for (const [id, max] of acked.open) expect(ids.get(id)).toBe(max);
+    // The acknowledged open reservations complete normally, exactly once.
+    for (const id of acked.open.keys()) {
+      expect(await c.complete(id, 2)).toMatchObject({ charged: "2", outcome: "charged" });
+      acked.spent += 2n;
+    }
+    acked.open.clear();
+    expect(BigInt((await status(c)).leafSpentTotal)).toBe(acked.spent);
+    await work(c, acked, 2);
+    expect(BigInt((await status(c)).leafSpentTotal)).toBe(acked.spent);
+  } finally {
+    c.close();
+  }
+}
+
+describe("storage faults (fault-injecting store wrapper over SQLite)", () => {
+  for (const mode of ["full", "readonly"] as const) {
+    it(`disk ${mode === "full" ? "full" : "read-only"} mid-run: fails closed, loses nothing acknowledged, recovers after a restart`, async () => {
+      const { config } = await cluster();
+      const path = join(config.storeDir, "ledger.sqlite");
+      mkdirSync(config.storeDir, { recursive: true });
+      const fault: { mode: Fault } = { mode: null };
+      const log: string[] = [];
+      const d1 = await startDaemon(config, { logger: recordingLogger(log), store: faultyStore(path, fault) });
+      const c1 = new HeddleClient({ url: d1.url, token: d1.token });
+      const acked: Acked = { spent: 0n, open: new Map() };
+      let minted: string;
+      try {
+        await fund(c1, 200n);
+        await work(c1, acked, 5);
+        minted = (await status(c1)).mintedTotal;
+        fault.mode = mode;
+        await expectFailedClosed(c1, acked, log);
+      } finally {
+        c1.close();
+        await d1.close();
+      }
+      fault.mode = null;
+      const d2 = await startDaemon(config, { logger: recordingLogger([]) });
+      try {
+        await expectRecovered(d2, acked, minted);
+      } finally {
+        await d2.close();
+      }
+    }, 120_000);
+  }
+});
+
+/** Root with mount rights on Linux: a real filesystem can be made to fail. */
+function canMount(): string | null {
+  if (process.platform !== "linux") return "not Linux";
+  if (process.getuid?.() !== 0) return "not root";
+  const probe = mkdtempSync(join(tmpdir(), "heddle-mount-probe-"));
+  try {
+    execFileSync("mount", ["-t", "tmpfs", "-o", "size=64k", "tmpfs", probe], { stdio: "ignore" });
+    execFileSync("umount", [probe], { stdio: "ignore" });
+    return null;
+  } catch {
+    return "mount is not permitted here";
+  } finally {
+    rmSync(probe, { recursive: true, force: true });
+  }
+}
+
+const noMount = canMount();
+if (noMount !== null) console.log(`storage fault on a real filesystem skipped: ${noMount}`);
+
+describe.skipIf(noMount !== null)("storage faults (a real tmpfs that fills up, then turns read-only)", () => {
+  it("disk full, then read-only: fails closed with SQLite's own error, loses nothing acknowledged, recovers once writable", async () => {
+    const mnt = mkdtempSync(join(tmpdir(), "heddle-tmpfs-"));
+    dirs.push(mnt);
+    execFileSync("mount", ["-t", "tmpfs", "-o", "size=8m", "tmpfs", mnt]);
+    try {
+      const storeDir = join(mnt, "store");
+      const { config } = await cluster(storeDir);
+      const log: string[] = [];
+      let d = await startDaemon(config, { logger: recordingLogger(log) });
+      let c = new HeddleClient({ url: d.url, token: d.token });
+      const acked: Acked = { spent: 0n, open: new Map() };
+      let minted: string;
+      const filler = join(mnt, "filler");
+      try {
+        await fund(c, 200n);
+        await work(c, acked, 5);
+        minted = (await status(c)).mintedTotal;
+        // Fill the disk to the last byte.
+        const fd = openSync(filler, "w");
+        const chunk = Buffer.alloc(64 * 1024, 1);
+        try {
+          for (;;) writeSync(fd, chunk);
+        } catch (e) {
+          if ((e as NodeJS.ErrnoException).code !== "ENOSPC") throw e;
+        }
+        try {
+          for (;;) writeSync(fd, chunk, 0, 1);
+        } catch (e) {
+          if ((e as NodeJS.ErrnoException).code !== "ENOSPC") throw e;
+        }
+        closeSync(fd);
+        // Writes may still fit in pages SQLite already has; keep writing until the disk refuses one.
+        let refused = false;
+        for (let i = 0; i < 2_000 && !refused; i++) {
+          const r = await c.raw("POST", "/v1/reservations", { leaf: "batch", maximumCost: 1 });
+          if (r.status === 201) {
+            const id = (r.body as { id: string }).id;
+            const done = await c.raw("POST", "/v1/reservations/complete", { id, actualCost: 1 });
+            if (done.status === 200) acked.spent += BigInt((done.body as { charged: string }).charged);
+            else {
+              expect(done.status).toBe(503);
+              acked.open.set(id, 1n);
+              refused = true;
+            }
+          } else {
+            expect(r.status).toBe(503);
+            refused = true;
+          }
+        }
+        expect(refused).toBe(true);
+        await expectFailedClosed(c, acked, log);
+      } finally {
+        c.close();
+        await d.close();
+      }
+      // Free the space but turn the filesystem read-only: a restart cannot open the store for writing.
+      unlinkSync(filler);
+      execFileSync("mount", ["-o", "remount,ro", mnt]);
+      await expect(startDaemon(config, { logger: recordingLogger([]) })).rejects.toMatchObject({ name: "DaemonStartError", reason: "store" });
+      // Writable again: the peer recovers from its store.
+      execFileSync("mount", ["-o", "remount,rw", mnt]);
+      d = await startDaemon(config, { logger: recordingLogger([]) });
+      try {
+        await expectRecovered(d, acked, minted);
+      } finally {
+        await d.close();
+      }
+    } finally {
+      execFileSync("umount", ["-l", mnt]);
+    }
+  }, 180_000);
+});
+
+
+/** Open file descriptors of this process on `path` (Linux: /proc/self/fd). */
+function openHandles(path: string): number {
+  let n = 0;
+  for (const fd of readdirSync("/proc/self/fd")) {
+    try {
+      if (readlinkSync(`/proc/self/fd/${fd}`).startsWith(path)) n++;
+    } catch {
+      // closed meanwhile
+    }
+  }
+  return n;
+}
+
+describe.skipIf(!existsSync("/proc/self/fd"))("a daemon that cannot start on its store", () => {
+  // Regression (found by the tmpfs fault test): startDaemon left the SQLite handle open when the node
+  // refused the store, so a retry in the same process after the disk turned writable again still failed.
+  it("closes the store it opened", async () => {
+    const { config } = await cluster();
+    const d = await startDaemon(config, { logger: recordingLogger([]) });
+    await d.close();
+    const path = join(config.storeDir, "ledger.sqlite");
+    expect(openHandles(path)).toBe(0);
+    // Another genesis on the same store: refused with StoreMismatchError inside the node's boot.
+    const mode = config.mode as unknown as { supply: Map<string, bigint> };
+    const other = { ...config, mode: { ...mode, supply: new Map([...mode.supply].map(([k, v]) => [k, v + 1n])) } } as unknown as DaemonConfig;
+    await expect(startDaemon(other, { logger: recordingLogger([]) })).rejects.toMatchObject({ name: "DaemonStartError", reason: "store" });
+    expect(openHandles(path)).toBe(0);
+  }, 60_000);
+});
