@@ -4,7 +4,7 @@ import { MIN_FRAME_BYTES, REPLICATION_DEFAULTS } from "./ledger-replication.ts";
 import { HEARTBEAT_DEFAULTS, type HeartbeatConfig } from "./liveness.ts";
 import type { PeerConfig } from "./peer.ts";
 import type { HeddleStore } from "./store.ts";
-import type { Timers } from "./timers.ts";
+import type { Timers } from "@heddle/seam";
 
 const INT64_MAX = (1n << 63n) - 1n;
 

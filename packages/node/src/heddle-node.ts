@@ -9,9 +9,9 @@ import type { HeddlePeer, PeerMetrics } from "./peer.ts";
 import type { FrameRejected, RejectReason } from "./rejection.ts";
 import { ReservationTable, type CompleteResult, type ReserveResult } from "./reservation-table.ts";
 import { emptySchedule, planSchedule, policyEdges, type ScheduleResult } from "./schedule.ts";
-import type { PeerId, Seam } from "./seam.ts";
+import type { PeerId, Seam } from "@heddle/seam";
 import { patchBytes, type HeddleStore, type PatchRow, type ReservationId, type ReservationRow, type StoreTx } from "./store.ts";
-import { EventChannel, type EventStream, type Watch } from "./watch.ts";
+import { EventChannel, type EventStream, type Watch } from "@heddle/seam";
 import { MAX_ID_LENGTH } from "./wire-schema.ts";
 
 /** The outcome of a topology call (node.md §1, §13.3). */

@@ -4,7 +4,7 @@ import { fnv1a64 } from "./fnv1a64.ts";
 import { peerConfigOf, resolveHeddleConfig, type HeddleConfig } from "./heddle-config.ts";
 import { Node, type HeddleNode } from "./heddle-node.ts";
 import { HeddlePeer } from "./peer.ts";
-import type { Seam } from "./seam.ts";
+import type { Seam } from "@heddle/seam";
 import { restoreLedger } from "./store.ts";
 import { prepareAndActivate } from "./topology-builder.ts";
 

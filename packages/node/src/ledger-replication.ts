@@ -6,9 +6,9 @@ import {
   type ResendMessage, type StateMessage, type StateRequestMessage,
 } from "./ledger-messages.ts";
 import type { RejectionCounter } from "./rejection.ts";
-import { sortedIds, type PeerId, type Seam } from "./seam.ts";
-import type { Timers } from "./timers.ts";
-import { WatchCell, type Watch } from "./watch.ts";
+import { sortedIds, type PeerId, type Seam } from "@heddle/seam";
+import type { Timers } from "@heddle/seam";
+import { WatchCell, type Watch } from "@heddle/seam";
 
 /** Replication limits and intervals (node.md §12 names and defaults). */
 export interface ReplicationConfig {

@@ -1,9 +1,9 @@
 import { canonicalBytes } from "./canonical-json.ts";
 import type { RejectionCounter } from "./rejection.ts";
-import { sortedIds, type PeerId, type Seam } from "./seam.ts";
-import type { SeamMux } from "./seam-mux.ts";
-import type { Timers } from "./timers.ts";
-import { EventChannel, WatchCell, sameMembers, type EventStream, type Watch } from "./watch.ts";
+import { sortedIds, type PeerId, type Seam } from "@heddle/seam";
+import type { SeamMux } from "@heddle/seam";
+import type { Timers } from "@heddle/seam";
+import { EventChannel, WatchCell, sameMembers, type EventStream, type Watch } from "@heddle/seam";
 import { exactKeys, literalField, readEnvelope, readSchema, type WireRead } from "./wire-schema.ts";
 
 /** Heartbeat timings (node.md §12): `0 < intervalMs < timeoutMs`. */

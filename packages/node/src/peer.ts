@@ -6,10 +6,10 @@ import { fnv1a64 } from "./fnv1a64.ts";
 import { LedgerReplication, REPLICATION_DEFAULTS, checkReplicationConfig, type ReplicationMetrics, type ValueTooLarge } from "./ledger-replication.ts";
 import { HEARTBEAT_DEFAULTS, LivenessMonitor, type HeartbeatConfig, type PartitionEvent } from "./liveness.ts";
 import { RejectionCounter, type FrameRejected, type RejectReason } from "./rejection.ts";
-import { sortedIds, type PeerId, type Seam } from "./seam.ts";
-import { ChannelTag, muxSeam } from "./seam-mux.ts";
-import type { Timers } from "./timers.ts";
-import { EventChannel, type EventStream, type Watch } from "./watch.ts";
+import { sortedIds, type PeerId, type Seam } from "@heddle/seam";
+import { ChannelTag, muxSeam } from "@heddle/seam";
+import type { Timers } from "@heddle/seam";
+import { EventChannel, type EventStream, type Watch } from "@heddle/seam";
 
 /**
  * The replication-facing part of `HeddleConfig` (node.md §12). Every field but `timers` and `random`

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { HeddlePeer, libp2pSeam, realTimers, seededRandom, type Libp2pSeam } from "../src/index.ts";
-import { startLibp2pSeams, sleep } from "./libp2p-harness.ts";
+import { startLibp2pSeams, sleep } from "@heddle/seam/testing";
 import { conserved, randomMutation } from "./libp2p-peers.ts";
 import { simGenesis } from "./replication-sim.ts";
 
