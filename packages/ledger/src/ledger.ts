@@ -1,7 +1,7 @@
 import * as acct from "./accounting.ts";
 import type { View } from "./accounting.ts";
 import { ByteReader, decodeStateBinary, encodeStateBinary } from "./binary.ts";
-import { stateDigest } from "./digest.ts";
+import { stateDigest, type DigestSum } from "./digest.ts";
 import { decodeState, encodeState } from "./encoding.ts";
 import { LedgerDecodeError } from "./errors.ts";
 import { splitState } from "./fragments.ts";
@@ -178,6 +178,8 @@ export class EntitlementLedger extends LedgerReads {
   #ix: TopologyIndex | undefined;
   #text: string | undefined;
   #digestHex: string | undefined;
+  #digestSum: DigestSum | undefined;
+  #binary: { key: string; bytes: Uint8Array } | undefined;
 
   /** @internal Use `EMPTY`, `bootstrap`, `decode`, mutators and `join`. */
   constructor(s: State, ix?: TopologyIndex) {
@@ -232,6 +234,16 @@ export class EntitlementLedger extends LedgerReads {
     return (this.#text ??= encodeState(this.s));
   }
 
+  /** The binary form, cached for the last `known` list (a value measured for splitting is then framed for free). */
+  override encodeBinary(known: readonly string[] = []): Uint8Array {
+    const key = known.join("\u0000");
+    const c = this.#binary;
+    if (c !== undefined && c.key === key) return c.bytes;
+    const bytes = encodeStateBinary(this.s, known);
+    this.#binary = { key, bytes };
+    return bytes;
+  }
+
   /**
    * Decodes the binary form written by `encodeBinary(known)` (the same `known` strings); throws
    * `LedgerDecodeError` on anything the canonical decoder would refuse, or on trailing bytes.
@@ -248,7 +260,12 @@ export class EntitlementLedger extends LedgerReads {
    * {@link LedgerReplica} keeps the same value current in O(1) per changed slot. Computed once per value.
    */
   digest(): string {
-    return (this.#digestHex ??= stateDigest(this.s).hex());
+    return (this.#digestHex ??= this.digestSum().hex());
+  }
+
+  /** @internal The digest as a running sum (a replica starts from it). */
+  digestSum(): DigestSum {
+    return (this.#digestSum ??= stateDigest(this.s));
   }
 
   /**
@@ -258,6 +275,7 @@ export class EntitlementLedger extends LedgerReads {
    * which cannot fit any fragment. A value that fits comes back whole.
    */
   fragments(budget: number, known: readonly string[] = []): { fragments: EntitlementLedger[]; oversize: { group: string; bytes: number }[] } {
+    if (this.encodeBinary(known).length <= budget) return { fragments: [this], oversize: [] };
     const r = splitState(this.s, budget, known);
     return { fragments: r.fragments.map((f) => (f === this.s ? this : EntitlementLedger.fromState(f))), oversize: r.oversize };
   }

@@ -10,12 +10,12 @@ import { emptyState, joinInto, stateSize } from "./state.ts";
 import { TopologyIndex } from "./topology.ts";
 import type { AttachmentRecord, MintRecord } from "./types.ts";
 
-/** One write to a map of the replica, as an undo log keeps it. */
-interface UndoEntry {
-  readonly map: Map<unknown, unknown>;
-  readonly key: unknown;
-  readonly before: unknown;
-}
+/** One write to a map of the replica, or one component's outer map replaced by its copy, as an undo log keeps it. */
+type UndoEntry =
+  | { readonly map: Map<unknown, unknown>; readonly key: unknown; readonly before: unknown; readonly component?: undefined }
+  | { readonly component: keyof State; readonly shared: Map<unknown, unknown> };
+
+const COMPONENTS: readonly (keyof State)[] = ["records", "mints", "issued", "returned", "leafSpent", "rollupSpent", "transfers", "lifecycle", "gauges"];
 
 /**
  * A tentative change to a {@link LedgerReplica} (`begin()`): the replica's mutators and `merge` apply
@@ -39,9 +39,10 @@ export interface LedgerTransaction {
  * {@link EntitlementLedger} but joins patches in place, in time proportional to the patch (its
  * topology indexes and its {@link digest} are kept current incrementally), and every mutator that
  * succeeds is applied to the replica before it returns — so the threading rule (ledger.md §4.4) holds
- * by construction. `snapshot()` hands out an immutable value cheaply: outer maps are copied, inner
- * maps are shared and copied by the replica before its next write to them (copy-on-write); the same
- * snapshot is returned until the replica changes.
+ * by construction. Snapshots and construction are cheap because everything is copy-on-write: a
+ * snapshot shares the replica's maps and indexes (O(1)), and the replica copies a component's outer map,
+ * an inner map or its index only before its own next write to it; the same snapshot is returned until
+ * the replica changes.
  */
 export class LedgerReplica extends LedgerReads {
   /** @internal */ readonly s: State;
@@ -50,6 +51,10 @@ export class LedgerReplica extends LedgerReads {
   readonly #observer: JoinObserver;
   /** Inner maps the replica may write in place; "all" until the first snapshot shares them. */
   #owned: Set<object> | "all" = "all";
+  /** Components whose outer map is shared with an immutable value (the initial one or a snapshot). */
+  readonly #sharedComponents = new Set<keyof State>();
+  /** The index is shared with an immutable value: clone it before the first change. */
+  #ixShared = false;
   #snapshot: EntitlementLedger | null = null;
   #undo: UndoEntry[] | null = null;
   #undoDigest: { hi: number; lo: number } | null = null;
@@ -59,19 +64,27 @@ export class LedgerReplica extends LedgerReads {
   #raised = false;
   #changes = 0;
 
-  /** A replica starting from `initial` (copied; the argument is never aliased). */
+  /**
+   * A replica starting from `initial`, in O(1) beyond the value's own cached index and digest: it shares
+   * the value's maps and index and copies each only before its first write to it (the value never changes).
+   */
   constructor(initial: EntitlementLedger = EntitlementLedger.EMPTY) {
     super();
-    this.s = emptyState();
-    joinInto(this.s, initial.s, "all");
-    this.ix = new TopologyIndex(this.s);
-    this.#digest = stateDigest(this.s);
+    this.s = { ...initial.s };
+    for (const c of COMPONENTS) this.#sharedComponents.add(c);
+    this.#owned = new Set();
+    this.ix = initial.ix;
+    this.#ixShared = true;
+    this.#digest = new DigestSum();
+    const from = initial.digestSum();
+    this.#digest.hi = from.hi;
+    this.#digest.lo = from.lo;
     const self = this;
     const d = this.#digest;
     this.#observer = {
       recordsChanged(edge: AttachmentId, before) {
         const now = self.s.records.get(edge)!;
-        self.ix.recordsChanged(edge, before, now);
+        self.#ownIndex().recordsChanged(edge, before, now);
         if (before !== undefined) d.sub(recordsHash(edge, before));
         d.add(recordsHash(edge, now));
         self.#undoTopology = true;
@@ -80,7 +93,7 @@ export class LedgerReplica extends LedgerReads {
       },
       mintAdded(id: MintId, before: MintRecord | undefined) {
         const now = self.s.mints.get(id)!;
-        self.ix.mintAdded(id, before, now);
+        self.#ownIndex().mintAdded(id, before, now);
         if (before !== undefined) d.sub(mintHash(id, before));
         d.add(mintHash(id, now));
         self.#undoTopology = true;
@@ -88,8 +101,9 @@ export class LedgerReplica extends LedgerReads {
         self.#effect?.mint(id, now);
       },
       replicaSeen(r: ReplicaId) {
-        if (!self.ix.hasReplica(r)) self.#undoTopology = true;
-        self.ix.replicaSeen(r);
+        if (self.ix.hasReplica(r)) return;
+        self.#undoTopology = true;
+        self.#ownIndex().replicaSeen(r);
       },
       willSet(map, key, before) {
         self.#undo?.push({ map, key, before });
@@ -137,12 +151,29 @@ export class LedgerReplica extends LedgerReads {
   #join(patch: EntitlementLedger): void {
     if (!(patch instanceof EntitlementLedger)) throw new TypeError("apply expects an EntitlementLedger");
     this.#raised = false;
+    for (const c of COMPONENTS) if (patch.s[c].size > 0 && this.#sharedComponents.has(c)) this.#ownComponent(c);
     joinInto(this.s, patch.s, this.#owned, this.#observer);
     if (this.#txPatch !== null) joinInto(this.#txPatch, patch.s, "all");
     if (this.#raised) {
       this.#changes++;
       this.#snapshot = null;
     }
+  }
+
+  /** Replaces a shared component's outer map by a copy the replica owns (its inner maps stay shared). */
+  #ownComponent(c: keyof State): void {
+    const shared = this.s[c] as Map<unknown, unknown>;
+    this.#undo?.push({ component: c, shared });
+    (this.s as unknown as Record<keyof State, Map<unknown, unknown>>)[c] = new Map(shared);
+    this.#sharedComponents.delete(c);
+  }
+
+  #ownIndex(): TopologyIndex {
+    if (this.#ixShared) {
+      this.ix = this.ix.clone();
+      this.#ixShared = false;
+    }
+    return this.ix;
   }
 
   /** Joins `patch` into this replica in place; returns this replica. Costs O(size of patch). */
@@ -197,12 +228,18 @@ export class LedgerReplica extends LedgerReads {
         close();
         for (let i = undo.length - 1; i >= 0; i--) {
           const u = undo[i]!;
-          if (u.before === undefined) u.map.delete(u.key);
+          if (u.component !== undefined) {
+            (this.s as unknown as Record<keyof State, Map<unknown, unknown>>)[u.component] = u.shared;
+            this.#sharedComponents.add(u.component);
+          } else if (u.before === undefined) u.map.delete(u.key);
           else u.map.set(u.key, u.before);
         }
         this.#digest.hi = this.#undoDigest!.hi;
         this.#digest.lo = this.#undoDigest!.lo;
-        if (this.#undoTopology) this.ix = new TopologyIndex(this.s);
+        if (this.#undoTopology) {
+          this.ix = new TopologyIndex(this.s);
+          this.#ixShared = false;
+        }
         this.#changes = changesAtBegin;
         this.#snapshot = snapshotAtBegin;
       },
@@ -213,21 +250,11 @@ export class LedgerReplica extends LedgerReads {
   snapshot(): EntitlementLedger {
     if (this.#undo !== null) throw new Error("LedgerReplica: no snapshot while a transaction is open");
     if (this.#snapshot !== null) return this.#snapshot;
-    const s = this.s;
-    const copy: State = {
-      records: new Map(s.records),
-      mints: new Map(s.mints),
-      issued: new Map(s.issued),
-      returned: new Map(s.returned),
-      leafSpent: new Map(s.leafSpent),
-      rollupSpent: new Map(s.rollupSpent),
-      transfers: new Map(s.transfers),
-      lifecycle: new Map(s.lifecycle),
-      gauges: new Map(s.gauges),
-    };
-    // Every inner map is now shared with the snapshot: the next write to one copies it first.
+    // Everything is now shared with the snapshot: the replica copies a map (or its index) before its next write to it.
+    for (const c of COMPONENTS) this.#sharedComponents.add(c);
     this.#owned = new Set();
-    this.#snapshot = EntitlementLedger.fromState(copy);
+    this.#ixShared = true;
+    this.#snapshot = new EntitlementLedger({ ...this.s }, this.ix);
     return this.#snapshot;
   }
 
