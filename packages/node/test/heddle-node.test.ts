@@ -63,7 +63,7 @@ describe("schedule (§7) on a partial view (ledger.md ⟨1.1⟩ detached lineage
     expect(partial.lineageOf(g("m"))).toBeNull();
     expect(partial.holdings(g("m"), self)).toBe(0n);
     const round = (view: EntitlementLedger) =>
-      planSchedule({ view, parent: GroupId("m"), self, earmarked: 0n, demand: () => HUNGRY, offsets: new Map(), observed: new Map(), policy: { quantum: 5n }, maxGrants: 10 });
+      planSchedule({ work: new LedgerReplica(view), parent: GroupId("m"), self, earmarked: 0n, demand: () => HUNGRY, offsets: new Map(), observed: new Map(), policy: { quantum: 5n }, maxGrants: 10 });
     const detached = round(partial);
     expect(detached.grants).toEqual([]);
     expect(detached.refusals).toBe(0);
