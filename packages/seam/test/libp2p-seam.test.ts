@@ -43,8 +43,10 @@ describe("libp2p seam", () => {
     });
     try {
       await until(() => a.counters().refused > 0 && b.counters().refused > 0, "gater refusals");
-      await sleep(300);
-      expect(intruder.peers.get().size).toBe(0);
+      // The intruder redials every 50–100 ms, and its own side of a connection the gater refuses can read
+      // as open for a moment before the close arrives (wider on a loaded machine): what must hold is that no
+      // connection lasts, so wait for a moment with none, then check that nothing can be sent over one.
+      await until(() => intruder.peers.get().size === 0, "the intruder holds no connection");
       expect(a.peers.get().has(intruder.self)).toBe(false);
       expect(intruder.send(a.self, new Uint8Array([1, 2, 3]))).toBe("not-connected");
       intruder.broadcast(new Uint8Array([1]));
