@@ -220,6 +220,7 @@ async function meshPart(): Promise<void> {
     const ids = Array.from({ length: n }, (_, i) => `peer-${String(i).padStart(4, "0")}`);
     const supply = new Map(ids.map((id) => [ReplicaId(id), 1_000n]));
     const topology = flatTopology(10);
+    const c0 = process.cpuUsage();
     const t0 = performance.now();
     const nodes = ids.map((id, k) => start(net.join(id), { supply, topology, timers, seed: 7 }, k));
     const t1 = performance.now();
@@ -237,15 +238,17 @@ async function meshPart(): Promise<void> {
       if (timers.now() - v0 > 60_000) throw new Error("no convergence within 60 s of virtual time");
     }
     const t3 = performance.now();
+    const cpu = process.cpuUsage(c0);
+    const cpuMs = (cpu.user + cpu.system) / 1000;
     const perRecipient = (net.stats().bytesSent - sent0) / (100 * (n - 1));
     const build = t1 - t0;
     const mesh = t2 - t1;
     const burst = t3 - t2;
     console.log(
       `peers=${n} ${mode.padEnd(6)}  build ${build.toFixed(0)} ms  mesh setup ${mesh.toFixed(0)} ms  burst converged in ${burst.toFixed(0)} ms wall (${timers.now() - v0} ms virtual)  ` +
-        `total ${(build + mesh + burst).toFixed(0)} ms  bytes/mutation/recipient ${perRecipient.toFixed(1)}`,
+        `total ${(build + mesh + burst).toFixed(0)} ms wall, ${cpuMs.toFixed(0)} ms CPU  bytes/mutation/recipient ${perRecipient.toFixed(1)}`,
     );
-    json({ bench: "mesh", peers: n, mode, buildMs: +build.toFixed(0), meshSetupMs: +mesh.toFixed(0), burstMs: +burst.toFixed(0), virtualMs: timers.now() - v0, totalMs: +(build + mesh + burst).toFixed(0), bytesPerMutationPerRecipient: +perRecipient.toFixed(2) });
+    json({ bench: "mesh", peers: n, mode, buildMs: +build.toFixed(0), meshSetupMs: +mesh.toFixed(0), burstMs: +burst.toFixed(0), virtualMs: timers.now() - v0, totalMs: +(build + mesh + burst).toFixed(0), totalCpuMs: +cpuMs.toFixed(0), bytesPerMutationPerRecipient: +perRecipient.toFixed(2) });
     for (const nd of nodes) await nd.shutdown();
   }
 }
