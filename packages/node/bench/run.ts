@@ -272,7 +272,7 @@ async function restartPart(): Promise<void> {
       for (const r of topology) nd.advertise(r.id, { targetOutstanding: 50n, maximumUsefulGrant: 10n });
       nd.schedule(GroupId("root"));
     }
-    await waitFor(() => converged(nodes), "initial convergence");
+    await waitFor(() => converged(nodes), "initial convergence", 600_000); // 2,000 grants, each fsynced by SQLite
     const bytes = () => all.reduce((t, s) => t + s.counters().bytesOut, 0);
     // Let the setup's traffic (200 demand adverts per peer, their slots growing to 200 entries) drain first.
     for (let last = -1; bytes() !== last; ) {
