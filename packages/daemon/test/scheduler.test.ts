@@ -1,6 +1,6 @@
 // The daemon's scheduler spends this peer's holdings only toward the demand this peer stands itself.
 import { AttachmentId, EntitlementLedger, GroupId, ReplicaId, Weight } from "@heddle/ledger";
-import { VirtualTimers } from "@heddle/node";
+import { VirtualTimers } from "@heddle/node/testing";
 import type { Demand } from "@heddle/policy";
 import { describe, expect, it } from "vitest";
 import { Scheduler } from "../src/scheduler.ts";

@@ -28,7 +28,7 @@ import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { Etcd3 } from "etcd3";
-import { loadOrCreatePeerKey, MemoryNetwork, peerIdOf, realTimers, seededRandom } from "@heddle/node";
+import { loadOrCreatePeerKey, MemoryNetwork, peerIdOf, realTimers, seededRandom } from "@heddle/seam";
 import { memoryRaftStorage, raftChannelTransport, raftNode } from "../src/index.ts";
 import type { RaftNode } from "../src/index.ts";
 import { kvTcpClient } from "../test/support/kv-wire.ts";

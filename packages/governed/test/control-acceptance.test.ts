@@ -9,7 +9,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { EntitlementLedger, GroupId } from "@heddle/ledger";
-import { heddleStatic, memoryStore, MemoryNetwork, seededRandom, sqliteStore, VirtualTimers } from "@heddle/node";
+import { heddleStatic, memoryStore, MemoryNetwork, seededRandom, sqliteStore } from "@heddle/node";
+import { VirtualTimers } from "@heddle/seam/testing";
 import type { HeddleNode, HeddleStore } from "@heddle/node";
 import {
   ControlPlaneHaltedError,

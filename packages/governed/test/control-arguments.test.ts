@@ -5,7 +5,8 @@
  */
 import { describe, expect, it } from "vitest";
 import { AttachmentId, GroupId, ReplicaId, Weight } from "@heddle/ledger";
-import { memoryStore, MemoryNetwork, seededRandom, VirtualTimers } from "@heddle/node";
+import { memoryStore, MemoryNetwork, seededRandom } from "@heddle/node";
+import { VirtualTimers } from "@heddle/seam/testing";
 import { heddleGoverned } from "../src/index.ts";
 import type { GovernedHeddleNode } from "../src/index.ts";
 import { testConfig } from "./support/governed-cluster.ts";

@@ -8,7 +8,8 @@
  * and the cluster must converge after healing. A failure names its seed; the seed reproduces the run.
  */
 import { describe, expect, it } from "vitest";
-import { MemoryNetwork, seededRandom, VirtualTimers } from "@heddle/node";
+import { MemoryNetwork, seededRandom } from "@heddle/seam";
+import { VirtualTimers } from "@heddle/seam/testing";
 import { checkLinearizable, kvModel, raftChannelTransport, raftNode, sameEntry } from "../src/index.ts";
 import type { KvInput, LogEntry, Operation, PersistedState, RaftNode, RaftStorage, StoredSnapshot } from "../src/index.ts";
 import { KvMachine, kvCommand } from "./support/kv-machine.ts";

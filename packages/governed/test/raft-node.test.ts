@@ -4,7 +4,8 @@ import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync }
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
-import { MemoryNetwork, seededRandom, VirtualTimers } from "@heddle/node";
+import { MemoryNetwork, seededRandom } from "@heddle/seam";
+import { VirtualTimers } from "@heddle/seam/testing";
 import {
   LeadershipLostError,
   LeadershipTransferError,

@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { describe, expect, it } from "vitest";
-import { loadOrCreatePeerKey, peerIdOf } from "@heddle/node";
+import { loadOrCreatePeerKey, peerIdOf } from "@heddle/seam";
 import { kvTcpClient } from "./support/kv-wire.ts";
 
 const script = join(import.meta.dirname, "fixtures", "raft-process.ts");

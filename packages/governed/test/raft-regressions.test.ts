@@ -1,6 +1,6 @@
 /** The named Raft regression tests of governed.md §5.3, as deterministic interaction scripts on the pure core. */
 import { describe, expect, it } from "vitest";
-import { seededRandom } from "@heddle/node";
+import { seededRandom } from "@heddle/seam";
 import { raftConfig, RaftConfigError, RaftCore, RaftRestoreError } from "../src/index.ts";
 import type { ClusterConfig, LogEntry, PersistedState, RaftTraceEvent } from "../src/index.ts";
 import { kvCommand } from "./support/kv-machine.ts";

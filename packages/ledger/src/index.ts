@@ -24,3 +24,6 @@ export { EntitlementLedger, LedgerReads } from "./ledger.ts";
 export type { MutationResult } from "./ledger.ts";
 export { LedgerReplica } from "./replica.ts";
 export { LEDGER_FORMAT } from "./encoding.ts";
+export type { LedgerTransaction } from "./replica.ts";
+export { LEDGER_BINARY_FORMAT, ByteWriter, ByteReader } from "./binary.ts";
+export { fnv1a64, fnv1a64Reference } from "./fnv.ts";

@@ -1,6 +1,10 @@
 import * as acct from "./accounting.ts";
 import type { View } from "./accounting.ts";
+import { ByteReader, decodeStateBinary, encodeStateBinary } from "./binary.ts";
+import { stateDigest, type DigestSum } from "./digest.ts";
 import { decodeState, encodeState } from "./encoding.ts";
+import { LedgerDecodeError } from "./errors.ts";
+import { splitState } from "./fragments.ts";
 import { isValidId } from "./ids.ts";
 import type { AttachmentId, GroupId, MintId, PathKey, ReplicaId } from "./ids.ts";
 import { MAX, requireBigint } from "./int64.ts";
@@ -8,7 +12,7 @@ import * as mut from "./mutators.ts";
 import type { RawResult } from "./mutators.ts";
 import type { Rational } from "./rational.ts";
 import type { State } from "./state.ts";
-import { COUNTER_FAMILIES, compareMints, compareRecords, emptyState, joinInto, shallowClone, stateSize } from "./state.ts";
+import { COUNTER_FAMILIES, compareMints, compareRecords, emptyState, joinInto, residual, shallowClone, stateSize } from "./state.ts";
 import { isKnownEdge, knownEdges, lc, rec, TopologyIndex, walk } from "./topology.ts";
 import type { AttachmentRecord, EdgeSummary, Gauge, LedgerConflict, Lifecycle, Refusal } from "./types.ts";
 import { leafSpentTotal, mintedTotal, validate } from "./validate.ts";
@@ -144,6 +148,20 @@ export abstract class LedgerReads implements View {
     return validate(this);
   }
 
+  /**
+   * The entries of this value that `base` does not already hold (what joining this into `base` would
+   * raise): `base ⊔ this.beyond(base) = base ⊔ this`. O(size of this). A sender uses it to leave out of
+   * a frame what every receiver already has — the genesis ledger.
+   */
+  beyond(base: LedgerReads): EntitlementLedger {
+    return EntitlementLedger.fromState(residual(this.s, base.s));
+  }
+
+  /** The compact binary form (`heddle-ledger-bin/1`, see `LEDGER_BINARY_FORMAT`); `known` strings are not sent. */
+  encodeBinary(known: readonly string[] = []): Uint8Array {
+    return encodeStateBinary(this.s, known);
+  }
+
 }
 
 /**
@@ -159,6 +177,9 @@ export class EntitlementLedger extends LedgerReads {
   /** @internal */ override readonly s: State;
   #ix: TopologyIndex | undefined;
   #text: string | undefined;
+  #digestHex: string | undefined;
+  #digestSum: DigestSum | undefined;
+  #binary: { key: string; bytes: Uint8Array } | undefined;
 
   /** @internal Use `EMPTY`, `bootstrap`, `decode`, mutators and `join`. */
   constructor(s: State, ix?: TopologyIndex) {
@@ -211,6 +232,52 @@ export class EntitlementLedger extends LedgerReads {
   /** The canonical encoding: equal ledgers encode to identical text (ledger.md §10). */
   encode(): string {
     return (this.#text ??= encodeState(this.s));
+  }
+
+  /** The binary form, cached for the last `known` list (a value measured for splitting is then framed for free). */
+  override encodeBinary(known: readonly string[] = []): Uint8Array {
+    const key = known.join("\u0000");
+    const c = this.#binary;
+    if (c !== undefined && c.key === key) return c.bytes;
+    const bytes = encodeStateBinary(this.s, known);
+    this.#binary = { key, bytes };
+    return bytes;
+  }
+
+  /**
+   * Decodes the binary form written by `encodeBinary(known)` (the same `known` strings); throws
+   * `LedgerDecodeError` on anything the canonical decoder would refuse, or on trailing bytes.
+   */
+  static decodeBinary(bytes: Uint8Array, known: readonly string[] = []): EntitlementLedger {
+    const r = new ByteReader(bytes);
+    const s = decodeStateBinary(r, known);
+    if (r.remaining !== 0) throw new LedgerDecodeError("trailing bytes after the ledger value");
+    return new EntitlementLedger(s);
+  }
+
+  /**
+   * The state digest (16 hex digits): a sum of per-entry hashes, so equal states have equal digests and a
+   * {@link LedgerReplica} keeps the same value current in O(1) per changed slot. Computed once per value.
+   */
+  digest(): string {
+    return (this.#digestHex ??= this.digestSum().hex());
+  }
+
+  /** @internal The digest as a running sum (a replica starts from it). */
+  digestSum(): DigestSum {
+    return (this.#digestSum ??= stateDigest(this.s));
+  }
+
+  /**
+   * This value as fragments whose binary form (with `known`) fits `budget` bytes (node.md §4.2): each
+   * edge's entries stay together (so an edge's `issued` never travels without its gauge), each mint and
+   * each root-path donor row is its own group. Their join is this value minus the `oversize` groups,
+   * which cannot fit any fragment. A value that fits comes back whole.
+   */
+  fragments(budget: number, known: readonly string[] = []): { fragments: EntitlementLedger[]; oversize: { group: string; bytes: number }[] } {
+    if (this.encodeBinary(known).length <= budget) return { fragments: [this], oversize: [] };
+    const r = splitState(this.s, budget, known);
+    return { fragments: r.fragments.map((f) => (f === this.s ? this : EntitlementLedger.fromState(f))), oversize: r.oversize };
   }
 
   /** The least upper bound of two ledgers: idempotent, commutative, associative, EMPTY is the identity. */

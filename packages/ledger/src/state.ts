@@ -143,24 +143,43 @@ export function joinGauges(a: Gauge, b: Gauge): Gauge {
 }
 
 /**
- * Observes what a join added, so a mutable replica can keep its derived indexes current
- * without rebuilding them.
+ * Observes what a join changed, so a mutable replica can keep its derived indexes, its digest, an undo
+ * log and the effective delta current without rebuilding or rescanning anything. Every callback but
+ * the first three is optional; each `…Raised` fires after the write with the value before it
+ * (`undefined` when the slot was absent).
  */
 export interface JoinObserver {
   recordsChanged(edge: AttachmentId, before: readonly AttachmentRecord[] | undefined): void;
   mintAdded(id: MintId, before: MintRecord | undefined): void;
   replicaSeen(r: ReplicaId): void;
+  /** Called before every write to any map of `dst` (outer or inner): an undo log records `before`. */
+  willSet?(map: Map<unknown, unknown>, key: unknown, before: unknown): void;
+  counterRaised?(fam: CounterFamily, e: AttachmentId, r: ReplicaId, before: bigint | undefined, after: bigint): void;
+  transferRaised?(k: PathKey, d: ReplicaId, x: ReplicaId, before: bigint | undefined, after: bigint): void;
+  lifecycleRaised?(e: AttachmentId, before: Lifecycle | undefined, after: Lifecycle): void;
+  gaugeRaised?(e: AttachmentId, before: Gauge | undefined, after: Gauge): void;
 }
 
 /**
  * Joins `src` into `dst` in place, slot by slot (ledger.md §4.3). Inner maps of `dst` that are
  * not in `owned` are treated as shared and copied before their first write (copy-on-write), so
  * an immutable ledger can use this to build a new value; pass `owned = "all"` when `dst` owns
- * every inner map. Maps are never aliased from `src` into `dst`.
+ * every inner map. Maps are never aliased from `src` into `dst`. Costs O(size of `src`).
  */
 export function joinInto(dst: State, src: State, owned: Set<object> | "all", obs?: JoinObserver): void {
-  const own = <M extends Map<unknown, unknown>>(outer: Map<unknown, M>, key: unknown, inner: M): M =>
-    owned === "all" ? inner : ownInner(owned, outer, key, inner);
+  const set = obs?.willSet === undefined
+    ? <K, V>(m: Map<K, V>, k: K, v: V): void => void m.set(k, v)
+    : <K, V>(m: Map<K, V>, k: K, v: V): void => {
+        obs.willSet!(m as Map<unknown, unknown>, k, m.get(k));
+        m.set(k, v);
+      };
+  const own = <M extends Map<unknown, unknown>>(outer: Map<unknown, M>, key: unknown, inner: M): M => {
+    if (owned === "all" || owned.has(inner)) return inner;
+    const copy = new Map(inner) as M;
+    owned.add(copy);
+    set(outer, key, copy);
+    return copy;
+  };
   const fresh = <M extends object>(m: M): M => {
     if (owned !== "all") owned.add(m);
     return m;
@@ -168,25 +187,25 @@ export function joinInto(dst: State, src: State, owned: Set<object> | "all", obs
 
   // Gauge joins compare rationals, which can throw LedgerOverflowError; compute them before any
   // write so a throwing join leaves `dst` untouched (ledger.md §2.3).
-  const gaugeUpdates: [AttachmentId, Gauge][] = [];
+  const gaugeUpdates: [AttachmentId, Gauge, Gauge | undefined][] = [];
   for (const [id, g] of src.gauges) {
     const cur = dst.gauges.get(id);
     const next = cur === undefined ? g : joinGauges(cur, g);
-    if (next !== cur) gaugeUpdates.push([id, next]);
+    if (next !== cur) gaugeUpdates.push([id, next, cur]);
   }
 
   for (const [id, recs] of src.records) {
     const cur = dst.records.get(id);
     const next = cur === undefined ? recs : unionRecords(cur, recs);
     if (next !== cur) {
-      dst.records.set(id, next);
+      set(dst.records, id, next);
       obs?.recordsChanged(id, cur);
     }
   }
   for (const [id, m] of src.mints) {
     const cur = dst.mints.get(id);
     if (cur === undefined || compareMints(m, cur) > 0) {
-      dst.mints.set(id, m);
+      set(dst.mints, id, m);
       obs?.mintAdded(id, cur);
     }
   }
@@ -197,8 +216,13 @@ export function joinInto(dst: State, src: State, owned: Set<object> | "all", obs
       let inner = d.get(edge);
       if (inner === undefined) {
         inner = fresh(new Map(slots));
-        d.set(edge, inner);
-        if (obs) for (const r of slots.keys()) obs.replicaSeen(r);
+        set(d, edge, inner);
+        if (obs) {
+          for (const [r, v] of slots) {
+            obs.replicaSeen(r);
+            obs.counterRaised?.(fam, edge, r, undefined, v);
+          }
+        }
         continue;
       }
       let writable: Map<ReplicaId, bigint> | undefined;
@@ -206,8 +230,9 @@ export function joinInto(dst: State, src: State, owned: Set<object> | "all", obs
         const old = inner.get(r);
         if (old === undefined || v > old) {
           writable ??= own(d, edge, inner);
-          writable.set(r, v);
+          set(writable, r, v);
           if (old === undefined) obs?.replicaSeen(r);
+          obs?.counterRaised?.(fam, edge, r, old, v);
         }
       }
     }
@@ -216,17 +241,20 @@ export function joinInto(dst: State, src: State, owned: Set<object> | "all", obs
     let dRows = dst.transfers.get(key);
     if (dRows === undefined) {
       dRows = fresh(new Map());
-      dst.transfers.set(key, dRows);
+      set(dst.transfers, key, dRows);
     }
     let rowsWritable: Map<ReplicaId, Map<ReplicaId, bigint>> | undefined;
     for (const [donor, row] of rows) {
       const dRow = dRows.get(donor);
       if (dRow === undefined) {
         rowsWritable ??= own(dst.transfers, key, dRows);
-        rowsWritable.set(donor, fresh(new Map(row)));
+        set(rowsWritable, donor, fresh(new Map(row)));
         if (obs) {
           obs.replicaSeen(donor);
-          for (const r of row.keys()) obs.replicaSeen(r);
+          for (const [x, v] of row) {
+            obs.replicaSeen(x);
+            obs.transferRaised?.(key, donor, x, undefined, v);
+          }
         }
         continue;
       }
@@ -238,25 +266,24 @@ export function joinInto(dst: State, src: State, owned: Set<object> | "all", obs
             rowsWritable ??= own(dst.transfers, key, dRows);
             rowWritable = own(rowsWritable, donor, dRow);
           }
-          rowWritable.set(rcpt, v);
+          set(rowWritable, rcpt, v);
           if (old === undefined) obs?.replicaSeen(rcpt);
+          obs?.transferRaised?.(key, donor, rcpt, old, v);
         }
       }
     }
   }
   for (const [id, lc] of src.lifecycle) {
     const cur = dst.lifecycle.get(id);
-    if (cur === undefined || LIFECYCLE_RANK[lc] > LIFECYCLE_RANK[cur]) dst.lifecycle.set(id, lc);
+    if (cur === undefined || LIFECYCLE_RANK[lc] > LIFECYCLE_RANK[cur]) {
+      set(dst.lifecycle, id, lc);
+      obs?.lifecycleRaised?.(id, cur, lc);
+    }
   }
-  for (const [id, g] of gaugeUpdates) dst.gauges.set(id, g);
-}
-
-function ownInner<M extends Map<unknown, unknown>>(owned: Set<object>, outer: Map<unknown, M>, key: unknown, inner: M): M {
-  if (owned.has(inner)) return inner;
-  const copy = new Map(inner) as M;
-  owned.add(copy);
-  outer.set(key, copy);
-  return copy;
+  for (const [id, g, before] of gaugeUpdates) {
+    set(dst.gauges, id, g);
+    obs?.gaugeRaised?.(id, before, g);
+  }
 }
 
 /** Reads a counter slot (absent = 0). */
@@ -267,4 +294,60 @@ export function slot(c: Counter, e: AttachmentId, r: ReplicaId): bigint {
 /** Reads a transfer slot (absent = 0). */
 export function transferSlot(t: TransferTable, k: PathKey, d: ReplicaId, x: ReplicaId): bigint {
   return t.get(k)?.get(d)?.get(x) ?? 0n;
+}
+
+/**
+ * The entries of `s` that `base` does not already dominate (what joining `s` into `base` would raise):
+ * a valid patch, with `base ⊔ residual(s, base) = base ⊔ s`. Costs O(size of `s`) lookups in `base`.
+ * Used to leave out of a frame what every receiver already holds (the genesis ledger).
+ */
+export function residual(s: State, base: State): State {
+  const out = emptyState();
+  for (const [e, recs] of s.records) {
+    const cur = base.records.get(e);
+    if (cur === undefined) {
+      out.records.set(e, recs);
+      continue;
+    }
+    const extra = recs.filter((r) => !cur.some((c) => compareRecords(c, r) === 0));
+    if (extra.length > 0) out.records.set(e, Object.freeze(extra));
+  }
+  for (const [id, m] of s.mints) {
+    const cur = base.mints.get(id);
+    if (cur === undefined || compareMints(m, cur) > 0) out.mints.set(id, m);
+  }
+  for (const fam of COUNTER_FAMILIES) {
+    for (const [e, slots] of s[fam]) {
+      const cur = base[fam].get(e);
+      let keep: Map<ReplicaId, bigint> | undefined;
+      for (const [r, v] of slots) {
+        if (cur !== undefined && (cur.get(r) ?? 0n) >= v) continue;
+        (keep ??= new Map()).set(r, v);
+      }
+      if (keep !== undefined) out[fam].set(e, keep);
+    }
+  }
+  for (const [k, rows] of s.transfers) {
+    const curRows = base.transfers.get(k);
+    let keepRows: Map<ReplicaId, Map<ReplicaId, bigint>> | undefined;
+    for (const [d, row] of rows) {
+      const curRow = curRows?.get(d);
+      let keep: Map<ReplicaId, bigint> | undefined;
+      for (const [x, v] of row) {
+        if (curRow !== undefined && (curRow.get(x) ?? 0n) >= v) continue;
+        (keep ??= new Map()).set(x, v);
+      }
+      if (keep !== undefined) (keepRows ??= new Map()).set(d, keep);
+    }
+    if (keepRows !== undefined) out.transfers.set(k, keepRows);
+  }
+  for (const [e, l] of s.lifecycle) {
+    const cur = base.lifecycle.get(e);
+    if (cur === undefined || LIFECYCLE_RANK[l] > LIFECYCLE_RANK[cur]) out.lifecycle.set(e, l);
+  }
+  for (const [e, g] of s.gauges) {
+    const cur = base.gauges.get(e);
+    if (cur === undefined || joinGauges(cur, g) !== cur) out.gauges.set(e, g);
+  }
+  return out;
 }

@@ -34,6 +34,25 @@ export class TopologyIndex {
   private replicaList: ReplicaId[] | null = null;
   private groupList: GroupId[] | null = null;
 
+  /** A copy that can grow independently (O(size of the index), no re-sorting). */
+  clone(): TopologyIndex {
+    const c = Object.create(TopologyIndex.prototype) as TopologyIndex;
+    const copyLists = <K, V>(m: Map<K, V[]>) => new Map([...m].map(([k, v]) => [k, [...v]]));
+    Object.assign(c, {
+      inboundOf: copyLists(this.inboundOf),
+      childEdgesOf: copyLists(this.childEdgesOf),
+      groupSet: new Set(this.groupSet),
+      rootCount: new Map(this.rootCount),
+      rootList: this.rootList,
+      mintsOf: copyLists(this.mintsOf),
+      replicaSet: new Set(this.replicaSet),
+      holderCount: new Map(this.holderCount),
+      replicaList: this.replicaList,
+      groupList: this.groupList,
+    });
+    return c;
+  }
+
   constructor(s: State) {
     for (const [id, recs] of s.records) this.recordsChanged(id, undefined, recs);
     for (const [id, m] of s.mints) this.mintAdded(id, undefined, m);

@@ -13,11 +13,12 @@ import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { AttachmentId, GroupId, ReplicaId, Weight, type AttachmentRecord } from "@heddle/ledger";
 import { heddleStatic } from "../src/heddle-static.ts";
-import { MemoryNetwork } from "../src/memory-network.ts";
+import { MemoryNetwork } from "@heddle/seam";
 import { memoryStore } from "../src/memory-store.ts";
 import { sqliteStore } from "../src/sqlite-store.ts";
 import type { HeddleStore } from "../src/store.ts";
-import { VirtualTimers, seededRandom } from "../src/timers.ts";
+import { seededRandom } from "@heddle/seam";
+import { VirtualTimers } from "@heddle/seam/testing";
 import type { HeddleNode } from "../src/heddle-node.ts";
 
 const SELF = ReplicaId("bench");

@@ -9,11 +9,11 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import { AttachmentId, EntitlementLedger, GroupId, Rational, ReplicaId, Weight, type MutationResult } from "@heddle/ledger";
+import { AttachmentId, EntitlementLedger, GroupId, LedgerReplica, Rational, ReplicaId, Weight, type MutationResult } from "@heddle/ledger";
 import { memoryStore } from "../src/memory-store.ts";
 import { ReservationTable } from "../src/reservation-table.ts";
 import { sqliteStore } from "../src/sqlite-store.ts";
-import type { HeddleStore } from "../src/store.ts";
+import { patchBytes, type HeddleStore, type StoreTx } from "../src/store.ts";
 
 const SELF = ReplicaId("bench");
 const LEAF = GroupId("tenant-a/interactive");
@@ -46,28 +46,27 @@ function percentile(sorted: number[], p: number): number {
 
 function run(name: string, store: HeddleStore, pairs: number): void {
   const { epoch } = store.boot(SELF, "bench-genesis");
-  let state = base();
+  const state = new LedgerReplica(base());
   let published = 0;
   const commitMs: number[] = [];
-  const table = new ReservationTable({
-    self: SELF,
-    epoch,
-    commit: (tx) => {
-      const t = performance.now();
-      store.commit(tx);
-      commitMs.push(performance.now() - t);
-    },
-    view: () => state,
-    install: (p) => (state = state.join(p)),
-    publish: () => void published++,
-    now: () => 0,
-  });
+  const table = new ReservationTable({ self: SELF, epoch });
+  const commit = (tx: StoreTx) => {
+    const t = performance.now();
+    store.commit(tx);
+    commitMs.push(performance.now() - t);
+  };
   const t0 = performance.now();
   for (let i = 0; i < pairs; i++) {
-    const r = table.reserve(LEAF, 10n);
+    // The node's order: plan, commit, install, publish.
+    const r = table.reserve(state, LEAF, 10n, 0);
     if (!r.ok) throw new Error(r.refusal.kind);
-    const c = table.complete(r.id, 7n);
-    if (!c.ok || c.outcome !== "charged") throw new Error("complete failed");
+    commit(r.effect.transaction);
+    table.install(r.effect);
+    const c = table.complete(state, r.id, 7n); // charges the replica in place (the node wraps this in a transaction)
+    if (!c.ok || c.outcome !== "charged" || c.effect.patch === null) throw new Error("complete failed");
+    commit({ ...c.effect.transaction, patches: [{ origin: "own", body: patchBytes(c.effect.patch) }] });
+    table.install(c.effect);
+    published++;
   }
   const secs = (performance.now() - t0) / 1000;
   const spent = state.edge(AttachmentId("e-ai"))!.spent;

@@ -1,8 +1,8 @@
 import { DEMAND_NONE, type Demand } from "@heddle/policy";
 import { canonicalBytes } from "./canonical-json.ts";
 import type { RejectionCounter } from "./rejection.ts";
-import type { PeerId, Seam } from "./seam.ts";
-import type { Timers } from "./timers.ts";
+import type { PeerId, Seam } from "@heddle/seam";
+import type { Timers } from "@heddle/seam";
 import {
   amountField, arrayField, exactKeys, idField, literalField, MAX_ID_LENGTH, readEnvelope, readSchema, schemaRequire, type WireRead,
 } from "./wire-schema.ts";

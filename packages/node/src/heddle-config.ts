@@ -1,10 +1,9 @@
 import { validatePolicyConfig, type PolicyConfig } from "@heddle/policy";
 import { DEMAND_BOARD_DEFAULTS } from "./demand-board.ts";
-import { MIN_FRAME_BYTES, REPLICATION_DEFAULTS } from "./ledger-replication.ts";
+import { MIN_FRAME_BYTES, REPLICATION_DEFAULTS, type ReplicationConfig } from "./replication/config.ts";
 import { HEARTBEAT_DEFAULTS, type HeartbeatConfig } from "./liveness.ts";
-import type { PeerConfig } from "./peer.ts";
 import type { HeddleStore } from "./store.ts";
-import type { Timers } from "./timers.ts";
+import type { Timers } from "@heddle/seam";
 
 const INT64_MAX = (1n << 63n) - 1n;
 
@@ -35,6 +34,12 @@ export interface HeddleConfig {
   readonly maxGrantsPerSchedule?: number;
   readonly compactAfterPatches?: number;
   readonly rejectLogIntervalMs?: number;
+  /** Extension (node.md §5.3 ⟨1.1⟩): acks to one sender are coalesced over this window; default 10. */
+  readonly ackDelayMs?: number;
+  /** Extension (§5.3 ⟨1.1⟩): a gap is asked for only after it stayed open this long; default 5. */
+  readonly reorderGraceMs?: number;
+  /** Extension (§5.1 ⟨1.1⟩): local patches within this window leave as one delta; default 0 (one turn). */
+  readonly deltaBatchMs?: number;
 }
 
 /** A {@link HeddleConfig} with every default filled in. */
@@ -57,7 +62,14 @@ export const HEDDLE_CONFIG_DEFAULTS = Object.freeze({
   maxGrantsPerSchedule: 100_000,
   compactAfterPatches: 10_000,
   rejectLogIntervalMs: 60_000,
+  ackDelayMs: REPLICATION_DEFAULTS.ackDelayMs,
+  reorderGraceMs: REPLICATION_DEFAULTS.reorderGraceMs,
+  deltaBatchMs: REPLICATION_DEFAULTS.deltaBatchMs,
 });
+
+function nonNegativeInt(v: unknown, field: string): number {
+  return positiveInt(v, field, 0);
+}
 
 function positiveInt(v: unknown, field: string, min = 1): number {
   if (typeof v !== "number" || !Number.isSafeInteger(v) || v < min) {
@@ -118,27 +130,28 @@ export function resolveHeddleConfig(c: HeddleConfig): ResolvedHeddleConfig {
     maxGrantsPerSchedule: positiveInt(c.maxGrantsPerSchedule ?? d.maxGrantsPerSchedule, "maxGrantsPerSchedule"),
     compactAfterPatches: positiveInt(c.compactAfterPatches ?? d.compactAfterPatches, "compactAfterPatches"),
     rejectLogIntervalMs: positiveInt(c.rejectLogIntervalMs ?? d.rejectLogIntervalMs, "rejectLogIntervalMs"),
+    ackDelayMs: nonNegativeInt(c.ackDelayMs ?? d.ackDelayMs, "ackDelayMs"),
+    reorderGraceMs: nonNegativeInt(c.reorderGraceMs ?? d.reorderGraceMs, "reorderGraceMs"),
+    deltaBatchMs: nonNegativeInt(c.deltaBatchMs ?? d.deltaBatchMs, "deltaBatchMs"),
   };
   return Object.freeze(r);
 }
 
-/** The part of a resolved config the replication layer (`HeddlePeer`) takes. */
-export function peerConfigOf(c: ResolvedHeddleConfig): PeerConfig {
+/** The part of a resolved config the replication core takes. */
+export function replicationConfigOf(c: ResolvedHeddleConfig): ReplicationConfig {
   return {
-    timers: c.timers,
-    random: c.random,
-    demandTtlMs: c.demandTtlMs,
     antiEntropyIntervalMs: c.antiEntropyIntervalMs,
     resendRetryMs: c.resendRetryMs,
     fullStateRetryMs: c.fullStateRetryMs,
     fullStateRetryLimit: c.fullStateRetryLimit,
     peerEvictionMs: c.peerEvictionMs,
-    heartbeat: c.heartbeat,
     maxFrameBytes: c.maxFrameBytes,
     maxPendingDeltas: c.maxPendingDeltas,
     maxTrackedSeqs: c.maxTrackedSeqs,
     maxResendSpan: c.maxResendSpan,
-    maxDemandEntries: c.maxDemandEntries,
-    rejectLogIntervalMs: c.rejectLogIntervalMs,
+    ackDelayMs: c.ackDelayMs,
+    reorderGraceMs: c.reorderGraceMs,
+    deltaBatchMs: c.deltaBatchMs,
+    antiEntropy: true,
   };
 }

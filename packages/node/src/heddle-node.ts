@@ -1,17 +1,18 @@
-import { EntitlementLedger } from "@heddle/ledger";
-import type { AttachmentId, AttachmentRecord, GroupId, LedgerConflict, MutationResult, Rational, Refusal, ReplicaId } from "@heddle/ledger";
+import { EntitlementLedger, LedgerReplica } from "@heddle/ledger";
+import type { AttachmentId, AttachmentRecord, GroupId, LedgerConflict, LedgerTransaction, MutationResult, Rational, Refusal, ReplicaId } from "@heddle/ledger";
 import { HeddlePolicy, type Demand } from "@heddle/policy";
+import { ChannelTag, EventChannel, muxSeam, sortedIds, type EventStream, type PeerId, type Seam, type Watch } from "@heddle/seam";
 import { boundMetrics, type BoundMetrics } from "./bound-metrics.ts";
-import type { ResolvedHeddleConfig } from "./heddle-config.ts";
-import type { ValueTooLarge } from "./ledger-replication.ts";
-import type { PartitionEvent } from "./liveness.ts";
-import type { HeddlePeer, PeerMetrics } from "./peer.ts";
-import type { FrameRejected, RejectReason } from "./rejection.ts";
-import { ReservationTable, type CompleteResult, type ReserveResult } from "./reservation-table.ts";
+import { DemandBoard } from "./demand-board.ts";
+import { replicationConfigOf, type ResolvedHeddleConfig } from "./heddle-config.ts";
+import { LivenessMonitor, type PartitionEvent } from "./liveness.ts";
+import { RejectionCounter, type FrameRejected, type RejectReason } from "./rejection.ts";
+import { ReplicationCore, type ValueTooLarge } from "./replication/core.ts";
+import { ReplicationDriver, type ReplicationDriverMetrics, type ReplicationEvent } from "./replication/driver.ts";
+import { WIRE_ENVELOPE_BYTES } from "./replication/wire.ts";
+import { ReservationTable, type CompleteResult, type ReservationEffect, type ReserveResult } from "./reservation-table.ts";
 import { emptySchedule, planSchedule, policyEdges, type ScheduleResult } from "./schedule.ts";
-import type { PeerId, Seam } from "./seam.ts";
 import { patchBytes, type HeddleStore, type PatchRow, type ReservationId, type ReservationRow, type StoreTx } from "./store.ts";
-import { EventChannel, type EventStream, type Watch } from "./watch.ts";
 import { MAX_ID_LENGTH } from "./wire-schema.ts";
 
 /** The outcome of a topology call (node.md §1, §13.3). */
@@ -19,7 +20,7 @@ export type TopologyResult = { ok: true } | { ok: false; refusal: Refusal | { ki
 
 /** The hooks governed mode drives the node through (node.md §15). */
 export interface ControlSink {
-  /** Runs the local mutation path (§5.1) with `patch`; idempotent. */
+  /** Runs the local mutation path (§5.1) with `patch`; idempotent (a patch that changes nothing is not republished). */
   publish(patch: EntitlementLedger): void;
   /** A replica was enrolled: it joins the bound roster and gets a fresh liveness detector. */
   onEnrolled(replica: ReplicaId): void;
@@ -34,6 +35,14 @@ export type NodeEvent =
   | ValueTooLarge
   | { kind: "conflicts"; conflicts: LedgerConflict[] }
   | { kind: "persist-failed"; error: unknown };
+
+/** Counters of the networking layer of a node: ledger replication, demand board, liveness, rejections. */
+export interface PeerMetrics {
+  readonly ledger: ReplicationDriverMetrics;
+  readonly framesRejected: Record<RejectReason, number>;
+  readonly demand: { framesIn: number; framesOut: number; slots: number };
+  readonly liveness: { pingsOut: number; pongsOut: number };
+}
 
 /** Counters of a node (node.md §14), plus the two extensions `framesRejected` and `failed` at top level. */
 export interface NodeMetrics {
@@ -60,6 +69,7 @@ export interface NodeMetrics {
 /** The public surface of one peer (node.md §1). */
 export interface HeddleNode {
   readonly self: ReplicaId;
+  /** The converged view on this peer; `get()` is a cheap snapshot (the same object until the ledger changes). */
   readonly ledger: Watch<EntitlementLedger>;
   readonly unreachable: Watch<ReadonlySet<ReplicaId>>;
   readonly partitionEvents: EventStream<PartitionEvent>;
@@ -91,17 +101,20 @@ export interface HeddleNode {
   shutdown(): Promise<void>;
 }
 
-/** A commit that failed: the node is now failed closed. Internal to the mutation path. */
-class PersistFailed extends Error {}
-
 /** Everything {@link Node} is assembled from by `heddleStatic`. */
 export interface NodeParts {
   readonly self: ReplicaId;
   readonly seam: Seam;
-  readonly peer: HeddlePeer;
   readonly config: ResolvedHeddleConfig;
   readonly store: HeddleStore;
   readonly epoch: number;
+  readonly genesis: EntitlementLedger;
+  /** FNV-1a-64 of the canonical genesis bytes. */
+  readonly genesisDigest: string;
+  /** `genesis ⊔ snapshot ⊔ patches` restored from the store. */
+  readonly initial: EntitlementLedger;
+  /** Not this store's first boot (or it holds something): the node announces itself to every peer it meets. */
+  readonly restarted: boolean;
   readonly roster: ReadonlySet<ReplicaId>;
   readonly restored: readonly ReservationRow[];
   /** Patch rows in the store not covered by its snapshot, at boot. */
@@ -109,10 +122,53 @@ export interface NodeParts {
 }
 
 /**
- * One peer of heddle (node.md): networking from {@link HeddlePeer}, plus scheduling (§7), reservations
- * (§8), durability (§9) and bound metrics (§11). Every local change runs the mutation path of §5.1:
- * computed on a working copy, committed in one store transaction together with the inbound values
- * merged since the previous commit, then installed and published. A commit error fails the node closed.
+ * One local change, ready to be applied (node.md §5.1): the replica transaction that holds it
+ * tentatively, the ledger patch to persist and publish, the reservation rows, and the events to emit.
+ * Scheduling, reservations, topology calls and the control sink all produce one; `Node.#apply` is the
+ * only place that commits, installs, publishes, compacts and emits.
+ */
+interface Effect {
+  readonly tx: LedgerTransaction | null;
+  readonly patch: EntitlementLedger | null;
+  readonly reservations: ReservationEffect | null;
+  readonly events: readonly NodeEvent[];
+}
+
+/** `Watch` over the replica: `get()` is the replica's cached snapshot; subscribers are told after each change. */
+class ReplicaWatch implements Watch<EntitlementLedger> {
+  readonly #replica: LedgerReplica;
+  readonly #subscribers = new Set<(v: EntitlementLedger) => void>();
+
+  constructor(replica: LedgerReplica) {
+    this.#replica = replica;
+  }
+
+  get(): EntitlementLedger {
+    return this.#replica.snapshot();
+  }
+
+  subscribe(fn: (v: EntitlementLedger) => void): () => void {
+    this.#subscribers.add(fn);
+    return () => {
+      this.#subscribers.delete(fn);
+    };
+  }
+
+  /** Called by the node after the replica changed; costs nothing without subscribers. */
+  changed(): void {
+    if (this.#subscribers.size === 0) return;
+    const v = this.#replica.snapshot();
+    for (const fn of [...this.#subscribers]) fn(v);
+  }
+}
+
+/**
+ * One peer of heddle (node.md): ledger replication (§5) through a {@link ReplicationCore} and its driver,
+ * the demand board (§6), liveness (§10), scheduling (§7), reservations (§8), durability (§9) and bound
+ * metrics (§11). The ledger is one {@link LedgerReplica}: inbound deltas join it in place, local changes
+ * are computed on it inside a transaction and rolled back if the store refuses them. The data path flows
+ * one way — frame → decode → join → decide → persist → publish — and every local change is an
+ * {@link Effect} applied in one place.
  */
 export class Node implements HeddleNode {
   readonly self: ReplicaId;
@@ -120,66 +176,103 @@ export class Node implements HeddleNode {
   readonly genesisDigest: string;
   readonly #p: NodeParts;
   readonly #c: ResolvedHeddleConfig;
-  readonly #peer: HeddlePeer;
+  readonly #replica: LedgerReplica;
+  readonly #ledger: ReplicaWatch;
+  readonly #rejections: RejectionCounter;
+  readonly #replication: ReplicationDriver;
+  readonly #board: DemandBoard;
+  readonly #liveness: LivenessMonitor;
+  readonly #channels: Seam[];
   readonly #table: ReservationTable;
   readonly #events = new EventChannel<NodeEvent>();
   readonly #enrolled = new Set<ReplicaId>();
   readonly #offsets = new Map<AttachmentId, { parent: GroupId; offset: Rational }>();
   readonly #observed = new Map<AttachmentId, { parent: GroupId; demanding: boolean }>();
   readonly #off: (() => void)[] = [];
+  /** Inbound values merged since the last commit (their effective deltas), persisted with the next one. */
+  #merged: LedgerReplica | null = null;
   #failed = false;
   #shut = false;
-  #installing = false;
-  #dirty = false;
   #rows: number;
-  #tick: unknown = null;
-  #conflictsSeen: EntitlementLedger | null = null;
+  #conflictsAt = -1;
   #conflictsKey = "[]";
   #m = { schedules: 0, grants: 0, grantedUnits: 0n, delegateRefusals: 0, commits: 0, commitFailures: 0, lastCommitMs: 0, compactions: 0 };
 
   constructor(p: NodeParts) {
+    const c = p.config;
     this.#p = p;
-    this.#c = p.config;
-    this.#peer = p.peer;
+    this.#c = c;
     this.self = p.self;
     this.epoch = p.epoch;
-    this.genesisDigest = p.peer.genesisDigest;
+    this.genesisDigest = p.genesisDigest;
     this.#rows = p.rowsAtBoot;
-    this.#table = new ReservationTable({
+    this.#replica = new LedgerReplica(p.initial);
+    this.#ledger = new ReplicaWatch(this.#replica);
+    this.#table = new ReservationTable({ self: p.self, epoch: p.epoch, restored: p.restored });
+    this.#rejections = new RejectionCounter(c.timers, c.rejectLogIntervalMs, (e) => this.#events.emit(e));
+    const mux = muxSeam(p.seam);
+    const ledgerChannel = mux.channel(ChannelTag.ledger);
+    const demandChannel = mux.channel(ChannelTag.demand);
+    const livenessChannel = mux.channel(ChannelTag.liveness);
+    this.#channels = [ledgerChannel, demandChannel, livenessChannel];
+    this.#off.push(mux.onUnknownChannel((from) => this.#rejections.reject(from, "mux", "unknown-channel")));
+    const maxFrameBytes = Math.min(c.maxFrameBytes, ledgerChannel.maxFrameBytes);
+    const core = new ReplicationCore({
       self: p.self,
-      epoch: p.epoch,
-      commit: (tx) => this.#commit(tx),
-      view: () => this.#peer.ledger.get(),
-      install: () => {},
-      publish: (patch) => this.#publish(patch),
-      closed: () => this.#failed || this.#shut,
-      now: () => this.#c.timers.now(),
-      restored: p.restored,
-      onEvent: (e) => this.#events.emit({ kind: e.kind, id: e.id, leaf: e.leaf, amount: e.amount }),
+      incarnation: p.epoch,
+      replica: this.#replica,
+      genesis: p.genesis,
+      config: replicationConfigOf(c),
+      random: c.random,
+      now: c.timers.now(),
+      restarted: p.restarted,
+      valueBudget: maxFrameBytes - WIRE_ENVELOPE_BYTES,
     });
+    this.#replication = new ReplicationDriver({ channel: ledgerChannel, core, genesisDigest: p.genesisDigest, timers: c.timers, rejections: this.#rejections, maxFrameBytes });
+    this.#off.push(this.#replication.events.subscribe((e) => this.#onReplication(e)));
+    this.#board = new DemandBoard({
+      channel: demandChannel,
+      epoch: p.epoch,
+      timers: c.timers,
+      config: { demandTtlMs: c.demandTtlMs, maxDemandEntries: c.maxDemandEntries, maxFrameBytes: c.maxFrameBytes },
+      rejections: this.#rejections,
+    });
+    this.#liveness = new LivenessMonitor({ channel: livenessChannel, mux, timers: c.timers, config: c.heartbeat, rejections: this.#rejections });
+    let members = new Set(p.seam.peers.get());
     this.#off.push(
-      this.#peer.ledger.subscribe(() => {
-        if (!this.#installing) this.#dirty = true;
+      p.seam.peers.subscribe((now) => {
+        if (this.#events.listening) {
+          for (const q of sortedIds(now)) if (!members.has(q)) this.#events.emit({ kind: "peer-joined", peer: q });
+          for (const q of sortedIds(members)) if (!now.has(q)) this.#events.emit({ kind: "peer-left", peer: q });
+        }
+        members = new Set(now);
       }),
-      this.#peer.events.subscribe((e) => this.#events.emit(e)),
     );
-    this.#armTick();
   }
 
   get ledger(): Watch<EntitlementLedger> {
-    return this.#peer.ledger;
+    return this.#ledger;
   }
 
   get unreachable(): Watch<ReadonlySet<ReplicaId>> {
-    return this.#peer.unreachable as Watch<ReadonlySet<ReplicaId>>;
+    return this.#liveness.unreachable as Watch<ReadonlySet<ReplicaId>>;
   }
 
   get partitionEvents(): EventStream<PartitionEvent> {
-    return this.#peer.partitionEvents;
+    return this.#liveness.events;
   }
 
   get events(): EventStream<NodeEvent> {
     return this.#events;
+  }
+
+  /**
+   * The state digest of the converged view (16 hex digits, the one anti-entropy compares) in O(1): equal
+   * ledgers have equal digests. Not part of `HeddleNode` (so wrappers need not forward it); convergence
+   * checks in simulations and benchmarks use it instead of copying the ledger.
+   */
+  ledgerDigest(): string {
+    return this.#replica.digest();
   }
 
   // ---- §7 scheduling ---------------------------------------------------------------------------
@@ -191,12 +284,13 @@ export class Node implements HeddleNode {
     for (const [id, o] of this.#offsets) offsets.set(id, o.offset);
     const observed = new Map<AttachmentId, boolean>();
     for (const [id, o] of this.#observed) observed.set(id, o.demanding);
+    const tx = this.#replica.begin();
     const plan = planSchedule({
-      view: this.#peer.ledger.get(),
+      work: this.#replica,
       parent,
       self: this.self,
       earmarked: this.#table.earmarked(parent),
-      demand: (e) => this.#peer.demand(e),
+      demand: (e) => this.#board.fold(e),
       offsets,
       observed,
       policy: this.#c.policy,
@@ -210,70 +304,76 @@ export class Node implements HeddleNode {
     }
     for (const [id, offset] of plan.offsets) this.#offsets.set(id, { parent, offset });
     for (const [id, demanding] of plan.observed) this.#observed.set(id, { parent, demanding });
-    if (plan.patch === null) return { grants: plan.grants, seated: plan.seated, clamped: plan.clamped };
-    try {
-      this.#commit({ patches: [{ origin: "own", body: patchBytes(plan.patch) }] });
-    } catch (e) {
-      if (e instanceof PersistFailed) return emptySchedule();
-      throw e;
+    const result = { grants: plan.grants, seated: plan.seated, clamped: plan.clamped };
+    const patch = tx.patch();
+    if (patch === null) {
+      tx.commit();
+      return result;
     }
-    this.#publish(plan.patch);
+    if (!this.#apply({ tx, patch, reservations: null, events: [{ kind: "schedule", parent, ...result }] })) return emptySchedule();
     this.#m.grants += plan.grants.length;
     for (const g of plan.grants) this.#m.grantedUnits += g.amount;
-    const result = { grants: plan.grants, seated: plan.seated, clamped: plan.clamped };
-    this.#events.emit({ kind: "schedule", parent, ...result });
     return result;
   }
 
   parentVirtualTime(parent: GroupId): Rational | null {
     const offsets = new Map<AttachmentId, Rational>();
     for (const [id, o] of this.#offsets) offsets.set(id, o.offset);
-    return HeddlePolicy.front(policyEdges(this.#peer.ledger.get(), parent, (e) => this.#peer.demand(e), offsets));
+    return HeddlePolicy.front(policyEdges(this.#replica, parent, (e) => this.#board.fold(e), offsets));
   }
 
   boundMetrics(parent: GroupId): BoundMetrics {
     const replicas = new Set<ReplicaId>([this.self, ...this.#p.roster, ...this.#enrolled]);
-    for (const p of this.#p.seam.peers.get()) replicas.add(p as ReplicaId);
-    for (const p of this.#peer.unreachable.get()) replicas.add(p as ReplicaId);
+    for (const q of this.#p.seam.peers.get()) replicas.add(q as ReplicaId);
+    for (const q of this.#liveness.unreachable.get()) replicas.add(q as ReplicaId);
     return boundMetrics({
-      view: this.#peer.ledger.get(),
+      view: this.#replica,
       parent,
       replicas,
       maxHoldingsPerPeer: this.#c.maxHoldingsPerPeer,
       quantum: this.#c.policy.quantum,
-      demand: (e) => this.#peer.demand(e),
+      demand: (e) => this.#board.fold(e),
     });
   }
 
   // ---- §8 reservations -------------------------------------------------------------------------
 
   reserve(leaf: GroupId, maximumCost: bigint): ReserveResult {
-    try {
-      return this.#table.reserve(leaf, maximumCost);
-    } catch (e) {
-      if (e instanceof PersistFailed) return { ok: false, refusal: { kind: "closed" } };
-      throw e;
-    }
+    if (typeof leaf !== "string") throw new TypeError("reserve: leaf must be a GroupId");
+    if (typeof maximumCost !== "bigint") throw new TypeError("reserve: maximumCost must be a bigint");
+    if (this.#failed || this.#shut) return { ok: false, refusal: { kind: "closed" } };
+    const plan = this.#table.reserve(this.#replica, leaf, maximumCost, this.#c.timers.now());
+    if (!plan.ok) return plan;
+    if (!this.#apply({ tx: null, patch: null, reservations: plan.effect, events: [plan.effect.event] })) return { ok: false, refusal: { kind: "closed" } };
+    return { ok: true, id: plan.id };
   }
 
   complete(id: ReservationId, actualCost: bigint): CompleteResult {
-    try {
-      const r = this.#table.complete(id, actualCost);
-      if (r.ok && r.outcome === "charged") this.#maybeCompact();
-      return r;
-    } catch (e) {
-      if (e instanceof PersistFailed) return { ok: false, refusal: { kind: "closed" } };
-      throw e;
-    }
+    return this.#finish(id, actualCost, "completed");
   }
 
   cancel(id: ReservationId): CompleteResult {
+    return this.#finish(id, 0n, "cancelled");
+  }
+
+  #finish(id: ReservationId, actualCost: bigint, kind: "completed" | "cancelled"): CompleteResult {
+    if (typeof id !== "string") throw new TypeError("complete: id must be a ReservationId");
+    if (typeof actualCost !== "bigint") throw new TypeError("complete: actualCost must be a bigint");
+    if (this.#failed || this.#shut) return { ok: false, refusal: { kind: "closed" } };
+    const tx = this.#replica.begin();
+    let plan;
     try {
-      return this.#table.cancel(id);
+      plan = this.#table.complete(this.#replica, id, actualCost, kind);
     } catch (e) {
-      if (e instanceof PersistFailed) return { ok: false, refusal: { kind: "closed" } };
+      tx.rollback();
       throw e;
     }
+    if (!plan.ok || plan.outcome === "no-such-reservation") {
+      tx.rollback();
+      return plan.ok ? { ok: true, charged: 0n, outcome: "no-such-reservation" } : plan;
+    }
+    if (!this.#apply({ tx, patch: tx.patch(), reservations: plan.effect, events: [plan.effect.event] })) return { ok: false, refusal: { kind: "closed" } };
+    return { ok: true, charged: plan.charged, outcome: "charged" };
   }
 
   earmarked(leaf: GroupId): bigint {
@@ -281,7 +381,7 @@ export class Node implements HeddleNode {
   }
 
   available(leaf: GroupId): bigint {
-    return this.#table.available(leaf);
+    return this.#table.available(this.#replica, leaf);
   }
 
   openReservations(): ReservationRow[] {
@@ -292,11 +392,11 @@ export class Node implements HeddleNode {
 
   advertise(edge: AttachmentId, demand: Demand): void {
     if (this.#shut) return;
-    this.#peer.advertise(edge, demand);
+    this.#board.advertise(edge, demand);
   }
 
   demand(edge: AttachmentId): Demand {
-    return this.#peer.demand(edge);
+    return this.#board.fold(edge);
   }
 
   // ---- §13.3 topology --------------------------------------------------------------------------
@@ -320,6 +420,24 @@ export class Node implements HeddleNode {
     return this.#mutate((v) => v.retire(edge));
   }
 
+  #mutate(step: (v: LedgerReplica) => MutationResult): TopologyResult {
+    if (this.#failed || this.#shut) return { ok: false, refusal: { kind: "closed" } };
+    const tx = this.#replica.begin();
+    let r: MutationResult;
+    try {
+      r = step(this.#replica);
+    } catch (e) {
+      tx.rollback();
+      throw e;
+    }
+    if (!r.ok) {
+      tx.rollback();
+      return { ok: false, refusal: r.refusal };
+    }
+    if (!this.#apply({ tx, patch: tx.patch(), reservations: null, events: [] })) return { ok: false, refusal: { kind: "closed" } };
+    return { ok: true };
+  }
+
   // ---- §15 governed hooks ----------------------------------------------------------------------
 
   controlSink(): ControlSink {
@@ -327,15 +445,13 @@ export class Node implements HeddleNode {
       publish: (patch) => {
         if (!(patch instanceof EntitlementLedger)) throw new TypeError("controlSink.publish needs an EntitlementLedger patch");
         if (this.#failed || this.#shut) return;
-        const cur = this.#peer.ledger.get();
-        if (cur.join(patch).equals(cur)) return;
-        try {
-          this.#commit({ patches: [{ origin: "own", body: patchBytes(patch) }] });
-        } catch (e) {
-          if (e instanceof PersistFailed) return;
-          throw e;
+        const tx = this.#replica.begin();
+        if (this.#replica.merge(patch) === null) {
+          tx.rollback();
+          return;
         }
-        this.#publish(patch);
+        // Published whole (witness entries included), as every local patch is; `merge` only decided "changed".
+        this.#apply({ tx, patch, reservations: null, events: [] });
       },
       onEnrolled: (replica) => {
         this.#enrolled.add(replica);
@@ -346,94 +462,102 @@ export class Node implements HeddleNode {
 
   remonitor(replica: ReplicaId): void {
     if (this.#shut) return;
-    this.#peer.remonitor(replica);
+    this.#liveness.remonitor(replica);
   }
 
   // ---- §14 metrics, shutdown -------------------------------------------------------------------
 
   metrics(): NodeMetrics {
-    const peer = this.#peer.metrics();
+    const ledger = this.#replication.metrics();
+    const framesRejected = this.#rejections.counts();
     const earmarked: Record<string, bigint> = {};
     for (const [leaf, v] of this.#table.earmarks()) earmarked[leaf] = v;
     return {
-      peer,
-      framesRejected: peer.framesRejected,
+      peer: { ledger, framesRejected, demand: this.#board.counters(), liveness: this.#liveness.counters() },
+      framesRejected,
       failed: this.#failed,
-      deltasPublished: peer.ledger.deltasPublished,
-      pendingDeltas: peer.ledger.pendingDeltas,
+      deltasPublished: ledger.deltasPublished,
+      pendingDeltas: ledger.pendingDeltas,
       ...this.#m,
       reservationsOpen: this.#table.size,
       earmarked,
     };
   }
 
+  /** The replication core's view of peer `p` and of its stream (diagnostics and tests). */
+  replicationState(p: PeerId): { known: ReturnType<ReplicationCore["peer"]>; cursor: ReturnType<ReplicationCore["cursor"]> } {
+    return { known: this.#replication.core.peer(p), cursor: this.#replication.core.cursor(p) };
+  }
+
   async shutdown(): Promise<void> {
     if (this.#shut) return;
     this.#shut = true;
-    if (this.#tick !== null) this.#c.timers.clear(this.#tick);
+    this.#replication.close();
+    this.#board.close();
+    this.#liveness.close();
     for (const f of this.#off) f();
-    await this.#peer.shutdown();
+    for (const ch of this.#channels) await ch.close();
     this.#p.store.close();
   }
 
-  // ---- §5.1 the local mutation path ------------------------------------------------------------
+  // ---- §5.1 the one place local changes are applied --------------------------------------------
 
-  #mutate(step: (v: EntitlementLedger) => MutationResult): TopologyResult {
-    if (this.#failed || this.#shut) return { ok: false, refusal: { kind: "closed" } };
-    const r = step(this.#peer.ledger.get());
-    if (!r.ok) return { ok: false, refusal: r.refusal };
-    try {
-      this.#commit({ patches: [{ origin: "own", body: patchBytes(r.patch) }] });
-    } catch (e) {
-      if (e instanceof PersistFailed) return { ok: false, refusal: { kind: "closed" } };
-      throw e;
+  /**
+   * Applies one effect (node.md §5.1): (1) commit, in one store transaction, the patch, the reservation
+   * rows and every inbound value merged since the previous commit — on failure roll the replica back,
+   * fail closed and report `false`; (2) install: keep the replica's transaction, install the rows in the
+   * table, tell ledger subscribers; (3) publish the patch; (4) compact once if the patch rows passed the
+   * limit; (5) emit the effect's events. Nothing leaves the node before (1) succeeded.
+   */
+  #apply(e: Effect): boolean {
+    const own: PatchRow[] = e.patch === null ? [] : [{ origin: "own", body: patchBytes(e.patch) }];
+    if (!this.#commit({ patches: own, ...(e.reservations?.transaction ?? {}) })) {
+      e.tx?.rollback();
+      return false;
     }
-    this.#publish(r.patch);
-    return { ok: true };
+    e.tx?.commit();
+    if (e.reservations !== null) this.#table.install(e.reservations);
+    if (e.patch !== null) {
+      this.#ledger.changed();
+      this.#replication.publish(e.patch);
+    }
+    this.#compactOnce();
+    for (const ev of e.events) this.#events.emit(ev);
+    return true;
   }
 
   /**
-   * §5.1 step 2: one store transaction with `tx` and, if inbound values changed the state since the last
-   * commit, the current state as a `merged` row (it contains every value merged since then). On failure
-   * the node fails closed and {@link PersistFailed} is thrown; nothing was installed or published.
+   * One durable store transaction with `tx` plus the inbound values merged since the last commit (as one
+   * `merged` row holding their effective deltas — never the whole state). On failure the node fails closed.
    */
-  #commit(tx: StoreTx): void {
-    if (this.#failed || this.#shut) throw new PersistFailed("node is closed");
+  #commit(tx: StoreTx): boolean {
+    if (this.#failed || this.#shut) return false;
     const patches: PatchRow[] = [...(tx.patches ?? [])];
-    if (this.#dirty) patches.push({ origin: "merged", body: patchBytes(this.#peer.ledger.get()) });
+    const merged = this.#merged;
+    if (merged !== null) patches.push({ origin: "merged", body: patchBytes(merged.snapshot()) });
     const t0 = this.#c.timers.now();
     try {
       this.#p.store.commit({ ...tx, patches });
     } catch (error) {
       this.#failClosed(error);
-      throw new PersistFailed("commit failed", { cause: error });
+      return false;
     }
-    this.#dirty = false;
+    this.#merged = null;
     this.#rows += patches.length;
     this.#m.commits++;
     this.#m.lastCommitMs = this.#c.timers.now() - t0;
+    return true;
   }
 
-  /** §5.1 steps 3–4 for a committed patch: install it and send it to the peers. */
-  #publish(patch: EntitlementLedger): void {
-    this.#installing = true;
-    try {
-      this.#peer.publish(patch);
-    } finally {
-      this.#installing = false;
-    }
-    this.#maybeCompact();
-  }
-
-  #maybeCompact(): void {
+  #compactOnce(): void {
     if (this.#failed || this.#shut || this.#rows <= this.#c.compactAfterPatches) return;
     try {
-      this.#p.store.compact(patchBytes(this.#peer.ledger.get()));
+      this.#p.store.compact(patchBytes(this.#replica.snapshot()));
     } catch (error) {
       this.#failClosed(error);
       return;
     }
-    this.#dirty = false;
+    this.#merged = null;
     this.#rows = 0;
     this.#m.compactions++;
   }
@@ -445,29 +569,31 @@ export class Node implements HeddleNode {
     this.#events.emit({ kind: "persist-failed", error });
   }
 
-  /** Every anti-entropy interval: persist merged values if dirty (§9.3) and report changed conflicts (§14). */
-  #armTick(): void {
-    this.#tick = this.#c.timers.set(() => {
-      this.#tick = null;
-      if (this.#shut) return;
-      if (this.#dirty && !this.#failed) {
-        try {
-          this.#commit({});
-        } catch (e) {
-          if (!(e instanceof PersistFailed)) throw e;
+  // ---- replication events ----------------------------------------------------------------------
+
+  #onReplication(e: ReplicationEvent): void {
+    if (this.#shut) return;
+    switch (e.kind) {
+      case "merged":
+        (this.#merged ??= new LedgerReplica()).apply(e.delta);
+        this.#ledger.changed();
+        return;
+      case "value-too-large":
+        this.#events.emit(e);
+        return;
+      case "anti-entropy":
+        // §9.3: merged values are persisted at least every anti-entropy interval; §14: conflicts re-checked.
+        if (this.#merged !== null && !this.#failed) this.#commit({});
+        if (this.#replica.changes !== this.#conflictsAt) {
+          this.#conflictsAt = this.#replica.changes;
+          const conflicts = this.#replica.validate();
+          const key = JSON.stringify(conflicts, (_k, v) => (typeof v === "bigint" ? v.toString() : v));
+          if (key !== this.#conflictsKey) {
+            this.#conflictsKey = key;
+            this.#events.emit({ kind: "conflicts", conflicts });
+          }
         }
-      }
-      const state = this.#peer.ledger.get();
-      if (this.#conflictsSeen !== state) {
-        this.#conflictsSeen = state;
-        const conflicts = state.validate();
-        const key = JSON.stringify(conflicts, (_k, v) => (typeof v === "bigint" ? v.toString() : v));
-        if (key !== this.#conflictsKey) {
-          this.#conflictsKey = key;
-          this.#events.emit({ kind: "conflicts", conflicts });
-        }
-      }
-      this.#armTick();
-    }, this.#c.antiEntropyIntervalMs);
+        return;
+    }
   }
 }

@@ -1,56 +1,49 @@
-export type { Watch, EventStream } from "./watch.ts";
-export { WatchCell, EventChannel } from "./watch.ts";
-export type { Timers } from "./timers.ts";
-export { VirtualTimers, realTimers, seededRandom } from "./timers.ts";
-export type { PeerId, SendResult, Seam } from "./seam.ts";
-export { SeamSubscriberError } from "./seam.ts";
-export type { SeamMux, SeamMuxCounters } from "./seam-mux.ts";
-export { muxSeam, ChannelTag, ChannelClaimError } from "./seam-mux.ts";
-export type { LinkFaults, CutMode, MemoryNetworkOptions, MemoryNetworkStats } from "./memory-network.ts";
-export { MemoryNetwork, MEMORY_MAX_FRAME_BYTES } from "./memory-network.ts";
-export type { Libp2pSeam, Libp2pSeamOptions, Libp2pSeamCounters, RosterEntry } from "./libp2p-seam.ts";
-export { libp2pSeam, FRAMES_PROTOCOL, LIBP2P_SEAM_DEFAULTS } from "./libp2p-seam.ts";
-export { loadOrCreatePeerKey, peerIdOf, generatePeerKey } from "./peer-key.ts";
-export { lengthPrefixed, LengthPrefixedReader } from "./length-prefixed.ts";
-export type { FrameReadFault } from "./length-prefixed.ts";
-export { fnv1a64 } from "./fnv1a64.ts";
-export { canonicalJson, canonicalBytes } from "./canonical-json.ts";
-export type { CanonicalValue } from "./canonical-json.ts";
+/**
+ * `@heddle/node` — one peer of the replicated fair-share ledger (node.md): `heddleStatic` starts a node on a
+ * `Seam` with a store; the node replicates the ledger, gossips demand, watches liveness, schedules its own
+ * holdings down the tree, admits and charges work through reservations, and makes every write durable
+ * before it leaves. This is what an embedder (the CLI, a daemon, `@heddle/governed`) uses; helpers for
+ * tests and simulations are on `@heddle/node/testing`.
+ */
+
+// ---- starting a node (§13) ----
+/** Starts a static-mode peer; its inputs, the genesis it computes and the errors it throws. */
+export { heddleStatic, staticGenesis, BootstrapError, STATIC_GENESIS_NONCE } from "./heddle-static.ts";
+export type { StaticOptions } from "./heddle-static.ts";
+/** Configuration (§12): every field, the defaults, and validation that names the bad field. */
+export type { HeddleConfig, ResolvedHeddleConfig } from "./heddle-config.ts";
+export { resolveHeddleConfig, HEDDLE_CONFIG_DEFAULTS } from "./heddle-config.ts";
+export type { HeartbeatConfig } from "./liveness.ts";
+
+// ---- the node (§1, §7–8, §10–11, §14–15) ----
+export type { HeddleNode, NodeEvent, NodeMetrics, PeerMetrics, ControlSink, TopologyResult } from "./heddle-node.ts";
+export type { ScheduleResult } from "./schedule.ts";
+export type { ReserveResult, ReserveRefusal, CompleteResult } from "./reservation-table.ts";
+/** A ledger refusal where none is possible (§8): a bug, thrown, never an outcome. */
+export { LedgerInvariantError } from "./reservation-table.ts";
+export type { BoundMetrics } from "./bound-metrics.ts";
+export type { PartitionEvent, UnresponsiveReason } from "./liveness.ts";
 export type { RejectReason, ChannelName, FrameRejected } from "./rejection.ts";
-export { RejectionCounter, REJECT_REASONS } from "./rejection.ts";
+export { REJECT_REASONS } from "./rejection.ts";
+export type { ValueTooLarge, ReplicationMetrics } from "./replication/core.ts";
+export type { ReplicationDriverMetrics } from "./replication/driver.ts";
+/** Longest id string the node accepts on the wire or in its own calls (§4.3). */
 export { MAX_ID_LENGTH } from "./wire-schema.ts";
-export type { WireRead } from "./wire-schema.ts";
-export type { LedgerMessage, DeltaMessage, AckMessage, ResendMessage, DigestMessage, StateRequestMessage, StateMessage } from "./ledger-messages.ts";
-export { encodeLedgerMessage, readLedgerMessage } from "./ledger-messages.ts";
-export { splitLedgerText } from "./ledger-fragments.ts";
-export type { LedgerSplit } from "./ledger-fragments.ts";
-export type { LedgerLattice } from "./ledger-lattice.ts";
-export { entitlementLedgerLattice } from "./entitlement-ledger-lattice.ts";
-export type { ReplicationConfig, ReplicationMetrics, ValueTooLarge, LedgerReplicationOptions } from "./ledger-replication.ts";
-export { LedgerReplication, REPLICATION_DEFAULTS, MIN_FRAME_BYTES, checkReplicationConfig } from "./ledger-replication.ts";
 export type { Demand } from "@heddle/policy";
-export { DemandBoard, DEMAND_BOARD_DEFAULTS, readBoardMessage, encodeBoardMessage } from "./demand-board.ts";
-export type { DemandBoardConfig, BoardMessage } from "./demand-board.ts";
-export { LivenessMonitor, HEARTBEAT_DEFAULTS } from "./liveness.ts";
-export type { HeartbeatConfig, PartitionEvent, UnresponsiveReason } from "./liveness.ts";
-export { HeddlePeer } from "./peer.ts";
-export type { PeerConfig, PeerEvent, PeerMetrics, PeerOptions } from "./peer.ts";
-// ---- part 2: the whole node (node.md §7–9, §11–16) ----
+
+// ---- durability (§9) ----
 export type { HeddleStore, StoreTx, PatchRow, PersistedState, BootResult, ReservationRow, ReservationId } from "./store.ts";
-export { StoreMismatchError, StoreStateError, InjectedCommitFailure, failingStore, restoreLedger, patchBytes } from "./store.ts";
+export { StoreMismatchError, StoreStateError } from "./store.ts";
 export { sqliteStore, StoreCorruptError } from "./sqlite-store.ts";
 export { memoryStore } from "./memory-store.ts";
 export type { MemoryStoreOptions } from "./memory-store.ts";
-export { ReservationTable, LedgerInvariantError } from "./reservation-table.ts";
-export type { ReserveResult, ReserveRefusal, CompleteResult, ReservationEvent } from "./reservation-table.ts";
+
+// ---- describing a tree (§13.3) ----
 export { group, lane, lowerTopology, prepareAndActivate, edgeId, TopologyError } from "./topology-builder.ts";
 export type { TopologyNode, WeightSpec } from "./topology-builder.ts";
-export type { HeddleConfig, ResolvedHeddleConfig } from "./heddle-config.ts";
-export { resolveHeddleConfig, HEDDLE_CONFIG_DEFAULTS } from "./heddle-config.ts";
-export type { BoundMetrics } from "./bound-metrics.ts";
-export { boundMetrics } from "./bound-metrics.ts";
-export type { ScheduleResult } from "./schedule.ts";
-export { planSchedule, policyEdges } from "./schedule.ts";
-export type { HeddleNode, NodeEvent, NodeMetrics, ControlSink, TopologyResult } from "./heddle-node.ts";
-export { heddleStatic, staticGenesis, BootstrapError, STATIC_GENESIS_NONCE } from "./heddle-static.ts";
-export type { StaticOptions } from "./heddle-static.ts";
+
+// ---- the transport a node runs on, re-exported from @heddle/seam so an embedder needs one import ----
+export type { Seam, PeerId, Timers, Watch, EventStream, LinkFaults, Libp2pSeam, Libp2pSeamOptions, RosterEntry } from "@heddle/seam";
+export { MemoryNetwork, libp2pSeam, loadOrCreatePeerKey, peerIdOf, generatePeerKey, realTimers, seededRandom, muxSeam, ChannelTag, WatchCell, EventChannel } from "@heddle/seam";
+/** FNV-1a-64 as node.md §4.1 defines it (the genesis digest), from `@heddle/ledger`. */
+export { fnv1a64 } from "@heddle/ledger";

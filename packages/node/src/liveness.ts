@@ -1,9 +1,9 @@
 import { canonicalBytes } from "./canonical-json.ts";
 import type { RejectionCounter } from "./rejection.ts";
-import { sortedIds, type PeerId, type Seam } from "./seam.ts";
-import type { SeamMux } from "./seam-mux.ts";
-import type { Timers } from "./timers.ts";
-import { EventChannel, WatchCell, sameMembers, type EventStream, type Watch } from "./watch.ts";
+import { sortedIds, type PeerId, type Seam } from "@heddle/seam";
+import type { SeamMux } from "@heddle/seam";
+import type { Timers } from "@heddle/seam";
+import { EventChannel, WatchCell, sameMembers, type EventStream, type Watch } from "@heddle/seam";
 import { exactKeys, literalField, readEnvelope, readSchema, type WireRead } from "./wire-schema.ts";
 
 /** Heartbeat timings (node.md §12): `0 < intervalMs < timeoutMs`. */
@@ -50,7 +50,6 @@ interface Detector {
   backpressurePending: boolean;
   seen0: number;
   elapsed: number;
-  timer: unknown;
 }
 
 /**
@@ -58,6 +57,8 @@ interface Detector {
  * peer first appears in `peers`. Every inbound frame on any channel counts as evidence of life;
  * recovery needs a frame received after the peer was declared unresponsive. `lost` is terminal until
  * `remonitor`. Detection only reports: nothing is ever reclaimed from an unreachable or lost peer.
+ * One timer drives every detector (a detector's first tick comes within one interval of its attach), so
+ * a node watching 999 peers keeps one timer, not 999.
  */
 export class LivenessMonitor {
   readonly #channel: Seam;
@@ -69,6 +70,7 @@ export class LivenessMonitor {
   readonly #events = new EventChannel<PartitionEvent>();
   readonly #off: (() => void)[] = [];
   #members: ReadonlySet<PeerId> = new Set();
+  #timer: unknown = null;
   #pings = 0;
   #pongs = 0;
   #closed = false;
@@ -91,6 +93,7 @@ export class LivenessMonitor {
     }));
     this.#off.push(o.channel.peers.subscribe((p) => this.#membership(p)));
     this.#membership(o.channel.peers.get());
+    this.#arm();
   }
 
   get unreachable(): Watch<ReadonlySet<PeerId>> {
@@ -123,8 +126,17 @@ export class LivenessMonitor {
 
   close(): void {
     this.#closed = true;
-    for (const d of this.#detectors.values()) if (d.timer !== null) this.#timers.clear(d.timer);
+    if (this.#timer !== null) this.#timers.clear(this.#timer);
     for (const f of this.#off) f();
+  }
+
+  #arm(): void {
+    this.#timer = this.#timers.set(() => {
+      this.#timer = null;
+      if (this.#closed) return;
+      for (const [peer, d] of [...this.#detectors]) if (d.phase !== "lost" && this.#detectors.get(peer) === d) this.#tick(peer, d);
+      this.#arm();
+    }, this.#config.intervalMs);
   }
 
   #membership(now: ReadonlySet<PeerId>): void {
@@ -137,15 +149,7 @@ export class LivenessMonitor {
   }
 
   #attach(peer: PeerId): void {
-    const d: Detector = { phase: "healthy", lastSeen: this.#timers.now(), inboundCount: 0, backpressurePending: false, seen0: 0, elapsed: 0, timer: null };
-    this.#detectors.set(peer, d);
-    const tick = () => {
-      d.timer = null;
-      if (this.#closed || this.#detectors.get(peer) !== d || d.phase === "lost") return;
-      this.#tick(peer, d);
-      if ((d.phase as Detector["phase"]) !== "lost") d.timer = this.#timers.set(tick, this.#config.intervalMs);
-    };
-    d.timer = this.#timers.set(tick, this.#config.intervalMs);
+    this.#detectors.set(peer, { phase: "healthy", lastSeen: this.#timers.now(), inboundCount: 0, backpressurePending: false, seen0: 0, elapsed: 0 });
   }
 
   #tick(peer: PeerId, d: Detector): void {

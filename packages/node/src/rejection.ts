@@ -1,5 +1,5 @@
-import type { PeerId } from "./seam.ts";
-import type { Timers } from "./timers.ts";
+import type { PeerId } from "@heddle/seam";
+import type { Timers } from "@heddle/seam";
 
 /** Why an inbound frame was dropped whole (node.md §4.3). */
 export type RejectReason =

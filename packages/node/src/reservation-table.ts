@@ -1,6 +1,5 @@
-import { EntitlementLedger } from "@heddle/ledger";
-import type { AttachmentId, GroupId, LedgerReplica, MutationResult, Refusal, ReplicaId } from "@heddle/ledger";
-import { patchBytes, type ReservationId, type ReservationRow, type StoreTx } from "./store.ts";
+import type { EntitlementLedger, GroupId, LedgerReads, LedgerReplica, Refusal, ReplicaId } from "@heddle/ledger";
+import type { ReservationId, ReservationRow, StoreTx } from "./store.ts";
 
 const INT64_MAX = (1n << 63n) - 1n;
 
@@ -43,54 +42,53 @@ export class LedgerInvariantError extends Error {
   }
 }
 
-/** The view the table reads and charges on: the node's converged ledger. */
-export type ReservationLedgerView = EntitlementLedger | LedgerReplica;
+/** The view the table reads: the node's converged ledger. */
+export type ReservationLedgerView = LedgerReads;
 
-/** Everything a {@link ReservationTable} is built from; the node supplies the callbacks. */
+/**
+ * What a table call asks the node to do (the shape `planSchedule` has): the store transaction of its
+ * reservation rows, the ledger patch it applied to the work replica (a charge), the event to emit
+ * once done, and the row change to install in the table after the commit succeeded. The table
+ * changes nothing until {@link ReservationTable.install} is called with it.
+ */
+export interface ReservationEffect {
+  readonly transaction: Pick<StoreTx, "putReservations" | "deleteReservations">;
+  readonly patch: EntitlementLedger | null;
+  readonly event: ReservationEvent;
+}
+
+/** Everything a {@link ReservationTable} is built from. */
 export interface ReservationTableOptions {
   /** This peer's replica id: the slot it earmarks and charges. */
   readonly self: ReplicaId;
   /** The incarnation from `store.boot`; ids are `${self}/${epoch}/${n}`. */
   readonly epoch: number;
-  /**
-   * The node's commit path (§5.1 step 2). It receives the reservation rows and the charge patch of one
-   * call and must make them durable in one transaction (it may add merged values); it throws on failure.
-   */
-  readonly commit: (tx: StoreTx) => void;
-  /** The current view (§5.1: the state every call reads). */
-  readonly view: () => ReservationLedgerView;
-  /** Joins a committed charge patch into the node's state (§5.1 step 3). */
-  readonly install: (patch: EntitlementLedger) => void;
-  /** Sends a committed, installed charge patch to the peers (§5.1 step 4). */
-  readonly publish: (patch: EntitlementLedger) => void;
-  /** True once the node shut down or failed closed (§9.4): `reserve`/`complete` refuse `closed`. */
-  readonly closed?: () => boolean;
-  /** Wall-clock ms for `createdAt` (the node's `timers.now`). */
-  readonly now: () => number;
   /** Rows from `PersistedState.reservations`: the table and earmarks as they were at the crash. */
   readonly restored?: readonly ReservationRow[];
-  /** Called after every change, once it is committed and installed. */
-  readonly onEvent?: (e: ReservationEvent) => void;
 }
 
-/** `chargeCaptured` on `view` without changing it (a `LedgerReplica` applies its mutators, so charge a snapshot). */
-function chargeOn(view: ReservationLedgerView, self: ReplicaId, path: readonly AttachmentId[], cost: bigint): MutationResult {
-  const pure = view instanceof EntitlementLedger ? view : view.snapshot();
-  return pure.chargeCaptured(self, path, cost);
-}
+/** `reserve`'s outcome: a refusal (nothing changed), or the effect to commit and install. */
+export type ReservePlan = { ok: false; refusal: ReserveRefusal } | { ok: true; id: ReservationId; effect: ReservationEffect };
+
+/** `complete`'s outcome: a refusal or an unknown id (nothing to do), or the effect to commit and install. */
+export type CompletePlan =
+  | { ok: false; refusal: { kind: "cost-out-of-range"; actualCost: bigint; maximumCost: bigint } }
+  | { ok: true; outcome: "no-such-reservation" }
+  | { ok: true; outcome: "charged"; charged: bigint; effect: ReservationEffect };
 
 /**
  * A peer's reservation table (node.md §8): earmarks of leaf holdings for admitted work, each charged
  * exactly once on completion to the path captured at admission.
  *
- * Synchronous and I/O-free except through the supplied callbacks. Every change is committed through
- * `commit` before the table changes; if `commit` throws, the table, its earmarks and the ledger are
- * unchanged and the error propagates, so the node can fail closed (§9.4). The table is never
- * replicated: only its owner completes or cancels. Open reservations are bounded by the holdings
- * (each earmarks at least one unit of `holdings(leaf, self)`, an int64).
+ * It never commits, installs or publishes anything itself: `reserve` and `complete` return an effect
+ * (rows to write, the charge patch, the event) and the node applies it in one place — commit, then
+ * {@link install}, then publish, then emit. A failed commit leaves the table as it was. The table is
+ * never replicated: only its owner completes or cancels. Open reservations are bounded by the
+ * holdings (each earmarks at least one unit of `holdings(leaf, self)`, an int64).
  */
 export class ReservationTable {
-  readonly #o: ReservationTableOptions;
+  readonly #self: ReplicaId;
+  readonly #epoch: number;
   readonly #rows = new Map<ReservationId, ReservationRow>();
   readonly #earmarks = new Map<GroupId, bigint>();
   #next = 0;
@@ -98,49 +96,71 @@ export class ReservationTable {
   constructor(o: ReservationTableOptions) {
     if (typeof o.self !== "string" || o.self.length === 0) throw new TypeError("ReservationTable needs this peer's replica id");
     if (!Number.isSafeInteger(o.epoch) || o.epoch < 0) throw new RangeError(`ReservationTable epoch must be a safe integer ≥ 0, got ${o.epoch}`);
-    this.#o = o;
+    this.#self = o.self;
+    this.#epoch = o.epoch;
     for (const row of o.restored ?? []) {
       if (this.#rows.has(row.id)) throw new RangeError(`restored reservation ${row.id} appears twice`);
       this.#add(row);
     }
   }
 
-  /** Earmarks `maximumCost` of this peer's holdings at `leaf` for work admitted now (node.md §8). */
-  reserve(leaf: GroupId, maximumCost: bigint): ReserveResult {
+  /**
+   * Plans earmarking `maximumCost` of this peer's holdings at `leaf` on `view` (node.md §8). The id is
+   * allocated now and never reused, even if the commit fails (a row that reached the disk despite an
+   * error must never share its id with a later one).
+   */
+  reserve(view: ReservationLedgerView, leaf: GroupId, maximumCost: bigint, now: number): ReservePlan {
     if (typeof leaf !== "string") throw new TypeError("reserve: leaf must be a GroupId");
     if (typeof maximumCost !== "bigint") throw new TypeError("reserve: maximumCost must be a bigint");
-    if (this.#o.closed?.() === true) return { ok: false, refusal: { kind: "closed" } };
     if (maximumCost <= 0n || maximumCost > INT64_MAX) return { ok: false, refusal: { kind: "invalid-cost", maximumCost } };
-    const v = this.#o.view();
-    if (!v.isLeaf(leaf)) return { ok: false, refusal: { kind: "not-a-leaf", leaf } };
-    const path = v.lineageOf(leaf);
+    if (!view.isLeaf(leaf)) return { ok: false, refusal: { kind: "not-a-leaf", leaf } };
+    const path = view.lineageOf(leaf);
     if (path === null) return { ok: false, refusal: { kind: "no-lineage", leaf } };
     if (path.length === 0) return { ok: false, refusal: { kind: "root-leaf", leaf } };
-    const available = v.holdings(leaf, this.#o.self) - this.earmarked(leaf);
+    const available = view.holdings(leaf, this.#self) - this.earmarked(leaf);
     if (available < maximumCost) return { ok: false, refusal: { kind: "insufficient", leaf, available, requested: maximumCost } };
-    // The number is spent even if the commit fails: a row that reached the disk despite an error
-    // must never share its id with a later one.
-    const id: ReservationId = `${this.#o.self}/${this.#o.epoch}/${this.#next++}`;
+    const id: ReservationId = `${this.#self}/${this.#epoch}/${this.#next++}`;
     if (this.#rows.has(id)) throw new RangeError(`reservation id ${id} is already open (epoch reused?)`);
-    const row: ReservationRow = Object.freeze({ id, leaf, maximumCost, capturedPath: Object.freeze([...path]), createdAt: this.#o.now() });
-    this.#o.commit({ putReservations: [row] });
-    this.#add(row);
-    this.#o.onEvent?.({ kind: "reserved", id, leaf, amount: maximumCost });
-    return { ok: true, id };
+    const row: ReservationRow = Object.freeze({ id, leaf, maximumCost, capturedPath: Object.freeze([...path]), createdAt: now });
+    return { ok: true, id, effect: { transaction: { putReservations: [row] }, patch: null, event: { kind: "reserved", id, leaf, amount: maximumCost } } };
   }
 
   /**
-   * Charges `actualCost` (0 … maximumCost) to the captured path and releases the earmark, exactly once
-   * (node.md §8): the charge patch and the row deletion commit together, then the patch is installed and
-   * published. An unknown id (already completed, cancelled, or never reserved) charges nothing.
+   * Plans charging `actualCost` (0 … maximumCost) to the captured path and releasing the earmark
+   * (node.md §8): the charge is applied with `chargeCaptured` to `work` — the node's replica inside a
+   * transaction it rolls back if the commit fails — and the effect deletes the row in the same commit,
+   * so the charge happens exactly once. An unknown id (completed, cancelled, never reserved) charges
+   * nothing. A ledger refusal here is a broken invariant: {@link LedgerInvariantError}.
    */
-  complete(id: ReservationId, actualCost: bigint): CompleteResult {
-    return this.#finish(id, actualCost, "completed");
+  complete(work: LedgerReplica, id: ReservationId, actualCost: bigint, kind: "completed" | "cancelled" = "completed"): CompletePlan {
+    if (typeof id !== "string") throw new TypeError("complete: id must be a ReservationId");
+    if (typeof actualCost !== "bigint") throw new TypeError("complete: actualCost must be a bigint");
+    const row = this.#rows.get(id);
+    if (row === undefined) return { ok: true, outcome: "no-such-reservation" };
+    if (actualCost < 0n || actualCost > row.maximumCost) {
+      return { ok: false, refusal: { kind: "cost-out-of-range", actualCost, maximumCost: row.maximumCost } };
+    }
+    let patch: EntitlementLedger | null = null;
+    if (actualCost > 0n) {
+      const r = work.chargeCaptured(this.#self, row.capturedPath, actualCost);
+      if (!r.ok) throw new LedgerInvariantError(`charging reservation ${id} on its captured path`, r.refusal);
+      patch = r.patch;
+    }
+    const amount = kind === "cancelled" ? row.maximumCost : actualCost;
+    return { ok: true, outcome: "charged", charged: actualCost, effect: { transaction: { deleteReservations: [id] }, patch, event: { kind, id, leaf: row.leaf, amount } } };
   }
 
-  /** `complete(id, 0n)`: releases the earmark, charges nothing, publishes nothing. */
-  cancel(id: ReservationId): CompleteResult {
-    return this.#finish(id, 0n, "cancelled");
+  /** Installs a committed effect: adds the rows it put, removes those it deleted (and their earmarks). */
+  install(effect: ReservationEffect): void {
+    for (const row of effect.transaction.putReservations ?? []) this.#add(row);
+    for (const id of effect.transaction.deleteReservations ?? []) {
+      const row = this.#rows.get(id);
+      if (row === undefined) continue;
+      this.#rows.delete(id);
+      const left = this.earmarked(row.leaf) - row.maximumCost;
+      if (left === 0n) this.#earmarks.delete(row.leaf);
+      else this.#earmarks.set(row.leaf, left);
+    }
   }
 
   /** Units earmarked at `leaf` by open reservations. */
@@ -148,9 +168,9 @@ export class ReservationTable {
     return this.#earmarks.get(leaf) ?? 0n;
   }
 
-  /** `holdings(leaf, self) − earmarked(leaf)` on the current view. */
-  available(leaf: GroupId): bigint {
-    return this.#o.view().holdings(leaf, this.#o.self) - this.earmarked(leaf);
+  /** `holdings(leaf, self) − earmarked(leaf)` on `view`. */
+  available(view: ReservationLedgerView, leaf: GroupId): bigint {
+    return view.holdings(leaf, this.#self) - this.earmarked(leaf);
   }
 
   /** The open reservation `id`, or null. */
@@ -176,36 +196,5 @@ export class ReservationTable {
   #add(row: ReservationRow): void {
     this.#rows.set(row.id, row);
     this.#earmarks.set(row.leaf, this.earmarked(row.leaf) + row.maximumCost);
-  }
-
-  #finish(id: ReservationId, actualCost: bigint, kind: "completed" | "cancelled"): CompleteResult {
-    if (typeof id !== "string") throw new TypeError("complete: id must be a ReservationId");
-    if (typeof actualCost !== "bigint") throw new TypeError("complete: actualCost must be a bigint");
-    if (this.#o.closed?.() === true) return { ok: false, refusal: { kind: "closed" } };
-    const row = this.#rows.get(id);
-    if (row === undefined) return { ok: true, charged: 0n, outcome: "no-such-reservation" };
-    if (actualCost < 0n || actualCost > row.maximumCost) {
-      return { ok: false, refusal: { kind: "cost-out-of-range", actualCost, maximumCost: row.maximumCost } };
-    }
-    let patch: EntitlementLedger | null = null;
-    if (actualCost > 0n) {
-      const r = chargeOn(this.#o.view(), this.#o.self, row.capturedPath, actualCost);
-      if (!r.ok) throw new LedgerInvariantError(`charging reservation ${id} on its captured path`, r.refusal);
-      patch = r.patch;
-    }
-    this.#o.commit({
-      ...(patch === null ? {} : { patches: [{ origin: "own", body: patchBytes(patch) }] }),
-      deleteReservations: [id],
-    });
-    this.#rows.delete(id);
-    const left = this.earmarked(row.leaf) - row.maximumCost;
-    if (left === 0n) this.#earmarks.delete(row.leaf);
-    else this.#earmarks.set(row.leaf, left);
-    if (patch !== null) {
-      this.#o.install(patch);
-      this.#o.publish(patch);
-    }
-    this.#o.onEvent?.({ kind, id, leaf: row.leaf, amount: kind === "cancelled" ? row.maximumCost : actualCost });
-    return { ok: true, charged: actualCost, outcome: "charged" };
   }
 }

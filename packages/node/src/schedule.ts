@@ -43,7 +43,12 @@ export function policyEdges(
 
 /** Everything one allocation round at a parent reads (node.md §7). */
 export interface ScheduleInput {
-  readonly view: EntitlementLedger;
+  /**
+   * The working copy: every seat and grant is applied to it as it is decided, so each reads the state
+   * that absorbed the previous ones. The node passes its own replica inside a transaction it commits
+   * or rolls back; a caller that wants the view untouched passes a copy.
+   */
+  readonly work: LedgerReplica;
   readonly parent: GroupId;
   readonly self: ReplicaId;
   /** Units earmarked at `parent` by open reservations (never delegated). */
@@ -72,16 +77,17 @@ export interface SchedulePlan extends ScheduleResult {
 }
 
 /**
- * One allocation round at `parent` (node.md §7), as a pure function of the view: seat newborns and clamp
+ * One allocation round at `parent` (node.md §7), a function of the working copy: seat newborns and clamp
  * wakers against one front (`settleJoiners`), then grant this peer's unearmarked holdings at `parent`
- * quantum by quantum among the seated children, each grant applied with `delegate` on a working copy
- * that already absorbed the previous patches. The grants are those of the literal loop
+ * quantum by quantum among the seated children, each grant applied with `delegate` on the working copy
+ * that already absorbed the previous patches. Costs the size of `parent`'s children and of the patch,
+ * never of the whole ledger. The grants are those of the literal loop
  * `pick` → `delegate` (policy.md §7; `HeddlePolicy.allocate` is that loop on an incremental engine, and
  * every grant is still applied with `delegate`, whose refusal stops the round).
  */
 export function planSchedule(input: ScheduleInput): SchedulePlan {
-  const { view, parent, self, policy } = input;
-  const edges = policyEdges(view, parent, input.demand, input.offsets);
+  const { work, parent, self, policy } = input;
+  const edges = policyEdges(work, parent, input.demand, input.offsets);
   const children = edges.map((e) => e.record.id);
   if (edges.length === 0) {
     return { grants: [], seated: [], clamped: [], patch: null, children, offsets: new Map(), observed: new Map(), refusals: 0 };
@@ -92,7 +98,6 @@ export function planSchedule(input: ScheduleInput): SchedulePlan {
     if (o !== undefined) observedHere.set(id, o);
   }
   const plan = HeddlePolicy.settleJoiners({ edges, observed: observedHere, sleeperCredit: policy.sleeperCredit ?? 0n });
-  const work = new LedgerReplica(view);
   const patch = new LedgerReplica();
   let changed = false;
   const seated: AttachmentId[] = [];

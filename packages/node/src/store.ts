@@ -1,4 +1,4 @@
-import { EntitlementLedger } from "@heddle/ledger";
+import { EntitlementLedger, LedgerReplica } from "@heddle/ledger";
 import type { AttachmentId, GroupId, ReplicaId } from "@heddle/ledger";
 
 /** A reservation's id, `${self}/${epoch}/${n}`: unique across restarts because `epoch` rises per boot (node.md §1). */
@@ -159,9 +159,11 @@ export function patchBytes(value: EntitlementLedger): Uint8Array {
  * order. Throws `LedgerDecodeError` if a stored body does not decode (a damaged store).
  */
 export function restoreLedger(genesis: EntitlementLedger, persisted: PersistedState): EntitlementLedger {
+  if (persisted.snapshot === null && persisted.patches.length === 0) return genesis;
   const dec = new TextDecoder("utf-8", { fatal: true });
-  let state = genesis;
-  if (persisted.snapshot !== null) state = state.join(EntitlementLedger.decode(dec.decode(persisted.snapshot)));
-  for (const p of persisted.patches) state = state.join(EntitlementLedger.decode(dec.decode(p)));
-  return state;
+  // Joined in place: each row costs its own size (the rows are deltas; a snapshot holds the rest).
+  const state = new LedgerReplica(genesis);
+  if (persisted.snapshot !== null) state.apply(EntitlementLedger.decode(dec.decode(persisted.snapshot)));
+  for (const p of persisted.patches) state.apply(EntitlementLedger.decode(dec.decode(p)));
+  return state.snapshot();
 }

@@ -1,4 +1,4 @@
-import { AttachmentId, EntitlementLedger, GroupId, Weight } from "@heddle/ledger";
+import { AttachmentId, EntitlementLedger, GroupId, LedgerReplica, Weight } from "@heddle/ledger";
 import type { AttachmentRecord, Refusal } from "@heddle/ledger";
 
 /** A weight as written in a tree: a positive integer `n` (= n/1) or a pair `[num, den]`. */
@@ -144,17 +144,16 @@ export type TopologyPatchResult =
  * root. Stops at the first refusal.
  */
 export function prepareAndActivate(base: EntitlementLedger, records: readonly AttachmentRecord[]): TopologyPatchResult {
-  let work = base;
-  let patch = EntitlementLedger.EMPTY;
+  // A mutable working copy: each step joins in O(its patch), so n records cost O(n), not O(n²).
+  const work = new LedgerReplica(base);
+  const patch = new LedgerReplica();
   for (const rec of records) {
     const p = work.prepare(rec);
     if (!p.ok) return { ok: false, edge: rec.id, step: "prepare", refusal: p.refusal };
-    work = work.join(p.patch);
-    patch = patch.join(p.patch);
+    patch.apply(p.patch);
     const a = work.activate(rec.id);
     if (!a.ok) return { ok: false, edge: rec.id, step: "activate", refusal: a.refusal };
-    work = work.join(a.patch);
-    patch = patch.join(a.patch);
+    patch.apply(a.patch);
   }
-  return { ok: true, patch, ledger: work };
+  return { ok: true, patch: patch.snapshot(), ledger: work.snapshot() };
 }

@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { EntitlementLedger, Rational } from "@heddle/ledger";
 import { DEMAND_NONE } from "@heddle/policy";
-import { BootstrapError, InjectedCommitFailure, failingStore, heddleStatic, memoryStore, seededRandom, staticGenesis, fnv1a64 } from "../src/index.ts";
+import { BootstrapError, heddleStatic, memoryStore, seededRandom, staticGenesis, fnv1a64 } from "../src/index.ts";
+import { InjectedCommitFailure, WIRE_VERSION, failingStore } from "../src/testing.ts";
 import { Cluster, D, FLAT, HUNGRY, conservation, e, g, r, rec } from "./node-sim.ts";
 
 const issued = (c: Cluster, p: string, edge: string) => c.n(p).ledger.get().edge(e(edge))?.issued;
@@ -60,7 +61,7 @@ describe("node.md §16 acceptance (integrated node, MemoryNetwork + VirtualTimer
     const spy = c.net.join("spy");
     const frames: Uint8Array[] = [];
     spy.onFrame((from, f) => {
-      if (from === "a" && f[0] === 1 && new TextDecoder().decode(f.subarray(1)).includes('"kind":"delta"')) frames.push(f.slice());
+      if (from === "a" && f[0] === 1 && f[1] === WIRE_VERSION && f[2] === 1) frames.push(f.slice()); // ledger channel, delta
     });
     c.timers.advanceBy(10);
     c.n("a").advertise(e("e1"), HUNGRY);

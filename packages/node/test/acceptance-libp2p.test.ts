@@ -6,7 +6,7 @@ import { createInterface } from "node:readline";
 import { describe, expect, it } from "vitest";
 import { GroupId, ReplicaId } from "@heddle/ledger";
 import { heddleStatic, libp2pSeam, loadOrCreatePeerKey, peerIdOf, realTimers, seededRandom, sqliteStore, type HeddleNode, type Libp2pSeam } from "../src/index.ts";
-import { startLibp2pSeams, sleep } from "./libp2p-harness.ts";
+import { startLibp2pSeams, sleep } from "@heddle/seam/testing";
 import { FLAT, HUNGRY, conservation, e, g } from "./node-sim.ts";
 
 async function until(cond: () => boolean, what: string, ms = 30_000): Promise<void> {
@@ -21,7 +21,7 @@ const config = (k: number, store: ReturnType<typeof sqliteStore>) => ({
   policy: { quantum: 10n }, maxHoldingsPerPeer: 1_000n, timers: realTimers, random: seededRandom(240 + k), store, antiEntropyIntervalMs: 200,
 });
 
-describe("node.md §16 A24 over libp2p on 127.0.0.1 (the seam conformance suite runs in seam-conformance.libp2p.test.ts)", () => {
+describe("node.md §16 A24 over libp2p on 127.0.0.1 (the seam conformance suite runs in packages/seam/test)", () => {
   it("A24 A2 and A12 over three in-process libp2p seams, then one crash-restart with the same key and SQLite store", async () => {
     const dir = mkdtempSync(join(tmpdir(), "heddle-a24-"));
     const { seams, keys } = await startLibp2pSeams(3);

@@ -5,7 +5,8 @@ import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { describe, expect, it } from "vitest";
 import { GroupId, ReplicaId } from "@heddle/ledger";
-import { MemoryNetwork, VirtualTimers, heddleStatic, seededRandom, sqliteStore, type HeddleNode } from "../src/index.ts";
+import { MemoryNetwork, heddleStatic, seededRandom, sqliteStore, type HeddleNode } from "../src/index.ts";
+import { VirtualTimers } from "../src/testing.ts";
 import { CRASH_SUPPLY, CRASH_TOPOLOGY, crashCost } from "./fixtures/crash-cost.ts";
 import { conservation } from "./node-sim.ts";
 

@@ -1,6 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { DemandBoard, MemoryNetwork, RejectionCounter, VirtualTimers, canonicalBytes, muxSeam, seededRandom, type Seam } from "../src/index.ts";
+import { MemoryNetwork, muxSeam, seededRandom, type Seam } from "../src/index.ts";
+import { DemandBoard, RejectionCounter, VirtualTimers, canonicalBytes } from "../src/testing.ts";
 
 const NONE = { targetOutstanding: 0n, maximumUsefulGrant: 0n };
 const D = (t: bigint, g: bigint) => ({ targetOutstanding: t, maximumUsefulGrant: g });

@@ -1,8 +1,9 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { EntitlementLedger, GroupId, LedgerOverflowError, Rational, ReplicaId, Weight } from "@heddle/ledger";
+import { EntitlementLedger, GroupId, LedgerOverflowError, LedgerReplica, Rational, ReplicaId, Weight } from "@heddle/ledger";
 import { HeddlePolicy, type Demand, type Grant } from "@heddle/policy";
-import { StoreMismatchError, boundMetrics, heddleStatic, planSchedule, policyEdges, staticGenesis } from "../src/index.ts";
+import { StoreMismatchError, heddleStatic, staticGenesis } from "../src/index.ts";
+import { boundMetrics, planSchedule, policyEdges } from "../src/testing.ts";
 import { Cluster, D, HUNGRY, e, g, r, rec } from "./node-sim.ts";
 
 describe("schedule (§7): the planned round is the literal pick → delegate loop", () => {
@@ -20,7 +21,7 @@ describe("schedule (§7): the planned round is the literal pick → delegate loo
           const view = staticGenesis(GroupId("root"), new Map([[self, BigInt(supply)]]), topology);
           const demands = new Map(kids.map((k, i) => [`k${i}`, D(BigInt(k.target), BigInt(k.max))]));
           const demand = (id: string): Demand => demands.get(id) ?? D(0n, 0n);
-          const plan = planSchedule({ view, parent: GroupId("root"), self, earmarked: BigInt(earmarked), demand, offsets: new Map(), observed: new Map(), policy: { quantum: BigInt(quantum) }, maxGrants });
+          const plan = planSchedule({ work: new LedgerReplica(view), parent: GroupId("root"), self, earmarked: BigInt(earmarked), demand, offsets: new Map(), observed: new Map(), policy: { quantum: BigInt(quantum) }, maxGrants });
           // Literal loop: seat every newborn at the origin (empty view: front null), then pick + delegate.
           let work = view;
           for (const s of plan.seated) {
@@ -62,7 +63,7 @@ describe("schedule (§7) on a partial view (ledger.md ⟨1.1⟩ detached lineage
     expect(partial.lineageOf(g("m"))).toBeNull();
     expect(partial.holdings(g("m"), self)).toBe(0n);
     const round = (view: EntitlementLedger) =>
-      planSchedule({ view, parent: GroupId("m"), self, earmarked: 0n, demand: () => HUNGRY, offsets: new Map(), observed: new Map(), policy: { quantum: 5n }, maxGrants: 10 });
+      planSchedule({ work: new LedgerReplica(view), parent: GroupId("m"), self, earmarked: 0n, demand: () => HUNGRY, offsets: new Map(), observed: new Map(), policy: { quantum: 5n }, maxGrants: 10 });
     const detached = round(partial);
     expect(detached.grants).toEqual([]);
     expect(detached.refusals).toBe(0);

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { HeddlePeer, libp2pSeam, realTimers, seededRandom, type Libp2pSeam } from "../src/index.ts";
-import { startLibp2pSeams, sleep } from "./libp2p-harness.ts";
+import { libp2pSeam, realTimers, seededRandom, type Libp2pSeam } from "../src/index.ts";
+import { startLibp2pSeams, sleep } from "@heddle/seam/testing";
 import { conserved, randomMutation } from "./libp2p-peers.ts";
-import { simGenesis } from "./replication-sim.ts";
+import { replicaOn, simGenesis, type SeamReplica } from "./replication-sim.ts";
 
 async function until(cond: () => boolean, what: string, ms = 30_000): Promise<void> {
   const end = Date.now() + ms;
@@ -17,9 +17,9 @@ describe("replication over real libp2p on 127.0.0.1 (in one process)", () => {
     const { seams, keys } = await startLibp2pSeams(5);
     const ids = seams.map((s) => s.self);
     const genesis = simGenesis(ids);
-    const config = (k: number) => ({ timers: realTimers, random: seededRandom(50 + k), antiEntropyIntervalMs: 250 });
-    const peers = seams.map((seam, k) => new HeddlePeer({ seam, genesis, epoch: 0, config: config(k) }));
-    const all: { seam: Libp2pSeam; peer: HeddlePeer }[] = seams.map((seam, k) => ({ seam, peer: peers[k]! }));
+    const start = (seam: Libp2pSeam, k: number, incarnation = 1, initial = genesis) =>
+      replicaOn(seam, { genesis, initial, incarnation, timers: realTimers, random: seededRandom(50 + k), config: { antiEntropyIntervalMs: 250 } });
+    const all: { seam: Libp2pSeam; peer: SeamReplica }[] = seams.map((seam, k) => ({ seam, peer: start(seam, k) }));
     const equal = () => all.every((p) => p.peer.ledger.get().equals(all[0]!.peer.ledger.get()));
     try {
       await until(() => seams.every((s) => s.peers.get().size === 4), "full mesh");
@@ -45,7 +45,7 @@ describe("replication over real libp2p on 127.0.0.1 (in one process)", () => {
         allowOnlyRoster: true, timers: realTimers, random: seededRandom(99), redialMinMs: 100, redialMaxMs: 1_000,
       });
       expect(seam.self).toBe(ids[4]);
-      const peer = new HeddlePeer({ seam, genesis, initial: saved, epoch: 1, config: config(9) });
+      const peer = start(seam, 9, 2, saved);
       all[4] = { seam, peer };
       for (let round = 0; round < 10; round++) for (const p of all) spent += randomMutation(p.peer, rnd);
       await until(equal, "convergence after restart");
@@ -53,7 +53,7 @@ describe("replication over real libp2p on 127.0.0.1 (in one process)", () => {
       expect(l.validate()).toEqual([]);
       expect(conserved(l)).toBe(true);
       expect(l.leafSpentTotal()).toBe(spent);
-      for (const p of all) expect(Object.values(p.peer.metrics().framesRejected).reduce((a, b) => a + b, 0)).toBe(0);
+      for (const p of all) expect(p.peer.rejections.total()).toBe(0);
     } finally {
       for (const p of all) {
         await p.peer.shutdown();

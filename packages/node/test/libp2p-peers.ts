@@ -1,11 +1,11 @@
 import { AttachmentId, EntitlementLedger, GroupId, ReplicaId } from "@heddle/ledger";
-import type { HeddlePeer } from "../src/index.ts";
+import type { SeamReplica } from "./replication-sim.ts";
 
 /**
  * One random local mutation on `peer` (delegate, release or spend within its own holdings),
  * published through replication. Returns the units spent (0 if none).
  */
-export function randomMutation(peer: HeddlePeer, rnd: () => number): bigint {
+export function randomMutation(peer: Pick<SeamReplica, "self" | "ledger" | "publish">, rnd: () => number): bigint {
   const l = peer.ledger.get();
   const self = ReplicaId(peer.self);
   const edges = ["e1", "e2", "e3", "e4"];

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { LivenessMonitor, MemoryNetwork, RejectionCounter, VirtualTimers, muxSeam, seededRandom, type PartitionEvent, type Seam } from "../src/index.ts";
+import { MemoryNetwork, muxSeam, seededRandom, type PartitionEvent, type Seam } from "../src/index.ts";
+import { LivenessMonitor, RejectionCounter, VirtualTimers } from "../src/testing.ts";
 
 function pair() {
   const timers = new VirtualTimers();

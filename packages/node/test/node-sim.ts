@@ -1,9 +1,10 @@
 import { AttachmentId, EntitlementLedger, GroupId, ReplicaId, Weight, type AttachmentRecord } from "@heddle/ledger";
 import type { Demand } from "@heddle/policy";
 import {
-  MemoryNetwork, VirtualTimers, heddleStatic, memoryStore, seededRandom,
+  MemoryNetwork, heddleStatic, memoryStore, seededRandom,
   type HeddleConfig, type HeddleNode, type HeddleStore, type LinkFaults, type NodeEvent, type PartitionEvent, type Seam,
 } from "../src/index.ts";
+import { VirtualTimers } from "../src/testing.ts";
 
 /** `Demand(target, maxGrant)`. */
 export const D = (targetOutstanding: bigint, maximumUsefulGrant: bigint): Demand => ({ targetOutstanding, maximumUsefulGrant });

@@ -27,11 +27,14 @@ interface ChaosOutcome {
  * One seeded chaos run (node.md §16 A3 without the node-level calls of the next issue): random
  * delegate / release / spend / new leaf edges on every peer, drop 20 %, duplicate 20 %, delay
  * 0–200 ms, random silent and disconnect partitions and heals, one crash and restart; then heal,
- * stop dropping, settle.
+ * stop dropping, settle. With `antiEntropy` off, no periodic digest repairs anything: convergence rests on
+ * replication's own bookkeeping — acks, cursors, resends, tail re-offers, handshakes — so a bug there
+ * (an ack past a gap, a cursor that skips a seq) shows up as a run that never settles.
  */
-function chaosRun(n: number, seed: number): ChaosOutcome {
+function chaosRun(n: number, seed: number, antiEntropy = true): ChaosOutcome {
   const ids = Array.from({ length: n }, (_, i) => `peer-${i}`);
-  const sim = new ReplicationSim(ids, seed);
+  // Without anti-entropy nothing else repairs a lost handshake, so handshakes must not give up.
+  const sim = new ReplicationSim(ids, seed, antiEntropy ? {} : { config: { antiEntropy: false, fullStateRetryLimit: 1_000_000 } });
   const rnd = seededRandom(seed * 1000 + 999);
   sim.net.setFaults("*", "*", { dropRate: 0.2, duplicateRate: 0.2, delayMs: [0, 200] });
   const crashAt = 1_000 + Math.floor(rnd() * 4_000);
@@ -136,6 +139,23 @@ describe("seeded chaos convergence on MemoryNetwork (node.md §16 A3)", () => {
         } catch (e) {
           const msg = e instanceof Error ? e.message : String(e);
           throw new Error(`chaos failed for ${n} peers, seed ${seed} (reproduce: HEDDLE_SEED=${seed} HEDDLE_CHAOS_SEEDS=1): ${msg}`);
+        }
+      }
+    }, 60_000 + seeds * 2_000);
+  }
+
+  for (const n of [3, 5]) {
+    it(`anti-entropy off (replication's own bookkeeping only): ${n} peers, ${seeds} seeds from ${firstSeed}: equal, valid, conserved`, () => {
+      for (let seed = firstSeed; seed < firstSeed + seeds; seed++) {
+        try {
+          const out = chaosRun(n, seed, false);
+          expect(out.mutations).toBeGreaterThan(20);
+          expect(out.ledger.validate()).toEqual([]);
+          expect(conservationHolds(out.ledger)).toBe(true);
+          expect(out.ledger.leafSpentTotal()).toBe(out.spent);
+        } catch (e) {
+          const msg = e instanceof Error ? e.message : String(e);
+          throw new Error(`chaos (anti-entropy off) failed for ${n} peers, seed ${seed} (reproduce: HEDDLE_SEED=${seed} HEDDLE_CHAOS_SEEDS=1): ${msg}`);
         }
       }
     }, 60_000 + seeds * 2_000);

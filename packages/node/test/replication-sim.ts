@@ -1,9 +1,10 @@
-import { AttachmentId, EntitlementLedger, GroupId, ReplicaId, Weight, type AttachmentRecord } from "@heddle/ledger";
+import { AttachmentId, EntitlementLedger, GroupId, LedgerReplica, ReplicaId, Weight, fnv1a64, type AttachmentRecord } from "@heddle/ledger";
+import { ChannelTag, MemoryNetwork, muxSeam, seededRandom, type CutMode, type Seam, type Timers } from "@heddle/seam";
+import { VirtualTimers } from "@heddle/seam/testing";
+import type { FrameRejected } from "../src/index.ts";
 import {
-  ChannelTag, LedgerReplication, MemoryNetwork, RejectionCounter, VirtualTimers, entitlementLedgerLattice, fnv1a64, muxSeam, seededRandom,
-  type CutMode, type FrameRejected, type ReplicationConfig, type Seam,
-} from "../src/index.ts";
-import { REPLICATION_DEFAULTS } from "../src/index.ts";
+  REPLICATION_DEFAULTS, RejectionCounter, ReplicationCore, ReplicationDriver, WIRE_ENVELOPE_BYTES, type ReplicationConfig, type ReplicationDriverOptions,
+} from "../src/testing.ts";
 
 /** Genesis of a simulated run: supply per peer, a two-level tree, every edge prepared and activated. */
 export function simGenesis(peers: string[], supply = 1_000n, extra: AttachmentRecord[] = []): EntitlementLedger {
@@ -34,18 +35,60 @@ export const SIM_CONFIG: ReplicationConfig = {
   peerEvictionMs: 30_000,
 };
 
-/** One simulated peer: its seam, mux channel, replication and rejection counter. */
+/**
+ * One simulated replica: a `LedgerReplica` replicated by a `ReplicationCore` through its driver, without
+ * the rest of a node. `publish` is the local mutation path with an always-successful commit.
+ */
+export class SimReplica {
+  readonly replica: LedgerReplica;
+  readonly driver: ReplicationDriver;
+  readonly ledger: { get(): EntitlementLedger };
+
+  constructor(o: Omit<ReplicationDriverOptions, "core"> & { initial: EntitlementLedger; genesis: EntitlementLedger; incarnation: number; config: ReplicationConfig; random: () => number; restarted: boolean }) {
+    this.replica = new LedgerReplica(o.initial);
+    const core = new ReplicationCore({
+      self: o.channel.self,
+      incarnation: o.incarnation,
+      replica: this.replica,
+      genesis: o.genesis,
+      config: o.config,
+      random: o.random,
+      now: o.timers.now(),
+      restarted: o.restarted,
+      valueBudget: Math.min(o.config.maxFrameBytes, o.channel.maxFrameBytes) - WIRE_ENVELOPE_BYTES,
+    });
+    this.driver = new ReplicationDriver({ ...o, core, maxFrameBytes: Math.min(o.config.maxFrameBytes, o.channel.maxFrameBytes) });
+    const replica = this.replica;
+    this.ledger = { get: () => replica.snapshot() };
+  }
+
+  /** A committed local patch: joined into the replica, then published. */
+  publish(patch: EntitlementLedger): void {
+    this.replica.apply(patch);
+    this.driver.publish(patch);
+  }
+
+  metrics(): ReturnType<ReplicationDriver["metrics"]> {
+    return this.driver.metrics();
+  }
+
+  close(): void {
+    this.driver.close();
+  }
+}
+
+/** One simulated peer: its seam, replica and rejection counter. */
 export interface SimPeer {
   id: string;
   seam: Seam;
-  rep: LedgerReplication<EntitlementLedger>;
+  rep: SimReplica;
   rejections: RejectionCounter;
   rejected: FrameRejected[];
   incarnation: number;
   alive: boolean;
 }
 
-/** A deterministic simulation of `LedgerReplication` peers over a `MemoryNetwork`. */
+/** A deterministic simulation of replicas over a `MemoryNetwork`. */
 export class ReplicationSim {
   readonly timers = new VirtualTimers();
   readonly net: MemoryNetwork;
@@ -61,22 +104,24 @@ export class ReplicationSim {
     this.net = new MemoryNetwork({ timers: this.timers, random: seededRandom(seed * 1000), ...(opts.maxFrameBytes ? { maxFrameBytes: opts.maxFrameBytes } : {}) });
     this.genesis = opts.genesis ?? simGenesis(ids);
     this.genesisDigest = fnv1a64(this.genesis.encode());
-    ids.forEach((id, k) => this.#start(id, this.net.join(id), 0, this.genesis, k));
+    ids.forEach((id, k) => this.#start(id, this.net.join(id), 1, this.genesis, k));
   }
 
   #start(id: string, seam: Seam, incarnation: number, initial: EntitlementLedger, k: number): void {
     const rejected: FrameRejected[] = [];
     const rejections = new RejectionCounter(this.timers, 60_000, (e) => rejected.push(e));
-    const rep = new LedgerReplication({
+    const rep = new SimReplica({
       channel: muxSeam(seam).channel(ChannelTag.ledger),
       incarnation,
-      genesis: this.genesisDigest,
+      genesis: this.genesis,
+      genesisDigest: this.genesisDigest,
       initial,
-      lattice: entitlementLedgerLattice,
       timers: this.timers,
       random: seededRandom(this.seed * 1000 + 1 + k + incarnation * 97),
       config: this.config,
       rejections,
+      maxFrameBytes: this.config.maxFrameBytes,
+      restarted: incarnation > 1,
     });
     this.peers.set(id, { id, seam, rep, rejections, rejected, incarnation, alive: true });
   }
@@ -108,8 +153,10 @@ export class ReplicationSim {
   }
 
   converged(): boolean {
-    const texts = this.live().map((p) => p.rep.ledger.get().encode());
-    return texts.every((t) => t === texts[0]);
+    const texts = this.live().map((p) => p.rep.replica.digest());
+    if (!texts.every((t) => t === texts[0])) return false;
+    const enc = this.live().map((p) => p.rep.ledger.get().encode());
+    return enc.every((t) => t === enc[0]);
   }
 
   /** Advances virtual time until every live pair is byte-identical; false after `limitMs`. */
@@ -120,4 +167,39 @@ export class ReplicationSim {
     }
     return this.converged();
   }
+}
+
+/** A replica replicated over any seam (libp2p in tests that use real sockets), with its own rejection counter. */
+export interface SeamReplica {
+  readonly self: string;
+  readonly rep: SimReplica;
+  readonly rejections: RejectionCounter;
+  readonly ledger: { get(): EntitlementLedger };
+  publish(patch: EntitlementLedger): void;
+  shutdown(): Promise<void>;
+}
+
+/** Starts replication of `initial` (default: genesis) on `seam`'s ledger channel. */
+export function replicaOn(
+  seam: Seam,
+  o: { genesis: EntitlementLedger; initial?: EntitlementLedger; incarnation: number; timers: Timers; random: () => number; config?: Partial<ReplicationConfig> },
+): SeamReplica {
+  const config = { ...REPLICATION_DEFAULTS, ...o.config };
+  const rejections = new RejectionCounter(o.timers, 60_000, () => {});
+  const channel = muxSeam(seam).channel(ChannelTag.ledger);
+  const rep = new SimReplica({
+    channel, incarnation: o.incarnation, genesis: o.genesis, genesisDigest: fnv1a64(o.genesis.encode()), initial: o.initial ?? o.genesis,
+    timers: o.timers, random: o.random, config, rejections, maxFrameBytes: config.maxFrameBytes, restarted: o.incarnation > 1,
+  });
+  return {
+    self: seam.self,
+    rep,
+    rejections,
+    ledger: rep.ledger,
+    publish: (p) => rep.publish(p),
+    shutdown: async () => {
+      rep.close();
+      await channel.close();
+    },
+  };
 }

@@ -5,9 +5,9 @@ import { AttachmentId, EntitlementLedger, GroupId, LedgerReplica, Rational, Repl
 import fc from "fast-check";
 import { afterAll, describe, expect, it } from "vitest";
 import { memoryStore } from "../src/memory-store.ts";
-import { LedgerInvariantError, ReservationTable, type ReservationEvent } from "../src/reservation-table.ts";
+import { LedgerInvariantError, ReservationTable, type CompleteResult, type ReservationEvent, type ReserveResult } from "../src/reservation-table.ts";
 import { sqliteStore } from "../src/sqlite-store.ts";
-import { failingStore, InjectedCommitFailure, restoreLedger, type HeddleStore, type ReservationRow } from "../src/store.ts";
+import { failingStore, InjectedCommitFailure, patchBytes, restoreLedger, type HeddleStore, type ReservationRow, type StoreTx } from "../src/store.ts";
 
 const dirs: string[] = [];
 afterAll(() => {
@@ -66,7 +66,11 @@ const GENESIS = genesis();
 const LEAF_EDGE: Record<string, string> = { g1: "e1", g2: "e2", g3: "et3" };
 const INITIAL: Record<string, bigint> = { g1: 40n, g2: 20n, g3: 30n };
 
-/** A node's reservation path reduced to its parts: store, state, commit-install-publish, fail closed. */
+/**
+ * A node's reservation path reduced to its parts: the table plans an effect, the harness commits it to the
+ * store, then installs it in the table, joins and "publishes" the charge — the order `Node.#apply` uses.
+ * A failing commit fails the harness closed and rethrows, so tests can see exactly which call hit it.
+ */
 class Harness {
   readonly open: () => HeddleStore;
   readonly store: HeddleStore;
@@ -76,7 +80,18 @@ class Harness {
   readonly events: ReservationEvent[] = [];
   failedClosed = false;
   clock = 1_000;
-  readonly table: ReservationTable;
+  readonly rows: ReservationTable;
+  /** The table as a node exposes it: plan, commit, install, publish, emit. */
+  readonly table: {
+    reserve(leaf: GroupId, max: bigint): ReserveResult;
+    complete(id: string, cost: bigint): CompleteResult;
+    cancel(id: string): CompleteResult;
+    earmarked(leaf: GroupId): bigint;
+    available(leaf: GroupId): bigint;
+    get(id: string): ReservationRow | null;
+    open(): ReservationRow[];
+    readonly size: number;
+  };
 
   /** Boots a store from `open` (a memory store hands back the same object; sqlite opens the file again). */
   constructor(open: () => HeddleStore, base: EntitlementLedger = GENESIS) {
@@ -86,25 +101,57 @@ class Harness {
     const { epoch, persisted } = store.boot(SELF, "genesis-digest");
     this.epoch = epoch;
     this.state = restoreLedger(base, persisted);
-    this.table = new ReservationTable({
-      self: SELF,
-      epoch,
-      commit: (tx) => {
-        try {
-          store.commit(tx);
-        } catch (err) {
-          this.failedClosed = true; // node.md §9.4
-          throw err;
-        }
+    this.rows = new ReservationTable({ self: SELF, epoch, restored: persisted.reservations });
+    const h = this;
+    const rows = this.rows;
+    const finish = (id: string, cost: bigint, kind: "completed" | "cancelled"): CompleteResult => {
+      if (typeof id !== "string") throw new TypeError("complete: id must be a ReservationId");
+      if (typeof cost !== "bigint") throw new TypeError("complete: actualCost must be a bigint");
+      if (h.failedClosed) return { ok: false, refusal: { kind: "closed" } };
+      const plan = rows.complete(new LedgerReplica(h.state), id, cost, kind);
+      if (!plan.ok) return plan;
+      if (plan.outcome === "no-such-reservation") return { ok: true, charged: 0n, outcome: "no-such-reservation" };
+      const patch = plan.effect.patch;
+      h.commit({ ...plan.effect.transaction, ...(patch === null ? {} : { patches: [{ origin: "own", body: patchBytes(patch) }] }) });
+      rows.install(plan.effect);
+      if (patch !== null) {
+        h.state = h.state.join(patch);
+        h.published.push(patch);
+      }
+      h.events.push(plan.effect.event);
+      return { ok: true, charged: plan.charged, outcome: "charged" };
+    };
+    this.table = {
+      reserve(leaf, max) {
+        if (typeof leaf !== "string") throw new TypeError("reserve: leaf must be a GroupId");
+        if (typeof max !== "bigint") throw new TypeError("reserve: maximumCost must be a bigint");
+        if (h.failedClosed) return { ok: false, refusal: { kind: "closed" } };
+        const plan = rows.reserve(h.state, leaf, max, h.clock);
+        if (!plan.ok) return plan;
+        h.commit(plan.effect.transaction);
+        rows.install(plan.effect);
+        h.events.push(plan.effect.event);
+        return { ok: true, id: plan.id };
       },
-      view: () => this.state,
-      install: (p) => (this.state = this.state.join(p)),
-      publish: (p) => this.published.push(p),
-      closed: () => this.failedClosed,
-      now: () => this.clock,
-      restored: persisted.reservations,
-      onEvent: (ev) => this.events.push(ev),
-    });
+      complete: (id, cost) => finish(id, cost, "completed"),
+      cancel: (id) => finish(id, 0n, "cancelled"),
+      earmarked: (leaf) => rows.earmarked(leaf),
+      available: (leaf) => rows.available(h.state, leaf),
+      get: (id) => rows.get(id),
+      open: () => rows.open(),
+      get size() {
+        return rows.size;
+      },
+    };
+  }
+
+  commit(tx: StoreTx): void {
+    try {
+      this.store.commit(tx);
+    } catch (err) {
+      this.failedClosed = true; // node.md §9.4
+      throw err;
+    }
   }
 
   /** Drops this incarnation ("crash": its handle is closed, nothing else runs) and boots a new one. */
@@ -328,28 +375,38 @@ describe("reservation table refusals and captured paths", () => {
     expect(h.restart().table.size).toBe(1); // nothing was committed
   });
 
-  it("works over a LedgerReplica view without mutating it before the commit", () => {
+  it("charges a LedgerReplica inside a transaction: a refused commit rolls it back, a later one keeps it", () => {
     const store = failingStore(memoryStore(), () => failing);
     let failing = false;
     const { epoch } = store.boot(SELF, "d");
     const rep = new LedgerReplica(GENESIS);
-    const t = new ReservationTable({
-      self: SELF,
-      epoch,
-      commit: (tx) => store.commit(tx),
-      view: () => rep,
-      install: (p) => rep.apply(p),
-      publish: () => {},
-      now: () => 0,
-    });
-    const r = t.reserve(g("g1"), 10n);
+    const t = new ReservationTable({ self: SELF, epoch });
+    const r = t.reserve(rep, g("g1"), 10n, 0);
     if (!r.ok) throw new Error("refused");
+    store.commit(r.effect.transaction);
+    t.install(r.effect);
+    const attempt = () => {
+      const tx = rep.begin();
+      const plan = t.complete(rep, r.id, 4n);
+      if (!plan.ok || plan.outcome !== "charged") throw new Error("not charged");
+      expect(rep.edge(e("e1"))!.spent).toBe(4n); // applied tentatively, visible to later steps of the call
+      try {
+        store.commit({ ...plan.effect.transaction, patches: [{ origin: "own", body: patchBytes(plan.effect.patch!) }] });
+      } catch (err) {
+        tx.rollback();
+        throw err;
+      }
+      tx.commit();
+      t.install(plan.effect);
+    };
     failing = true;
-    expect(() => t.complete(r.id, 4n)).toThrow(InjectedCommitFailure);
+    expect(attempt).toThrow(InjectedCommitFailure);
     expect(rep.edge(e("e1"))!.spent).toBe(0n);
+    expect(t.earmarked(g("g1"))).toBe(10n);
     failing = false;
-    t.complete(r.id, 4n);
+    attempt();
     expect(rep.edge(e("e1"))!.spent).toBe(4n);
+    expect(t.earmarked(g("g1"))).toBe(0n);
   });
 });
 

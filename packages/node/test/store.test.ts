@@ -10,7 +10,7 @@ import { memoryStore } from "../src/memory-store.ts";
 import { DatabaseSync } from "node:sqlite";
 import { SQLITE_SCHEMA, sqliteStore } from "../src/sqlite-store.ts";
 import { failingStore, InjectedCommitFailure, patchBytes, restoreLedger, StoreMismatchError, StoreStateError, type HeddleStore, type PersistedState, type ReservationRow } from "../src/store.ts";
-import { seededRandom } from "../src/timers.ts";
+import { seededRandom } from "@heddle/seam";
 
 const dirs: string[] = [];
 function tempDir(): string {

@@ -12,8 +12,8 @@
  * toward commitment only once written (`appendsDurable`). Every other ready waits for those writes, then
  * persists, then sends — storage calls are never concurrent and stay in order.
  */
-import { WatchCell } from "@heddle/node";
-import type { Timers, Watch } from "@heddle/node";
+import { WatchCell } from "@heddle/seam";
+import type { Timers, Watch } from "@heddle/seam";
 import { decodeMessage, encodeMessage } from "./codec.ts";
 import { raftConfig } from "./config.ts";
 import type { RaftConfig } from "./config.ts";

@@ -1,6 +1,6 @@
 /** The Raft transport contract (governed.md §4.1) and its implementation over a node `Seam` (§4.12). */
-import { ChannelTag, muxSeam } from "@heddle/node";
-import type { Seam, Watch } from "@heddle/node";
+import { ChannelTag, muxSeam } from "@heddle/seam";
+import type { Seam, Watch } from "@heddle/seam";
 import type { NodeId } from "./types.ts";
 
 /** Best-effort frame delivery between Raft members. `send` never throws into the engine. */

@@ -14,7 +14,7 @@
  * independent reference of who holds what (no overlap, every refusal justified, every stale token rejected),
  * and every take acknowledged to a client is in that log with the outcome the client was told.
  */
-import { seededRandom } from "@heddle/node";
+import { seededRandom } from "@heddle/seam";
 import type { ClaimMode, ClaimsOptions, TakeRequest } from "@heddle/claims";
 import { raftConfig, RaftCore, sameEntry } from "../../src/index.ts";
 import type { ClusterConfig, LogEntry, RaftConfig, RaftTraceEvent, Ready } from "../../src/index.ts";

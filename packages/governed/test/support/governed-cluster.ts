@@ -8,7 +8,8 @@
 import { AttachmentId, GroupId, ReplicaId, Weight } from "@heddle/ledger";
 import type { AttachmentRecord } from "@heddle/ledger";
 import type { ClaimsOptions } from "@heddle/claims";
-import { memoryStore, MemoryNetwork, seededRandom, VirtualTimers } from "@heddle/node";
+import { memoryStore, MemoryNetwork, seededRandom } from "@heddle/node";
+import { VirtualTimers } from "@heddle/seam/testing";
 import type { HeddleConfig, HeddleStore, LinkFaults, Seam } from "@heddle/node";
 import { heddleGoverned, OutcomeUnknownError, raftChannelTransport, raftNode } from "../../src/index.ts";
 import type { CallOptions, ControlOutcome, ProposalKey, GovernedHeddleNode, LogEntry, PersistedState, RaftConfig, RaftNode, RaftStorage, StoredSnapshot } from "../../src/index.ts";

@@ -2,7 +2,7 @@
  * Interaction scripts for the pure Raft core (etcd-raft style): a handful of cores, in-memory disks, and
  * explicit message delivery. Tests decide exactly which messages arrive, in which order, and when time moves.
  */
-import { seededRandom } from "@heddle/node";
+import { seededRandom } from "@heddle/seam";
 import { decodeMessage, encodeMessage, raftConfig, RaftCore } from "../../src/index.ts";
 import type { ClusterConfig, Envelope, LogEntry, Outcome, PersistedState, RaftConfig, RaftTraceEvent, Ready, StoredSnapshot } from "../../src/index.ts";
 import { KvMachine } from "./kv-machine.ts";

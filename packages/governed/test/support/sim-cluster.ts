@@ -13,7 +13,8 @@
  * plus the interrupted step when all of its bytes happened to reach the disk. The cut positions come from their
  * own generator, so the run (network, faults, clients) is the same in both disk modes.
  */
-import { seededRandom, VirtualTimers } from "@heddle/node";
+import { seededRandom } from "@heddle/seam";
+import { VirtualTimers } from "@heddle/seam/testing";
 import { decodeMessage, encodeMessage, RaftCore } from "../../src/index.ts";
 import type { LogEntry, Message, Outcome, PersistedState, RaftTraceEvent, Ready, StoredSnapshot } from "../../src/index.ts";
 import { openSegmentedLog } from "../../src/raft/wal-log.ts";

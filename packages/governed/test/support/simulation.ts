@@ -7,7 +7,7 @@
  * run at skewed rates. After every event the invariants of §5.2 are checked; at the end every client history
  * is checked linearizable and, when clocks were near-true, liveness and convergence are asserted.
  */
-import { seededRandom } from "@heddle/node";
+import { seededRandom } from "@heddle/seam";
 import {
   checkLinearizable,
   kvModel,

@@ -4,7 +4,7 @@
  * answer until released), append-then-lose (append uncommitted, reject `LeadershipLostError`), or hang (append
  * nothing, never answer). Committed entries reach `committedFrom` in index order, like the real driver.
  */
-import { WatchCell } from "@heddle/node";
+import { WatchCell } from "@heddle/seam";
 import type { Timers } from "@heddle/node";
 import { LeadershipLostError, NodeShutdownError, ProposalAbortedError } from "../../src/index.ts";
 import type { ClusterConfig, Committed, LogEntry, LogIndex, ProposalKey, RaftNode, RaftTraceEvent, Role } from "../../src/index.ts";

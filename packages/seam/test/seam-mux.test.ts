@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { MemoryNetwork, VirtualTimers, muxSeam, seededRandom } from "../src/index.ts";
+import { MemoryNetwork, muxSeam, seededRandom } from "../src/index.ts";
+import { VirtualTimers } from "../src/testing.ts";
 
 describe("muxSeam", () => {
   it("is cached per seam, prefixes one tag byte, routes by tag, counts unknown channels", () => {

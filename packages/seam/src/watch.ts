@@ -46,6 +46,11 @@ export class WatchCell<T> implements Watch<T> {
 export class EventChannel<T> implements EventStream<T> {
   readonly #subscribers = new Set<(e: T) => void>();
 
+  /** True iff someone subscribed (an owner may skip building events nobody hears). */
+  get listening(): boolean {
+    return this.#subscribers.size > 0;
+  }
+
   emit(event: T): void {
     for (const fn of [...this.#subscribers]) fn(event);
   }

@@ -2,9 +2,8 @@ import { mkdtempSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { LengthPrefixedReader, generatePeerKey, lengthPrefixed, libp2pSeam, loadOrCreatePeerKey, peerIdOf, realTimers, seededRandom } from "../src/index.ts";
-import { sleep, startLibp2pSeams } from "./libp2p-harness.ts";
-import fc from "fast-check";
+import { generatePeerKey, libp2pSeam, loadOrCreatePeerKey, peerIdOf, realTimers, seededRandom } from "../src/index.ts";
+import { sleep, startLibp2pSeams } from "../src/testing.ts";
 
 async function until(cond: () => boolean, what: string, ms = 10_000): Promise<void> {
   const end = Date.now() + ms;
@@ -13,36 +12,6 @@ async function until(cond: () => boolean, what: string, ms = 10_000): Promise<vo
     await sleep(20);
   }
 }
-
-describe("length-prefixed framing", () => {
-  it("round-trips any split of any frame sequence (property)", () => {
-    fc.assert(
-      fc.property(fc.array(fc.uint8Array({ maxLength: 300 }), { maxLength: 20 }), fc.array(fc.integer({ min: 1, max: 50 })), (frames, cuts) => {
-        const wire = Buffer.concat(frames.map(lengthPrefixed));
-        const got: Uint8Array[] = [];
-        const r = new LengthPrefixedReader(300, (f) => got.push(f));
-        let i = 0;
-        let k = 0;
-        while (i < wire.length) {
-          const n = cuts.length ? cuts[k++ % cuts.length]! : wire.length;
-          expect(r.push(wire.subarray(i, i + n))).toBeNull();
-          i += n;
-        }
-        expect(got.map((g) => Buffer.from(g).toString("hex"))).toEqual(frames.map((f) => Buffer.from(f).toString("hex")));
-      }),
-    );
-  });
-
-  it("rejects a length prefix above the limit before buffering the body, and an over-long prefix", () => {
-    const got: Uint8Array[] = [];
-    const r = new LengthPrefixedReader(100, (f) => got.push(f));
-    expect(r.push(lengthPrefixed(new Uint8Array(101)).subarray(0, 2))).toBe("oversize");
-    expect(r.push(lengthPrefixed(new Uint8Array(5)))).toBe("oversize");
-    expect(got).toEqual([]);
-    const r2 = new LengthPrefixedReader(100, (f) => got.push(f));
-    expect(r2.push(new Uint8Array(9).fill(0xff))).toBe("decode");
-  });
-});
 
 describe("libp2p seam", () => {
   it("persists the peer key (mode 0600): the identity survives a restart", async () => {
@@ -74,8 +43,10 @@ describe("libp2p seam", () => {
     });
     try {
       await until(() => a.counters().refused > 0 && b.counters().refused > 0, "gater refusals");
-      await sleep(300);
-      expect(intruder.peers.get().size).toBe(0);
+      // The intruder redials every 50–100 ms, and its own side of a connection the gater refuses can read
+      // as open for a moment before the close arrives (wider on a loaded machine): what must hold is that no
+      // connection lasts, so wait for a moment with none, then check that nothing can be sent over one.
+      await until(() => intruder.peers.get().size === 0, "the intruder holds no connection");
       expect(a.peers.get().has(intruder.self)).toBe(false);
       expect(intruder.send(a.self, new Uint8Array([1, 2, 3]))).toBe("not-connected");
       intruder.broadcast(new Uint8Array([1]));
@@ -141,6 +112,25 @@ describe("libp2p seam", () => {
       a.send(bId, new Uint8Array([42]));
       await until(() => got.length === 1, "frame after restart");
       expect(got).toEqual(["true:42"]);
+    } finally {
+      for (const s of seams) await s.close();
+    }
+  });
+  it("an inbound frame above maxFrameBytes aborts only that stream, is counted, and the seam keeps working", async () => {
+    const { seams } = await startLibp2pSeams(2, { maxFrameBytes: (i) => (i === 1 ? 4096 : 1 << 20) });
+    const [a, b] = seams as [typeof seams[0], typeof seams[0]];
+    const got: number[] = [];
+    b.onFrame((_from, f) => got.push(f.length));
+    try {
+      await until(() => a.peers.get().has(b.self) && b.peers.get().has(a.self), "connected");
+      expect(a.send(b.self, new Uint8Array(5000))).toBe("queued");
+      await until(() => b.counters().oversize === 1, "oversize counted by libp2p's length-prefix decoder");
+      expect(got).toEqual([]);
+      await until(() => {
+        if (got.length === 0) a.send(b.self, new Uint8Array(10));
+        return got.length > 0;
+      }, "a small frame after the aborted stream");
+      expect(got.every((n) => n === 10)).toBe(true);
     } finally {
       for (const s of seams) await s.close();
     }

@@ -1,6 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { MemoryNetwork, VirtualTimers, seededRandom, type LinkFaults, type Seam } from "../src/index.ts";
+import { MemoryNetwork, seededRandom, type LinkFaults, type Seam } from "../src/index.ts";
+import { VirtualTimers } from "../src/testing.ts";
 
 const b = (s: string) => new TextEncoder().encode(s);
 const t = (u: Uint8Array) => new TextDecoder().decode(u);

@@ -1,4 +1,5 @@
-import { MemoryNetwork, VirtualTimers, seededRandom } from "../src/index.ts";
+import { MemoryNetwork, seededRandom } from "../src/index.ts";
+import { VirtualTimers } from "../src/testing.ts";
 import { describeSeamConformance } from "./seam-conformance.ts";
 
 describeSeamConformance("MemoryNetwork", async () => {

@@ -5,11 +5,15 @@ import { peerIdFromString } from "@libp2p/peer-id";
 import { tcp } from "@libp2p/tcp";
 import { multiaddr } from "@multiformats/multiaddr";
 import { createLibp2p, type Libp2p } from "libp2p";
-import { LengthPrefixedReader, lengthPrefixed } from "./length-prefixed.ts";
+import { InvalidMessageLengthError, LengthPrefixedDecoder } from "@libp2p/utils";
+import * as lp from "it-length-prefixed";
 import { peerIdOf } from "./peer-key.ts";
 import { SeamSubscriberError, sortedIds, type PeerId, type Seam, type SendResult } from "./seam.ts";
 import type { Timers } from "./timers.ts";
 import { WatchCell, sameMembers, type Watch } from "./watch.ts";
+
+/** Longest unsigned-varint length prefix (a 2^53 − 1 length): what the decoder may buffer beyond a frame. */
+const MAX_PREFIX_BYTES = 8;
 
 /** The libp2p protocol that carries heddle frames. */
 export const FRAMES_PROTOCOL = "/heddle/frames/1.0.0";
@@ -162,19 +166,28 @@ export async function libp2pSeam(opts: Libp2pSeamOptions): Promise<Libp2pSeam> {
     peers.set(now);
   };
 
+  // libp2p's own length-prefix decoder: it checks a declared length against `maxFrameBytes` as soon as
+  // the varint is complete, and bounds what it buffers (an endless varint hits the buffer limit).
   const readStream = (stream: Stream, from: PeerId) => {
-    const reader = new LengthPrefixedReader(maxFrameBytes, (frame) => {
-      counters.framesIn++;
-      if (!closed) handler?.(from, frame);
-    });
+    // Fed in slices of at most maxFrameBytes, the buffer stays below 2 × maxFrameBytes + a prefix unless a
+    // varint never ends, so hitting that limit means a malformed prefix, never a long chunk.
+    const decoder = new LengthPrefixedDecoder({ maxDataLength: maxFrameBytes, maxBufferSize: 2 * maxFrameBytes + MAX_PREFIX_BYTES });
+    let failed = false;
     stream.addEventListener("message", (evt) => {
-      if (reader.fault !== null) return;
-      const data = evt.data;
-      const fault = reader.push(data instanceof Uint8Array ? data : data.subarray());
-      if (fault !== null) {
-        if (fault === "oversize") counters.oversize++;
+      if (failed) return;
+      const data = evt.data instanceof Uint8Array ? evt.data : evt.data.subarray();
+      try {
+        for (let at = 0; at < data.length && !failed; at += maxFrameBytes) {
+          for (const frame of decoder.decode(data.subarray(at, at + maxFrameBytes))) {
+            counters.framesIn++;
+            if (!closed) handler?.(from, frame.subarray());
+          }
+        }
+      } catch (e) {
+        failed = true;
+        if (e instanceof InvalidMessageLengthError) counters.oversize++;
         else counters.badPrefix++;
-        stream.abort(new Error(`heddle frames: ${fault} length prefix`));
+        stream.abort(new Error(`heddle frames: ${e instanceof InvalidMessageLengthError ? "oversize" : "malformed"} length prefix`));
       }
     });
   };
@@ -250,6 +263,9 @@ export async function libp2pSeam(opts: Libp2pSeamOptions): Promise<Libp2pSeam> {
     }
   };
 
+  // Our own redial loop, not libp2p's KEEP_ALIVE reconnect queue: that queue gives up after a fixed
+  // number of attempts, backs off without a ceiling and draws no jitter from the injected `random`,
+  // while a static roster must be redialed forever, capped at redialMaxMs, reproducibly (node.md §3.4).
   const scheduleRedial = (id: PeerId, delay: number) => {
     const r = redials.get(id) ?? { delay: redialMinMs, timer: null };
     redials.set(id, r);
@@ -316,7 +332,7 @@ export async function libp2pSeam(opts: Libp2pSeamOptions): Promise<Libp2pSeam> {
         for (const fn of [...backpressureFns]) fn(to);
         return "backpressure";
       }
-      o.queue.push(lengthPrefixed(frame));
+      o.queue.push(lp.encode.single(frame).subarray());
       pump(to);
       return "queued";
     },

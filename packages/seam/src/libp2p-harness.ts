@@ -1,4 +1,4 @@
-import { generatePeerKey, libp2pSeam, peerIdOf, realTimers, seededRandom, type Libp2pSeam } from "../src/index.ts";
+import { generatePeerKey, libp2pSeam, peerIdOf, realTimers, seededRandom, type Libp2pSeam } from "./index.ts";
 import type { PrivateKey } from "@libp2p/interface";
 
 /** Real-time pause. */

@@ -1,0 +1,207 @@
+import type { PeerId } from "@heddle/seam";
+
+/**
+ * What this replica knows of one remote sender's delta stream (node.md §5.3): its incarnation, the
+ * highest seq below which nothing is missing (`contig`), the seqs received beyond it (`above`), the
+ * parts of split deltas still incomplete, whether this incarnation's base was confirmed (a digest
+ * match or a full state), and three deadlines: the reorder grace before asking for newly missing seqs,
+ * the retry that re-asks for the whole gap, and the coalesced ack.
+ */
+export interface Cursor {
+  inc: number;
+  contig: number;
+  readonly above: Set<number>;
+  readonly partial: Map<number, { parts: number; got: Set<number> }>;
+  based: boolean;
+  /** Highest seq already asked for since the gap opened: an arrival only asks for what is newly missing. */
+  requestedTo: number;
+  graceAt: number | null;
+  retryAt: number | null;
+  ackAt: number | null;
+  /** The latest full-state transfer being received from this sender. */
+  transfer: { inc: number; transfer: number; parts: number; got: Set<number> } | null;
+}
+
+/** How a message's incarnation relates to the cursor. */
+export type Adoption = "old" | "same" | "first" | "restart";
+
+/** A request the cursors want sent: an ack, or a resend of a span. */
+export type CursorAction =
+  | { kind: "ack"; to: PeerId; inc: number; seq: number; based: boolean }
+  | { kind: "resend"; to: PeerId; inc: number; from: number; to_: number };
+
+/**
+ * Every remote sender's cursor, and the gap and ack deadlines derived from them. Pure bookkeeping; the
+ * core turns `due()` actions into messages.
+ */
+export class InboundCursors {
+  readonly #cursors = new Map<PeerId, Cursor>();
+  readonly #maxTracked: number;
+  readonly #graceMs: number;
+  readonly #retryMs: number;
+  readonly #ackDelayMs: number;
+
+  constructor(o: { maxTrackedSeqs: number; reorderGraceMs: number; resendRetryMs: number; ackDelayMs: number }) {
+    this.#maxTracked = o.maxTrackedSeqs;
+    this.#graceMs = o.reorderGraceMs;
+    this.#retryMs = o.resendRetryMs;
+    this.#ackDelayMs = o.ackDelayMs;
+  }
+
+  /** The cursor of `s` (created on first use, incarnation unknown). */
+  of(s: PeerId): Cursor {
+    let c = this.#cursors.get(s);
+    if (c === undefined) {
+      c = { inc: -1, contig: 0, above: new Set(), partial: new Map(), based: false, requestedTo: 0, graceAt: null, retryAt: null, ackAt: null, transfer: null };
+      this.#cursors.set(s, c);
+    }
+    return c;
+  }
+
+  /** Compares `inc` with the cursor and adopts it when newer (§5.3 steps 1–2). */
+  adopt(s: PeerId, inc: number): Adoption {
+    const c = this.of(s);
+    if (inc < c.inc) return "old";
+    if (inc === c.inc) return "same";
+    const first = c.inc < 0;
+    c.inc = inc;
+    c.contig = 0;
+    c.above.clear();
+    c.partial.clear();
+    c.based = false;
+    c.requestedTo = 0;
+    c.graceAt = null;
+    c.retryAt = null;
+    c.ackAt = null;
+    c.transfer = null;
+    return first ? "first" : "restart";
+  }
+
+  /**
+   * Records one part of delta `seq` (current incarnation). Returns "duplicate" for a seq already
+   * counted, "partial" while parts are missing, "new" when the whole delta is in.
+   */
+  receive(s: PeerId, seq: number, part: number, parts: number): "duplicate" | "partial" | "new" {
+    const c = this.of(s);
+    if (seq <= c.contig || c.above.has(seq)) return "duplicate";
+    if (parts > 1) {
+      let p = c.partial.get(seq);
+      if (p === undefined) {
+        if (c.partial.size + c.above.size >= this.#maxTracked) c.partial.clear();
+        c.partial.set(seq, (p = { parts, got: new Set() }));
+      }
+      if (p.parts !== parts) return "partial";
+      p.got.add(part);
+      if (p.got.size < p.parts) return "partial";
+      c.partial.delete(seq);
+    }
+    c.above.add(seq);
+    this.#advance(c);
+    return "new";
+  }
+
+  #advance(c: Cursor): void {
+    while (c.above.has(c.contig + 1)) {
+      c.above.delete(c.contig + 1);
+      c.contig++;
+    }
+  }
+
+  /** Cursor resync to `upThrough` after a matching digest or a complete full state (§5.3). */
+  resync(s: PeerId, upThrough: number): void {
+    const c = this.of(s);
+    c.based = true;
+    if (upThrough > c.contig) {
+      c.contig = upThrough;
+      for (const q of c.above) if (q <= upThrough) c.above.delete(q);
+      for (const q of c.partial.keys()) if (q <= upThrough) c.partial.delete(q);
+      this.#advance(c);
+    }
+  }
+
+  /** Schedules an ack to `s` within the coalescing window (`now` for an immediate one). */
+  ackSoon(s: PeerId, now: number, immediate = false): void {
+    const c = this.of(s);
+    const at = immediate ? now : now + this.#ackDelayMs;
+    c.ackAt = c.ackAt === null ? at : Math.min(c.ackAt, at);
+  }
+
+  /** The ack owed to `s`, taken now (it rides on a delta going there), or null. */
+  takeAck(s: PeerId): { inc: number; seq: number; based: boolean } | null {
+    const c = this.#cursors.get(s);
+    if (c === undefined || c.ackAt === null) return null;
+    c.ackAt = null;
+    return { inc: c.inc, seq: c.contig, based: c.based };
+  }
+
+  /** Updates the gap deadlines after a change to `s`'s cursor (§5.3 step 6 ⟨1.1⟩). */
+  checkGap(s: PeerId, now: number): void {
+    const c = this.of(s);
+    if (c.above.size + c.partial.size > this.#maxTracked) {
+      // Too much to track: keep contig and leave the rest to resends on the next arrival and anti-entropy.
+      c.above.clear();
+      c.partial.clear();
+    }
+    if (c.above.size === 0) {
+      c.graceAt = null;
+      c.retryAt = null;
+      c.requestedTo = Math.min(c.requestedTo, c.contig);
+      return;
+    }
+    if (this.#top(c) - 1 > Math.max(c.contig, c.requestedTo)) c.graceAt ??= now + this.#graceMs;
+    c.retryAt ??= now + this.#retryMs;
+  }
+
+  #top(c: Cursor): number {
+    let top = 0;
+    for (const q of c.above) if (q > top) top = q;
+    return top;
+  }
+
+  /** Earliest deadline over every cursor, or null. */
+  nextDeadline(): number | null {
+    let t: number | null = null;
+    for (const c of this.#cursors.values()) {
+      for (const d of [c.graceAt, c.retryAt, c.ackAt]) if (d !== null && (t === null || d < t)) t = d;
+    }
+    return t;
+  }
+
+  /** Actions whose deadline passed: acks, newly-missing resends after the grace, whole-gap retries. */
+  due(now: number): CursorAction[] {
+    const out: CursorAction[] = [];
+    for (const [s, c] of this.#cursors) {
+      if (c.ackAt !== null && c.ackAt <= now) {
+        c.ackAt = null;
+        out.push({ kind: "ack", to: s, inc: c.inc, seq: c.contig, based: c.based });
+      }
+      if (c.above.size === 0) {
+        c.graceAt = null;
+        c.retryAt = null;
+        continue;
+      }
+      const top = this.#top(c) - 1;
+      if (c.retryAt !== null && c.retryAt <= now) {
+        if (top > c.contig) {
+          out.push({ kind: "resend", to: s, inc: c.inc, from: c.contig + 1, to_: top });
+          c.requestedTo = Math.max(c.requestedTo, top);
+        }
+        c.retryAt = now + this.#retryMs;
+        c.graceAt = null;
+      } else if (c.graceAt !== null && c.graceAt <= now) {
+        const from = Math.max(c.contig, c.requestedTo) + 1;
+        if (top >= from) {
+          out.push({ kind: "resend", to: s, inc: c.inc, from, to_: top });
+          c.requestedTo = top;
+        }
+        c.graceAt = null;
+      }
+    }
+    return out;
+  }
+
+  /** Per-sender view for diagnostics and tests. */
+  snapshot(s: PeerId): Readonly<Cursor> | undefined {
+    return this.#cursors.get(s);
+  }
+}

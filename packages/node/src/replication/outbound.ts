@@ -1,0 +1,73 @@
+import type { EntitlementLedger } from "@heddle/ledger";
+
+/**
+ * This replica's own delta stream (node.md §5.1 step 4, §5.5): local patches staged until the batch
+ * window closes, then published as one delta under the next `seq` and kept, split into fragments, until
+ * every known peer acknowledged it (or the buffer's limit pushes it out). Pure bookkeeping: the core
+ * decides when to flush and whom to send what.
+ */
+export class OutboundDeltas {
+  /** Last published seq of this incarnation. */
+  seq = 0;
+  readonly #buffer = new Map<number, readonly EntitlementLedger[]>();
+  #staged: EntitlementLedger | null = null;
+  #flushAt: number | null = null;
+  readonly #maxPending: number;
+
+  constructor(maxPendingDeltas: number) {
+    this.#maxPending = maxPendingDeltas;
+  }
+
+  /** Adds a committed local patch to the batch; returns the time the batch is due. */
+  stage(patch: EntitlementLedger, now: number, batchMs: number): number {
+    this.#staged = this.#staged === null ? patch : this.#staged.join(patch);
+    this.#flushAt ??= now + batchMs;
+    return this.#flushAt;
+  }
+
+  /** When the staged batch is due, or null when nothing is staged. */
+  get flushAt(): number | null {
+    return this.#flushAt;
+  }
+
+  /** Takes the staged batch (joined patches), or null. */
+  takeStaged(): EntitlementLedger | null {
+    const s = this.#staged;
+    this.#staged = null;
+    this.#flushAt = null;
+    return s;
+  }
+
+  /** Buffers the fragments of the next delta and returns its seq. */
+  append(fragments: readonly EntitlementLedger[]): number {
+    this.seq++;
+    this.#buffer.set(this.seq, fragments);
+    while (this.#buffer.size > this.#maxPending) this.#buffer.delete(this.#buffer.keys().next().value as number);
+    return this.seq;
+  }
+
+  /** The fragments of `seq`, if still buffered. */
+  get(seq: number): readonly EntitlementLedger[] | undefined {
+    return this.#buffer.get(seq);
+  }
+
+  /** True iff every seq in `from … to` is still buffered. */
+  holds(from: number, to: number): boolean {
+    if (from < 1 || to > this.seq || from > to) return false;
+    for (let s = from; s <= to; s++) if (!this.#buffer.has(s)) return false;
+    return true;
+  }
+
+  /** Drops every seq ≤ `ackedByAll` (§5.5); `append` already keeps at most `maxPendingDeltas`. */
+  gc(ackedByAll: number): void {
+    for (const s of this.#buffer.keys()) {
+      if (s > ackedByAll) break;
+      this.#buffer.delete(s);
+    }
+  }
+
+  /** Buffered deltas (a metric, §14). */
+  get pending(): number {
+    return this.#buffer.size;
+  }
+}
