@@ -9,8 +9,10 @@
  * C4(a)'s stalled propose is a member cut off from etcd, and the etcd log fails closed: once it has not heard from
  * etcd for `unavailableAfterMs` the writer gate closes, so data-plane calls still complete without touching the log
  * but `reserve`/`schedule` refuse (the embedded Raft keeps writing, governed.md §3.11). C4(b), the throughput
- * benchmark, is the backend bench's line (`pnpm bench`), not a test. C14's faults are etcd's own (three heddle
- * members proposing concurrently through three etcd members), not the simulation's seeded network.
+ * benchmark with and without control traffic, is a bench and exists for the embedded Raft only (`bench/control.ts`);
+ * `bench/backends.ts` times control acts and claims pairs on both backends but not that ratio. C14's faults are
+ * etcd's own (three heddle members proposing concurrently through three etcd members), not the simulation's seeded
+ * network, so its seed (`HEDDLE_SEED`) fixes the command mix, not the interleaving.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { AttachmentId, GroupId, ReplicaId } from "@heddle/ledger";
