@@ -440,7 +440,8 @@ export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
     } catch (e) {
       return sendControlError(reply, e, ctx.logger);
     }
-    const claims = o.kind === "applied" ? (o.claims as { ok?: boolean; blocked?: { reason?: string }[]; invalid?: string } | undefined) : undefined;
+    // Refusals count alike whether the log answered them or the leader did at a confirmed read.
+    const claims = o.kind === "applied" || o.kind === "refused-at-read" ? (o.claims as { ok?: boolean; blocked?: { reason?: string }[]; invalid?: string } | undefined) : undefined;
     if (claims !== undefined && claims !== null && claims.ok === false) ctx.metrics?.claimRefused(claims.invalid !== undefined ? "invalid" : (claims.blocked?.[0]?.reason ?? "unknown"));
     return sendOutcome(reply, o);
   };
