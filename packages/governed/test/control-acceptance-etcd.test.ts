@@ -107,7 +107,9 @@ describe("governed.md §5.4 on the etcd backend", () => {
     expect(gov(3).controlView().mintedTotal()).toBe(0n);
     b!.reconnect(2);
     applied(await gov(3).mint(r("m3"), 100n, { key, ...T }));
-    // (b) etcd loses quorum (2 of 3 members killed): nobody commits; the members' views stay put
+    // (b) etcd loses quorum (2 of 3 members killed): nobody commits; the members' views stay put. Every member
+    // first applies (a)'s mints: member 3's retry was acknowledged by member 3 alone, the others follow by watch.
+    await until(() => [2, 3].every((i) => gov(i).controlView().mintedTotal() === gov(1).controlView().mintedTotal()) && gov(1).controlView().mintedTotal() >= 200n, "every member applied (a)'s mints");
     const before = gov(1).controlView().mintedTotal();
     await etcd!.kill(1);
     await etcd!.kill(2);
