@@ -14,19 +14,12 @@ import type { Logger } from "./log.ts";
 import { openEtcdLog } from "./etcd-log.ts";
 
 /** What the daemon uses of a `GovernedHeddleNode` (governed.md §2.2). */
-export interface GovernedNodeLike extends Omit<DataPlane, "self"> {
+export interface GovernedNodeLike
+  extends Omit<DataPlane, "self">,
+    Pick<ControlPlane, "mint" | "prepare" | "activate" | "close" | "retire" | "enroll" | "depart" | "claims" | "roster"> {
   readonly self: ReplicaId;
   readonly isWritable: boolean;
   readonly partitionEvents: EventStream<PartitionEvent>;
-  mint(holder: ReplicaId, amount: bigint, opts?: CallOptions): Promise<ControlOutcome>;
-  prepare(record: AttachmentRecord, opts?: CallOptions): Promise<ControlOutcome>;
-  activate(edge: AttachmentId, opts?: CallOptions): Promise<ControlOutcome>;
-  close(edge: AttachmentId, opts?: CallOptions): Promise<ControlOutcome>;
-  retire(edge: AttachmentId, opts?: CallOptions): Promise<ControlOutcome>;
-  enroll(replica: ReplicaId, opts?: CallOptions): Promise<ControlOutcome>;
-  depart(opts?: CallOptions): Promise<ControlOutcome>;
-  readonly claims: ClaimsVerbs;
-  roster(): RosterView;
   controlView(): ControlView;
   sync(opts?: { timeoutMs?: number; signal?: AbortSignal }): Promise<ControlView>;
   shutdown(): Promise<void>;
