@@ -9,7 +9,7 @@ import { fileURLToPath } from "node:url";
 import { edgeId, loadOrCreatePeerKey, peerIdOf } from "@heddle/node";
 import type { DemoOptions } from "./options.ts";
 import type { ControlAct, PeerCommand, PeerReport } from "./protocol.ts";
-import { demoTopology, ROOT, TENANTS } from "./scenario.ts";
+import { demoTopology, GRANTS_PER_SCHEDULE, QUANTUM, ROOT, TENANTS } from "./scenario.ts";
 import type { PeerConfig } from "./scenario.ts";
 import { finalChecks, governedChecks, renderFinal, renderLive } from "./render.ts";
 import type { PeerView } from "./render.ts";
@@ -59,8 +59,8 @@ export async function runDemo(o: DemoOptions, out: NodeJS.WriteStream = process.
     tenantWeights: [o.tenantWeights[0].toString(), o.tenantWeights[1].toString()],
     laneWeights: [o.laneWeights[0].toString(), o.laneWeights[1].toString()],
     supplyPerPeer: supplyPerPeer.toString(),
-    quantum: "20",
-    grantsPerSchedule: 2,
+    quantum: QUANTUM.toString(),
+    grantsPerSchedule: GRANTS_PER_SCHEDULE,
     tickMs: 100,
     workersPerLane: 3,
     ...(o.governed ? { voters: ids.slice(0, GOVERNED_VOTERS) } : {}),
@@ -209,8 +209,17 @@ export async function runDemo(o: DemoOptions, out: NodeJS.WriteStream = process.
     };
     if (o.live) out.write("\x1b[2J");
     let lastLine = 0;
+    // H of node.md §16 A11, per parent: the most entitlement peer 0 saw steerable there (currentBound − q).
+    const peakSteerable = new Map<string, bigint>();
+    const notePeaks = () => {
+      for (const b of peers[0]?.last?.bounds ?? []) {
+        const s = BigInt(b.currentBound) - QUANTUM;
+        if (s > (peakSteerable.get(b.parent) ?? 0n)) peakSteerable.set(b.parent, s);
+      }
+    };
     while (Date.now() < runStart + durationMs) {
       const now = Date.now();
+      notePeaks();
       if (!done.cut && now >= at(TIMELINE.cut)) {
         done.cut = true;
         cutPeer.state = "cut";
@@ -272,7 +281,7 @@ export async function runDemo(o: DemoOptions, out: NodeJS.WriteStream = process.
     }
     note(converged ? `converged in ${((Date.now() - settleStart) / 1000).toFixed(1)} s: every peer holds byte-identical ledgers` : "did NOT converge within the settle timeout");
     const final = view();
-    const checks = finalChecks(final, converged, o);
+    const checks = finalChecks(final, converged, o, peakSteerable);
     if (o.governed) checks.push(...governedChecks(final, governedLog, o, supplyPerPeer));
     out.write(`\n${renderFinal(final, events, checks, o)}\n`);
     for (const p of peers) send(p, { cmd: "exit" });

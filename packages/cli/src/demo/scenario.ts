@@ -2,6 +2,11 @@ import { group, lane, lowerTopology } from "@heddle/node";
 import type { AttachmentRecord } from "@heddle/ledger";
 
 /** The root group of the demo tree. */
+/** The demo's policy quantum (node.md §16 A11's `q`). */
+export const QUANTUM = 20n;
+/** Quanta each peer grants per `schedule` call. */
+export const GRANTS_PER_SCHEDULE = 2;
+
 export const ROOT = "root";
 /** The two tenants under the root. */
 export const TENANTS = ["tenant-a", "tenant-b"] as const;
