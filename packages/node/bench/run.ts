@@ -22,6 +22,8 @@ const only = process.argv[2];
 const EDGE_SIZES = (process.env.HEDDLE_BENCH_EDGES ?? "10,1000,10000").split(",").map(Number);
 /** The wire part's cluster sizes (`HEDDLE_BENCH_PEERS=3,10` to skip 30). */
 const WIRE_PEERS = (process.env.HEDDLE_BENCH_PEERS ?? "3,10,30").split(",").map(Number);
+/** The mesh part's modes (`HEDDLE_BENCH_MESH=spaced` for one): the burst batched into one delta, or one delta per mutation. */
+const MESH_MODES = (process.env.HEDDLE_BENCH_MESH ?? "burst,spaced").split(",") as ("burst" | "spaced")[];
 const want = (part: string) => only === undefined || only === part;
 const json = (o: Record<string, unknown>) => console.log(JSON.stringify(o));
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
@@ -214,7 +216,7 @@ async function wirePart(): Promise<void> {
 async function meshPart(): Promise<void> {
   const n = 1_000;
   console.log(`\n${n} peers on MemoryNetwork (link delay 1–5 ms): build the nodes, form the mesh, then converge a 100-mutation burst`);
-  for (const mode of ["burst", "spaced"] as const) {
+  for (const mode of MESH_MODES) {
     const timers = new VirtualTimers();
     const net = new MemoryNetwork({ timers, random: seededRandom(7), faults: { dropRate: 0, duplicateRate: 0, delayMs: [1, 5] } });
     const ids = Array.from({ length: n }, (_, i) => `peer-${String(i).padStart(4, "0")}`);

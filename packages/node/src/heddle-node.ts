@@ -238,14 +238,14 @@ export class Node implements HeddleNode {
       rejections: this.#rejections,
     });
     this.#liveness = new LivenessMonitor({ channel: livenessChannel, mux, timers: c.timers, config: c.heartbeat, rejections: this.#rejections });
-    let members = new Set(p.seam.peers.get());
+    let members = p.seam.peers.get(); // a seam's views are immutable values: kept, never copied
     this.#off.push(
       p.seam.peers.subscribe((now) => {
         if (this.#events.listening) {
           for (const q of sortedIds(now)) if (!members.has(q)) this.#events.emit({ kind: "peer-joined", peer: q });
           for (const q of sortedIds(members)) if (!now.has(q)) this.#events.emit({ kind: "peer-left", peer: q });
         }
-        members = new Set(now);
+        members = now;
       }),
     );
   }

@@ -58,14 +58,22 @@ interface Detector {
  * recovery needs a frame received after the peer was declared unresponsive. `lost` is terminal until
  * `remonitor`. Detection only reports: nothing is ever reclaimed from an unreachable or lost peer.
  * One timer drives every detector (a detector's first tick comes within one interval of its attach), so
- * a node watching 999 peers keeps one timer, not 999.
+ * a node watching 999 peers keeps one timer, not 999. Attaching costs no allocation: a detector is a name
+ * and an attach time in two arrays until something happens to it (a frame, a declaration, backpressure),
+ * and only then gets its state object — meeting 999 peers at once is two array pushes each.
  */
 export class LivenessMonitor {
   readonly #channel: Seam;
   readonly #timers: Timers;
   readonly #config: HeartbeatConfig;
   readonly #rejections: RejectionCounter;
+  /** Detectors with state of their own; an attached peer without one is healthy and silent since it attached. */
   readonly #detectors = new Map<PeerId, Detector>();
+  /** Every attached peer in attach order (the order ticks visit them), and when each attached. */
+  #order: PeerId[] = [];
+  #attachedAt: number[] = [];
+  /** Peers re-attached by `remonitor` during the tick in progress (that tick skips them, as it skips every new detector). */
+  #reattached: Set<PeerId> | null = null;
   readonly #unreachable = new WatchCell<ReadonlySet<PeerId>>(new Set(), sameMembers);
   readonly #events = new EventChannel<PartitionEvent>();
   readonly #off: (() => void)[] = [];
@@ -88,7 +96,7 @@ export class LivenessMonitor {
     this.#off.push(o.channel.onFrame((from, frame) => this.#receive(from, frame)));
     this.#off.push(o.mux.onActivity((from) => this.#activity(from)));
     this.#off.push(o.channel.onBackpressure((peer) => {
-      const d = this.#detectors.get(peer);
+      const d = this.#detector(peer);
       if (d !== undefined) d.backpressurePending = true;
     }));
     this.#off.push(o.channel.peers.subscribe((p) => this.#membership(p)));
@@ -109,14 +117,21 @@ export class LivenessMonitor {
     const d = this.#detectors.get(peer);
     if (d === undefined || d.phase !== "lost") return;
     this.#detectors.delete(peer);
+    const i = this.#order.indexOf(peer);
+    // Copy on write: a tick in progress keeps iterating the arrays it started with.
+    this.#order = this.#order.filter((_, j) => j !== i);
+    this.#attachedAt = this.#attachedAt.filter((_, j) => j !== i);
     this.#setUnreachable(peer, false);
-    if (this.#members.has(peer)) this.#attach(peer);
+    if (this.#members.has(peer)) {
+      this.#attach(peer);
+      this.#reattached?.add(peer);
+    }
   }
 
   /** Current phase per monitored peer (diagnostic). */
   phases(): Record<PeerId, Detector["phase"]> {
     const out: Record<PeerId, Detector["phase"]> = {};
-    for (const p of sortedIds(this.#detectors.keys())) out[p] = this.#detectors.get(p)!.phase;
+    for (const p of sortedIds(this.#order)) out[p] = this.#detectors.get(p)?.phase ?? "healthy";
     return out;
   }
 
@@ -134,22 +149,72 @@ export class LivenessMonitor {
     this.#timer = this.#timers.set(() => {
       this.#timer = null;
       if (this.#closed) return;
-      for (const [peer, d] of [...this.#detectors]) if (d.phase !== "lost" && this.#detectors.get(peer) === d) this.#tick(peer, d);
+      // Peers attached during this tick are not visited (the loop bound), nor are those remonitor re-attaches.
+      const order = this.#order;
+      const at = this.#attachedAt;
+      this.#reattached = new Set();
+      for (let i = 0, n = order.length; i < n; i++) {
+        const peer = order[i]!;
+        if (this.#reattached.has(peer)) continue;
+        const d = this.#detectors.get(peer);
+        if (d === undefined) this.#tickSilent(peer, at[i]!);
+        else if (d.phase !== "lost") this.#tick(peer, d);
+      }
+      this.#reattached = null;
       this.#arm();
     }, this.#config.intervalMs);
   }
 
+  /** `now` is the seam's view (an immutable value), kept by reference. */
   #membership(now: ReadonlySet<PeerId>): void {
     if (this.#closed) return;
-    this.#members = new Set(now);
-    for (const p of sortedIds(now)) if (!this.#detectors.has(p)) this.#attach(p);
-    for (const [p, d] of this.#detectors) {
-      if (d.phase === "healthy" && !now.has(p)) this.#declare(p, d, "transport-closed");
+    const before = this.#members;
+    if (now === before) return;
+    this.#members = now;
+    const fresh: PeerId[] = [];
+    for (const p of now) if (!before.has(p) && !this.#detectors.has(p)) fresh.push(p);
+    for (const p of fresh.sort()) this.#attach(p);
+    const order = this.#order;
+    const at = this.#attachedAt;
+    for (let i = 0, n = order.length; i < n; i++) {
+      const p = order[i]!;
+      if (now.has(p)) continue;
+      const d = this.#detectors.get(p) ?? this.#materialize(p, at[i]!);
+      if (d.phase === "healthy") this.#declare(p, d, "transport-closed");
     }
   }
 
+  /**
+   * Attaches a detector to a peer that has none: a member that just appeared (no state yet), or one that
+   * `remonitor` renewed. A peer that left already has its state object (its departure declared it).
+   */
   #attach(peer: PeerId): void {
-    this.#detectors.set(peer, { phase: "healthy", lastSeen: this.#timers.now(), inboundCount: 0, backpressurePending: false, seen0: 0, elapsed: 0 });
+    this.#order.push(peer);
+    this.#attachedAt.push(this.#timers.now());
+  }
+
+  /** The state object of an attached peer that has none yet: healthy, silent since `attachedAt`. */
+  #materialize(peer: PeerId, attachedAt: number): Detector {
+    const d: Detector = { phase: "healthy", lastSeen: attachedAt, inboundCount: 0, backpressurePending: false, seen0: 0, elapsed: 0 };
+    this.#detectors.set(peer, d);
+    return d;
+  }
+
+  /** The detector of `peer` (its state object created if it is attached and has none), or undefined. */
+  #detector(peer: PeerId): Detector | undefined {
+    const d = this.#detectors.get(peer);
+    if (d !== undefined || !this.#members.has(peer)) return d;
+    // Every member is attached, and an attached peer without state is a member; a rare path (a frame's
+    // arrival has its own), so the attach time is looked up.
+    const i = this.#order.lastIndexOf(peer);
+    return i < 0 ? undefined : this.#materialize(peer, this.#attachedAt[i]!);
+  }
+
+  /** A tick of an attached member without state: healthy and silent since it attached. */
+  #tickSilent(peer: PeerId, attachedAt: number): void {
+    const now = this.#timers.now();
+    this.#ping(peer);
+    if (now - attachedAt >= this.#config.timeoutMs) this.#declare(peer, this.#materialize(peer, attachedAt), "timeout");
   }
 
   #tick(peer: PeerId, d: Detector): void {
@@ -201,8 +266,11 @@ export class LivenessMonitor {
   }
 
   #activity(from: PeerId): void {
-    const d = this.#detectors.get(from);
-    if (d === undefined) return;
+    let d = this.#detectors.get(from);
+    if (d === undefined) {
+      if (!this.#members.has(from)) return;
+      d = this.#materialize(from, 0); // lastSeen is set just below
+    }
     d.lastSeen = this.#timers.now();
     d.inboundCount++;
   }

@@ -16,7 +16,10 @@ export interface Seam {
   readonly self: PeerId;
   /** Largest frame this seam carries, in bytes. */
   readonly maxFrameBytes: number;
-  /** Current membership view; never contains `self`. */
+  /**
+   * Current membership view; never contains `self`. Every change publishes a new set and a published set
+   * is never modified afterwards, so subscribers keep it by reference instead of copying it.
+   */
   readonly peers: Watch<ReadonlySet<PeerId>>;
   send(to: PeerId, frame: Uint8Array): SendResult;
   /** A `send` to every current member, in id order. */

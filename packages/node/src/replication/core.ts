@@ -147,7 +147,10 @@ export class ReplicationCore {
     this.#soon(this.#out.stage(patch, now, this.#c.deltaBatchMs));
   }
 
-  /** The seam's membership view changed (first contact, re-entry, departure; §5.4). */
+  /**
+   * The seam's membership view changed (first contact, re-entry, departure; §5.4). `peers` is kept by
+   * reference (a seam's views are immutable values): do not modify it afterwards.
+   */
   membership(peers: ReadonlySet<PeerId>, now: number): void {
     const { met, reentered } = this.#peers.setMembers(peers, now);
     if (met.length + reentered.length > 0 && this.#out.seq > 0) {
@@ -157,16 +160,15 @@ export class ReplicationCore {
     }
     // First contact: a granted digest first, the state only if it asks (⟨1.1⟩); a first boot at genesis
     // has nothing to say (the peer already holds our stream's whole base).
+    // A first boot at genesis keeps no record of the peers it meets (the directory's untouched default
+    // is "based, nothing acknowledged"); a record appears when something is written about the peer.
     const announce = met.length > 0 && this.#announces();
-    for (const peer of met) {
-      const k = this.#peers.get(peer)!;
-      if (announce) this.#startHandshake(peer, k, now);
-      else k.based = true;
-    }
+    if (announce) for (const peer of met) this.#startHandshake(peer, this.#peers.get(peer, now)!, now);
+    else if (this.#out.seq > 0) for (const peer of met) this.#peers.get(peer, now); // its tail re-offer clock starts now
     // Re-entry of a known peer: the deltas it missed from the buffer, else a digest; never a full state.
     const seq = this.#out.seq;
     for (const peer of reentered) {
-      const k = this.#peers.get(peer)!;
+      const k = this.#peers.get(peer, now)!;
       k.tailAt = now;
       if (k.acked >= seq) continue;
       if (seq - k.acked <= this.#c.maxResendSpan && this.#out.holds(k.acked + 1, seq)) this.#sendDeltas(peer, k.acked + 1, seq);
@@ -206,7 +208,7 @@ export class ReplicationCore {
     }
     const seq = this.#out.seq;
     for (const p of [...this.#handshaking]) {
-      const k = this.#peers.get(p);
+      const k = this.#peers.get(p, now);
       if (k === undefined || k.handshake === null || k.based) {
         if (k !== undefined) k.handshake = null;
         this.#handshaking.delete(p);
@@ -232,7 +234,7 @@ export class ReplicationCore {
         const candidates = this.#peers.sortedKnown();
         if (candidates.length > 0) {
           const p = candidates[Math.min(candidates.length - 1, Math.floor(this.#random() * candidates.length))]!;
-          this.#sendDigest(p, this.#peers.get(p)!);
+          this.#sendDigest(p, this.#peers.get(p, now)!);
         }
       }
     }
@@ -247,8 +249,9 @@ export class ReplicationCore {
   #scanTails(now: number): void {
     const seq = this.#out.seq;
     let next = Infinity;
-    for (const [p, k] of this.#peers.entries()) {
-      if (k.acked >= seq || !this.#peers.members.has(p)) continue;
+    for (const p of this.#peers.members) {
+      if (this.#peers.peek(p)!.acked >= seq) continue;
+      const k = this.#peers.get(p, now)!;
       if (now - k.tailAt >= this.#c.resendRetryMs) {
         k.tailAt = now;
         if (this.#out.get(seq) !== undefined) {
@@ -284,12 +287,12 @@ export class ReplicationCore {
 
   /** Peers this replica tracks for acks and grants, sorted (diagnostic). */
   knownPeers(): PeerId[] {
-    return this.#peers.sortedKnown();
+    return [...this.#peers.sortedKnown()];
   }
 
   /** What this replica keeps about `p` (diagnostic and tests). */
   peer(p: PeerId): Readonly<KnownPeer> | undefined {
-    return this.#peers.get(p);
+    return this.#peers.peek(p);
   }
 
   /** Cursor of sender `s` (diagnostic and tests). */
@@ -314,7 +317,7 @@ export class ReplicationCore {
     const a = this.#in.adopt(s, inc);
     if (a === "old") return false;
     if (a === "restart") {
-      const k = this.#peers.get(s);
+      const k = this.#peers.get(s, now);
       if (k !== undefined) {
         k.based = false;
         if (this.#replica.digest() !== this.#genesisDigest && this.#peers.members.has(s)) this.#startHandshake(s, k, now);
@@ -336,7 +339,7 @@ export class ReplicationCore {
 
   #onAck(from: PeerId, a: AckInfo, now: number): void {
     if (a.inc !== this.incarnation) return;
-    const k = this.#peers.get(from);
+    const k = this.#peers.get(from, now);
     if (k === undefined) return;
     const seq = Math.min(a.seq, this.#out.seq);
     if (seq > k.acked) {
@@ -374,12 +377,12 @@ export class ReplicationCore {
   }
 
   #onStateRequest(from: PeerId, now: number): void {
-    const k = this.#peers.get(from);
+    const k = this.#peers.peek(from);
     if (k === undefined || !k.grant) {
       this.#m.unsolicitedRequests++;
       return;
     }
-    if (this.#serveState(from, now)) k.grant = false;
+    if (this.#serveState(from, now)) this.#peers.get(from, now)!.grant = false;
   }
 
   #onState(from: PeerId, m: StateMessage, now: number): void {
@@ -463,7 +466,7 @@ export class ReplicationCore {
     const parts = fragments.length;
     const shared = fragments.map((value, part): DeltaMessage => ({ kind: "delta", inc: this.incarnation, seq, part, parts, value, ack: null }));
     for (const p of this.#peers.sortedMembers()) {
-      const k = this.#peers.get(p);
+      const k = this.#peers.get(p, now);
       if (k !== undefined) k.tailAt = now;
       const ack = this.#in.takeAck(p);
       shared.forEach((m, part) => {
@@ -510,7 +513,7 @@ export class ReplicationCore {
     if (d !== null && d < t) t = d;
     if (this.#tailAt < t) t = this.#tailAt;
     for (const p of this.#handshaking) {
-      const h = this.#peers.get(p)?.handshake;
+      const h = this.#peers.peek(p)?.handshake;
       if (h != null && h.nextAt < t) t = h.nextAt;
     }
     return t;
