@@ -110,8 +110,20 @@ interface MutationCell {
   setupMs: number;
 }
 
-/** 3 nodes on a fresh MemoryNetwork with an `edges`-edge tree; `rounds` × `perRound` delegates, per-mutation µs of the median round. */
-async function mutationCell(edges: number, rounds: number, perRound: number): Promise<MutationCell> {
+/** One cluster of the mutation part: 3 nodes on their own MemoryNetwork and virtual clock. */
+interface MutationCluster {
+  readonly edges: number;
+  readonly setupMs: number;
+  /** b's handling time of every inbound delta frame since the last reset, µs. */
+  readonly inbound: number[];
+  /** `count` delegates on a, each published and delivered; returns wall and CPU µs per mutation. */
+  round(count: number): { wallUs: number; cpuUs: number };
+  /** Lets the cluster settle, checks that all three are equal, shuts it down. */
+  finish(): Promise<void>;
+}
+
+/** 3 nodes on a fresh MemoryNetwork with an `edges`-edge tree. */
+function mutationCluster(edges: number): MutationCluster {
   const timers = new VirtualTimers();
   const net = new MemoryNetwork({ timers, random: seededRandom(edges), faults: { dropRate: 0, duplicateRate: 0, delayMs: [1, 1] } });
   const supply = new Map(["a", "b", "c"].map((id) => [ReplicaId(id), 1n << 40n]));
@@ -122,39 +134,63 @@ async function mutationCell(edges: number, rounds: number, perRound: number): Pr
   const setupMs = performance.now() - t0;
   timers.advanceBy(10);
   const delegate = author(nodes[0]!);
-  const round = (count: number) => {
-    for (let i = 0; i < count; i++) {
-      delegate(AttachmentId("hot"));
-      timers.advanceBy(2); // flush the batch, deliver to both peers (1 ms), let coalesced acks run
-    }
+  return {
+    edges,
+    setupMs,
+    inbound,
+    round(count) {
+      const t = performance.now();
+      const c = process.cpuUsage();
+      for (let i = 0; i < count; i++) {
+        delegate(AttachmentId("hot"));
+        timers.advanceBy(2); // flush the batch, deliver to both peers (1 ms), let coalesced acks run
+      }
+      const used = process.cpuUsage(c);
+      return { wallUs: ((performance.now() - t) / count) * 1000, cpuUs: (used.user + used.system) / count };
+    },
+    async finish() {
+      for (let i = 0; i < 50 && !converged(nodes); i++) timers.advanceBy(10);
+      if (!converged(nodes)) throw new Error(`${edges} edges: no convergence`);
+      for (const n of nodes) await n.shutdown();
+    },
   };
-  round(perRound); // warm-up on this cluster
-  inbound.length = 0;
-  const perRoundUs: number[] = [];
-  const perRoundCpuUs: number[] = [];
+}
+
+/**
+ * Every size's cluster is built first, then the rounds interleave (10, 1 000, 10 000, 10, …), so a change
+ * in the machine's load during the run lands on every size alike and the ratio compares like with like.
+ */
+async function mutationCells(sizes: readonly number[], rounds: number, perRound: number): Promise<Map<number, MutationCell>> {
+  const clusters = sizes.map((e) => mutationCluster(e));
+  for (const c of clusters) c.round(perRound); // warm-up on each cluster
+  const wall = new Map<number, number[]>(sizes.map((e) => [e, []]));
+  const cpu = new Map<number, number[]>(sizes.map((e) => [e, []]));
+  for (const c of clusters) c.inbound.length = 0;
   for (let r = 0; r < rounds; r++) {
-    const t = performance.now();
-    const c = process.cpuUsage();
-    round(perRound);
-    const used = process.cpuUsage(c);
-    perRoundUs.push(((performance.now() - t) / perRound) * 1000);
-    perRoundCpuUs.push((used.user + used.system) / perRound);
+    for (const c of clusters) {
+      const x = c.round(perRound);
+      wall.get(c.edges)!.push(x.wallUs);
+      cpu.get(c.edges)!.push(x.cpuUs);
+    }
   }
-  for (let i = 0; i < 50 && !converged(nodes); i++) timers.advanceBy(10);
-  if (!converged(nodes)) throw new Error(`${edges} edges: no convergence`);
-  for (const n of nodes) await n.shutdown();
-  return { perMutationUs: median(perRoundUs), perMutationCpuUs: median(perRoundCpuUs), inbound, setupMs };
+  const out = new Map<number, MutationCell>();
+  for (const c of clusters) {
+    await c.finish();
+    out.set(c.edges, { perMutationUs: median(wall.get(c.edges)!), perMutationCpuUs: median(cpu.get(c.edges)!), inbound: c.inbound, setupMs: c.setupMs });
+  }
+  return out;
 }
 
 async function mutationPart(): Promise<void> {
   console.log("\nper mutation: a local delegate on a (root → hot; the other edges hang under a sibling), committed and published, delivered to b and c");
-  console.log("(MemoryNetwork, link delay 1 ms, virtual time; the median of 5 rounds of 200 after a warm-up), and b's whole synchronous handling of");
-  console.log("each inbound delta frame (decode, join, decide, queue for persistence, schedule the ack)");
-  await mutationCell(10, 1, 2_000); // warms the JIT for every size alike
-  const perMutation = new Map<number, MutationCell>();
+  console.log("(MemoryNetwork, link delay 1 ms, virtual time; the median of 9 rounds of 200 after a warm-up, the sizes' rounds interleaved), and b's");
+  console.log("whole synchronous handling of each inbound delta frame (decode, join, decide, queue for persistence, schedule the ack)");
+  const warm = mutationCluster(10); // warms the JIT for every size alike
+  warm.round(2_000);
+  await warm.finish();
+  const perMutation = await mutationCells(EDGE_SIZES, 9, 200);
   for (const edges of EDGE_SIZES) {
-    const c = await mutationCell(edges, 5, 200);
-    perMutation.set(edges, c);
+    const c = perMutation.get(edges)!;
     const inMed = median(c.inbound);
     const inP99 = pct(c.inbound, 0.99);
     console.log(
