@@ -72,8 +72,8 @@ export class LivenessMonitor {
   /** Every attached peer in attach order (the order ticks visit them), and when each attached. */
   #order: PeerId[] = [];
   #attachedAt: number[] = [];
-  /** Peers re-attached by `remonitor` during the tick in progress (that tick skips them, as it skips every new detector). */
-  #reattached: Set<PeerId> | null = null;
+  /** Peers `remonitor` renewed during the tick in progress: that tick skips them (their old detector is gone, a new one waits for the next). */
+  #renewed: Set<PeerId> | null = null;
   readonly #unreachable = new WatchCell<ReadonlySet<PeerId>>(new Set(), sameMembers);
   readonly #events = new EventChannel<PartitionEvent>();
   readonly #off: (() => void)[] = [];
@@ -121,11 +121,9 @@ export class LivenessMonitor {
     // Copy on write: a tick in progress keeps iterating the arrays it started with.
     this.#order = this.#order.filter((_, j) => j !== i);
     this.#attachedAt = this.#attachedAt.filter((_, j) => j !== i);
+    this.#renewed?.add(peer);
     this.#setUnreachable(peer, false);
-    if (this.#members.has(peer)) {
-      this.#attach(peer);
-      this.#reattached?.add(peer);
-    }
+    if (this.#members.has(peer)) this.#attach(peer);
   }
 
   /** Current phase per monitored peer (diagnostic). */
@@ -149,18 +147,18 @@ export class LivenessMonitor {
     this.#timer = this.#timers.set(() => {
       this.#timer = null;
       if (this.#closed) return;
-      // Peers attached during this tick are not visited (the loop bound), nor are those remonitor re-attaches.
+      // Peers attached during this tick are not visited (the loop bound), nor are those remonitor renews.
       const order = this.#order;
       const at = this.#attachedAt;
-      this.#reattached = new Set();
+      const renewed = (this.#renewed = new Set());
       for (let i = 0, n = order.length; i < n; i++) {
         const peer = order[i]!;
-        if (this.#reattached.has(peer)) continue;
+        if (renewed.has(peer)) continue;
         const d = this.#detectors.get(peer);
         if (d === undefined) this.#tickSilent(peer, at[i]!);
         else if (d.phase !== "lost") this.#tick(peer, d);
       }
-      this.#reattached = null;
+      this.#renewed = null;
       this.#arm();
     }, this.#config.intervalMs);
   }
