@@ -90,4 +90,26 @@ describe("liveness (node.md §10, §16 A15)", () => {
     t2.advanceBy(5_000);
     expect(ev[0]).toMatchObject({ kind: "unresponsive", peer: "y", reason: "backpressure" });
   });
+
+  it("a member never heard from (no detector state yet) is healthy, then unresponsive(timeout) within one interval of timeoutMs after it attached", () => {
+    const timers = new VirtualTimers();
+    const net = new MemoryNetwork({ timers, random: seededRandom(4) });
+    const seam = net.join("x");
+    net.join("y"); // joins the fabric but runs no monitor: it never answers
+    const mux = muxSeam(seam);
+    const m = new LivenessMonitor({ channel: mux.channel(3), mux, timers, config: { intervalMs: 5_000, timeoutMs: 15_000, reconnectWindowMs: 60_000 }, rejections: new RejectionCounter(timers, 1, () => {}) });
+    const ev: PartitionEvent[] = [];
+    m.events.subscribe((e) => ev.push(e));
+    timers.advanceBy(1_000); // y attaches at t = 0 (the fabric's membership timer)
+    expect(m.phases()).toEqual({ y: "healthy" });
+    timers.advanceBy(13_000);
+    expect(ev).toEqual([]);
+    timers.advanceBy(7_000);
+    expect(ev).toHaveLength(1);
+    expect(ev[0]).toMatchObject({ kind: "unresponsive", peer: "y", reason: "timeout" });
+    expect(ev[0]!.at).toBeGreaterThanOrEqual(15_000);
+    expect(ev[0]!.at).toBeLessThan(20_000);
+    expect(m.phases()).toEqual({ y: "unresponsive" });
+    expect(m.counters().pingsOut).toBeGreaterThanOrEqual(3);
+  });
 });
