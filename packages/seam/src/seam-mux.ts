@@ -61,7 +61,8 @@ function createMux(seam: Seam): SeamMux {
   const counters: SeamMuxCounters = { unknownChannel: 0 };
 
   seam.onFrame((from, frame) => {
-    for (const fn of [...activity]) fn(from);
+    // Set iteration tolerates a listener unsubscribing itself; no per-frame copy of the listeners.
+    for (const fn of activity) fn(from);
     const tag = frame[0];
     const slot = tag === undefined ? undefined : slots.get(tag);
     if (slot === undefined) {

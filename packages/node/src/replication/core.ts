@@ -71,6 +71,9 @@ export interface ReplicationMetrics {
   valueTooLarge: number;
 }
 
+/** What `ready()` returns when nothing happened (shared: most frames and ticks of a large mesh produce nothing). */
+const NOTHING: Ready = Object.freeze({ sends: Object.freeze([]), merged: Object.freeze([]), tooLarge: Object.freeze([]), antiEntropyTick: false });
+
 /**
  * Ledger replication as a pure state machine (node.md §5), shaped like the Raft core: the driver feeds
  * `step(from, message)` for every decoded frame, `membership(peers)` for every change of the seam's view,
@@ -272,10 +275,11 @@ export class ReplicationCore {
 
   /** Takes everything produced since the last call. */
   ready(): Ready {
+    if (this.#sends.length === 0 && this.#merged.length === 0 && this.#tooLarge.length === 0 && !this.#aeTick) return NOTHING;
     const r: Ready = { sends: this.#sends, merged: this.#merged, tooLarge: this.#tooLarge, antiEntropyTick: this.#aeTick };
-    this.#sends = [];
-    this.#merged = [];
-    this.#tooLarge = [];
+    if (this.#sends.length > 0) this.#sends = [];
+    if (this.#merged.length > 0) this.#merged = [];
+    if (this.#tooLarge.length > 0) this.#tooLarge = [];
     this.#aeTick = false;
     return r;
   }
@@ -502,7 +506,9 @@ export class ReplicationCore {
   #soonCursor(s: PeerId): void {
     const c = this.#in.snapshot(s);
     if (c === undefined) return;
-    for (const d of [c.ackAt, c.graceAt, c.retryAt]) if (d !== null) this.#soon(d);
+    if (c.ackAt !== null) this.#soon(c.ackAt);
+    if (c.graceAt !== null) this.#soon(c.graceAt);
+    if (c.retryAt !== null) this.#soon(c.retryAt);
   }
 
   #computeWake(): number {

@@ -32,10 +32,13 @@ export type CursorAction =
 
 /**
  * Every remote sender's cursor, and the gap and ack deadlines derived from them. Pure bookkeeping; the
- * core turns `due()` actions into messages.
+ * core turns `due()` actions into messages. `due` and `nextDeadline` visit only the cursors with a
+ * deadline set (a node hearing from 999 senders, one of them active, looks at one cursor per tick).
  */
 export class InboundCursors {
   readonly #cursors = new Map<PeerId, Cursor>();
+  /** Cursors that may have a deadline set (a superset: entries leave when `due` finds none). */
+  readonly #armed = new Set<PeerId>();
   readonly #maxTracked: number;
   readonly #graceMs: number;
   readonly #retryMs: number;
@@ -124,6 +127,7 @@ export class InboundCursors {
     const c = this.of(s);
     const at = immediate ? now : now + this.#ackDelayMs;
     c.ackAt = c.ackAt === null ? at : Math.min(c.ackAt, at);
+    this.#armed.add(s);
   }
 
   /** The ack owed to `s`, taken now (it rides on a delta going there), or null. */
@@ -150,6 +154,7 @@ export class InboundCursors {
     }
     if (this.#top(c) - 1 > Math.max(c.contig, c.requestedTo)) c.graceAt ??= now + this.#graceMs;
     c.retryAt ??= now + this.#retryMs;
+    this.#armed.add(s);
   }
 
   #top(c: Cursor): number {
@@ -161,8 +166,11 @@ export class InboundCursors {
   /** Earliest deadline over every cursor, or null. */
   nextDeadline(): number | null {
     let t: number | null = null;
-    for (const c of this.#cursors.values()) {
-      for (const d of [c.graceAt, c.retryAt, c.ackAt]) if (d !== null && (t === null || d < t)) t = d;
+    for (const s of this.#armed) {
+      const c = this.#cursors.get(s)!;
+      if (c.graceAt !== null && (t === null || c.graceAt < t)) t = c.graceAt;
+      if (c.retryAt !== null && (t === null || c.retryAt < t)) t = c.retryAt;
+      if (c.ackAt !== null && (t === null || c.ackAt < t)) t = c.ackAt;
     }
     return t;
   }
@@ -170,7 +178,8 @@ export class InboundCursors {
   /** Actions whose deadline passed: acks, newly-missing resends after the grace, whole-gap retries. */
   due(now: number): CursorAction[] {
     const out: CursorAction[] = [];
-    for (const [s, c] of this.#cursors) {
+    for (const s of this.#armed) {
+      const c = this.#cursors.get(s)!;
       if (c.ackAt !== null && c.ackAt <= now) {
         c.ackAt = null;
         out.push({ kind: "ack", to: s, inc: c.inc, seq: c.contig, based: c.based });
@@ -178,6 +187,7 @@ export class InboundCursors {
       if (c.above.size === 0) {
         c.graceAt = null;
         c.retryAt = null;
+        if (c.ackAt === null) this.#armed.delete(s);
         continue;
       }
       const top = this.#top(c) - 1;
