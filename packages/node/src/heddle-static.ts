@@ -59,21 +59,30 @@ export function staticGenesis(root: GroupId, supply: ReadonlyMap<ReplicaId, bigi
   return r.ledger;
 }
 
-const genesisCache = new WeakMap<ReadonlyMap<ReplicaId, bigint>, WeakMap<readonly AttachmentRecord[], { root: GroupId; genesis: EntitlementLedger; digest: string }>>();
+interface SharedStart {
+  root: GroupId;
+  genesis: EntitlementLedger;
+  digest: string;
+  /** The roster's ids (read-only, shared by every peer started from the same `supply`). */
+  roster: ReadonlySet<ReplicaId>;
+}
+
+const genesisCache = new WeakMap<ReadonlyMap<ReplicaId, bigint>, WeakMap<readonly AttachmentRecord[], SharedStart>>();
 
 /**
- * The genesis and its digest. Peers started in one process from the same `supply` and `topology` objects
- * (a simulation of many peers) share one immutable genesis value instead of each computing it: with a
- * roster of 1 000 that is 1 000 mints bootstrapped, indexed, encoded and hashed once, not 1 000 times.
+ * The genesis, its digest and the roster. Peers started in one process from the same `supply` and
+ * `topology` objects (a simulation of many peers) share one immutable genesis value and one roster set
+ * instead of each computing them: with a roster of 1 000 that is 1 000 mints bootstrapped, indexed,
+ * encoded and hashed once, not 1 000 times, and one 1 000-id set instead of 1 000 of them.
  * The inputs are read once; a caller that mutates them between calls gets the first genesis.
  */
-function sharedGenesis(root: GroupId, supply: ReadonlyMap<ReplicaId, bigint>, topology: readonly AttachmentRecord[]): { genesis: EntitlementLedger; digest: string } {
+function sharedGenesis(root: GroupId, supply: ReadonlyMap<ReplicaId, bigint>, topology: readonly AttachmentRecord[]): SharedStart {
   let byTopology = genesisCache.get(supply);
   if (byTopology === undefined) genesisCache.set(supply, (byTopology = new WeakMap()));
   const hit = byTopology.get(topology);
   if (hit !== undefined && hit.root === root) return hit;
   const genesis = staticGenesis(root, supply, topology);
-  const entry = { root, genesis, digest: fnv1a64(genesis.encode()) };
+  const entry: SharedStart = { root, genesis, digest: fnv1a64(genesis.encode()), roster: new Set(supply.keys()) };
   byTopology.set(topology, entry);
   return entry;
 }
@@ -112,7 +121,7 @@ function validateStatic(o: StaticOptions): void {
 export function heddleStatic(opts: StaticOptions): HeddleNode {
   validateStatic(opts);
   const config = resolveHeddleConfig(opts.config); // RangeError naming the field (§12)
-  const { genesis, digest } = sharedGenesis(opts.root, opts.supply, opts.topology);
+  const { genesis, digest, roster } = sharedGenesis(opts.root, opts.supply, opts.topology);
   const store = config.store;
   const { epoch, persisted } = store.boot(opts.self, digest);
   if (!Number.isSafeInteger(epoch) || epoch < 0 || epoch >= 2 ** 31) {
@@ -138,7 +147,7 @@ export function heddleStatic(opts: StaticOptions): HeddleNode {
       genesisDigest: digest,
       initial,
       restarted,
-      roster: new Set(opts.supply.keys()),
+      roster,
       restored: persisted.reservations,
       rowsAtBoot: persisted.patches.length,
     });
