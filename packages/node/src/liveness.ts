@@ -74,6 +74,12 @@ export class LivenessMonitor {
   #attachedAt: number[] = [];
   /** Peers `remonitor` renewed during the tick in progress: that tick skips them (their old detector is gone, a new one waits for the next). */
   #renewed: Set<PeerId> | null = null;
+  /**
+   * During a sweep over every detector (a tick, a membership change): the unreachable set being built and
+   * the events to emit. Published once at the end — declaring 500 peers is one set, not 500 growing copies.
+   */
+  #draft: Set<PeerId> | null = null;
+  #queued: PartitionEvent[] = [];
   readonly #unreachable = new WatchCell<ReadonlySet<PeerId>>(new Set(), sameMembers);
   readonly #events = new EventChannel<PartitionEvent>();
   readonly #off: (() => void)[] = [];
@@ -151,13 +157,15 @@ export class LivenessMonitor {
       const order = this.#order;
       const at = this.#attachedAt;
       const renewed = (this.#renewed = new Set());
-      for (let i = 0, n = order.length; i < n; i++) {
-        const peer = order[i]!;
-        if (renewed.has(peer)) continue;
-        const d = this.#detectors.get(peer);
-        if (d === undefined) this.#tickSilent(peer, at[i]!);
-        else if (d.phase !== "lost") this.#tick(peer, d);
-      }
+      this.#sweep(() => {
+        for (let i = 0, n = order.length; i < n; i++) {
+          const peer = order[i]!;
+          if (renewed.has(peer)) continue;
+          const d = this.#detectors.get(peer);
+          if (d === undefined) this.#tickSilent(peer, at[i]!);
+          else if (d.phase !== "lost") this.#tick(peer, d);
+        }
+      });
       this.#renewed = null;
       this.#arm();
     }, this.#config.intervalMs);
@@ -174,12 +182,37 @@ export class LivenessMonitor {
     for (const p of fresh.sort()) this.#attach(p);
     const order = this.#order;
     const at = this.#attachedAt;
-    for (let i = 0, n = order.length; i < n; i++) {
-      const p = order[i]!;
-      if (now.has(p)) continue;
-      const d = this.#detectors.get(p) ?? this.#materialize(p, at[i]!);
-      if (d.phase === "healthy") this.#declare(p, d, "transport-closed");
+    this.#sweep(() => {
+      for (let i = 0, n = order.length; i < n; i++) {
+        const p = order[i]!;
+        if (now.has(p)) continue;
+        const d = this.#detectors.get(p) ?? this.#materialize(p, at[i]!);
+        if (d.phase === "healthy") this.#declare(p, d, "transport-closed");
+      }
+    });
+  }
+
+  /**
+   * Runs `visit` with unreachable changes gathered into one draft set and events queued; then publishes the
+   * set once and emits the events in order (subscribers see the set already holding every peer declared).
+   */
+  #sweep(visit: () => void): void {
+    this.#draft = new Set(this.#unreachable.get());
+    try {
+      visit();
+    } finally {
+      const draft = this.#draft;
+      const queued = this.#queued;
+      this.#draft = null;
+      this.#queued = [];
+      this.#unreachable.set(draft);
+      for (const e of queued) this.#events.emit(e);
     }
+  }
+
+  #emit(e: PartitionEvent): void {
+    if (this.#draft !== null) this.#queued.push(e);
+    else this.#events.emit(e);
   }
 
   /**
@@ -233,12 +266,12 @@ export class LivenessMonitor {
       d.phase = "healthy";
       d.backpressurePending = false;
       this.#setUnreachable(peer, false);
-      this.#events.emit({ kind: "recovered", peer, at: now });
+      this.#emit({ kind: "recovered", peer, at: now });
       return;
     }
     if (d.elapsed >= this.#config.reconnectWindowMs) {
       d.phase = "lost";
-      this.#events.emit({ kind: "lost", peer, at: now });
+      this.#emit({ kind: "lost", peer, at: now });
       return;
     }
     this.#ping(peer);
@@ -249,7 +282,7 @@ export class LivenessMonitor {
     d.seen0 = d.inboundCount;
     d.elapsed = 0;
     this.#setUnreachable(peer, true);
-    this.#events.emit({ kind: "unresponsive", peer, at: this.#timers.now(), reason });
+    this.#emit({ kind: "unresponsive", peer, at: this.#timers.now(), reason });
   }
 
   #ping(peer: PeerId): void {
@@ -257,6 +290,11 @@ export class LivenessMonitor {
   }
 
   #setUnreachable(peer: PeerId, on: boolean): void {
+    if (this.#draft !== null) {
+      if (on) this.#draft.add(peer);
+      else this.#draft.delete(peer);
+      return;
+    }
     const next = new Set(this.#unreachable.get());
     if (on) next.add(peer);
     else next.delete(peer);

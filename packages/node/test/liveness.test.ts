@@ -112,4 +112,29 @@ describe("liveness (node.md §10, §16 A15)", () => {
     expect(m.phases()).toEqual({ y: "unresponsive" });
     expect(m.counters().pingsOut).toBeGreaterThanOrEqual(3);
   });
+
+  it("a disconnect of many peers at once publishes one unreachable set holding all of them, then one event each", () => {
+    const timers = new VirtualTimers();
+    const net = new MemoryNetwork({ timers, random: seededRandom(5) });
+    const seam = net.join("x");
+    const others = Array.from({ length: 20 }, (_, i) => `p${String(i).padStart(2, "0")}`);
+    for (const o of others) net.join(o);
+    const mux = muxSeam(seam);
+    const m = new LivenessMonitor({ channel: mux.channel(3), mux, timers, config: { intervalMs: 5_000, timeoutMs: 15_000, reconnectWindowMs: 60_000 }, rejections: new RejectionCounter(timers, 1, () => {}) });
+    const published: number[] = [];
+    m.unreachable.subscribe((u) => published.push(u.size));
+    const seenAtEvent: boolean[] = [];
+    const ev: PartitionEvent[] = [];
+    m.events.subscribe((e) => {
+      ev.push(e);
+      seenAtEvent.push(m.unreachable.get().has(e.peer));
+    });
+    timers.advanceBy(1);
+    net.partition([["x"]], "disconnect");
+    timers.advanceBy(1);
+    expect(published).toEqual([20]);
+    expect(ev.map((e) => e.peer)).toEqual(others);
+    expect(ev.every((e) => e.kind === "unresponsive" && e.reason === "transport-closed")).toBe(true);
+    expect(seenAtEvent.every(Boolean)).toBe(true);
+  });
 });
