@@ -28,13 +28,14 @@ describe("HTTP API: claims refusals without a commit", () => {
   it("refuses at a confirmed read, naming the holder, and appends nothing", async () => {
     const granted = await take("alice", "deploy");
     expect(granted.status).toBe(200);
+    expect(granted.body).toMatchObject({ mode: "granted", guarantee: expect.stringMatching(/^linearizable and fenced/) });
     const grantIndex = (granted.body as { index: number }).index;
     const before = await commitIndex();
     expect(before).toBeGreaterThanOrEqual(grantIndex);
     for (let i = 0; i < 20; i++) {
       const r = await take(`bob-${i}`, "deploy");
       expect(r.status).toBe(409);
-      expect(r.body).toMatchObject({ error: "refused", committed: false, index: null, refusal: { kind: "blocked", ok: false, blocked: [{ key: "deploy", reason: "held", holders: ["alice"] }] } });
+      expect(r.body).toMatchObject({ mode: "granted", error: "refused", committed: false, index: null, refusal: { kind: "blocked", ok: false, blocked: [{ key: "deploy", reason: "held", holders: ["alice"] }] } });
       expect((r.body as { readIndex: number }).readIndex).toBeGreaterThanOrEqual(grantIndex);
       expect((r.body as { message: string }).message).toMatch(/deploy is held by alice;.*nothing was committed/);
     }
