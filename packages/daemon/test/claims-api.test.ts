@@ -91,4 +91,17 @@ describe("HTTP API: claims refusals without a commit", () => {
       rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  it("serves all three modes side by side on a governed peer, each answer naming its guarantee", async () => {
+    const granted = await take("grace", "three-modes");
+    expect(granted.body).toMatchObject({ mode: "granted" });
+    const advisory = await s.client.raw("POST", "/v1/claims/advisory", { item: "three-modes", ttlMs: 10_000 });
+    expect(advisory.status).toBe(200);
+    expect(advisory.body).toMatchObject({ mode: "advisory", holder: s.daemon.self, mine: true, guarantee: expect.stringMatching(/^best effort/) });
+    // no keeper parts are configured on this peer: the 400 names the field and says where parts are configured
+    const keeper = await s.client.raw("POST", "/v1/claims/keeper", { part: "three-modes" });
+    expect(keeper.status).toBe(400);
+    expect(keeper.body).toMatchObject({ issues: [{ field: "part" }] });
+    expect((keeper.body as { message: string }).message).toMatch(/claims\.keeperRules.*configured: \(none\)/);
+  });
 });

@@ -401,7 +401,7 @@ export class ClaimsGossip implements GossipClaims {
     const rule = this.#keeper.rules.get(part);
     if (rule === undefined) {
       const known = [...this.#keeper.rules.keys()].sort();
-      throw new RangeError(`${verb}: no keeper part ${JSON.stringify(part)} is configured (claims.keeperRules); configured: ${known.length === 0 ? "(none)" : known.join(", ")}`);
+      throw new RangeError(`${verb}: no keeper part ${JSON.stringify(part)} is configured (HeddleConfig claims.keeperRules; in a daemon config: claims.keeper.parts); configured: ${known.length === 0 ? "(none)" : known.join(", ")}`);
     }
     return rule;
   }
