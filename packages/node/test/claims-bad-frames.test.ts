@@ -4,7 +4,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { GroupId, ReplicaId } from "@heddle/ledger";
 import { heddleStatic, memoryStore, MemoryNetwork, seededRandom, type NodeEvent, type RejectReason } from "../src/index.ts";
-import { encodeClaimsFrame, VirtualTimers } from "../src/testing.ts";
+import { encodeClaimsFrame, readClaimsFrame, VirtualTimers } from "../src/testing.ts";
 import { FLAT } from "./node-sim.ts";
 
 const enc = new TextEncoder();
@@ -113,5 +113,41 @@ describe("bad claims frames into a live node (node.md §4.3 on channel 5)", () =
     expect(victim.gossipClaims.holder("z").holder).toBe("mallory");
     void victim.shutdown();
     void honest.shutdown();
+  });
+});
+
+describe("the claims frame codec", () => {
+  const id = fc.string({ minLength: 1, maxLength: 12 }).filter((s) => s.trim() === s && s.length > 0 && s.isWellFormed());
+  const t = fc.integer({ min: 0, max: 2 ** 40 });
+  it("round-trips every well-formed keeper and advisory slot, and refuses it from anyone but its author", () => {
+    fc.assert(
+      fc.property(
+        id,
+        fc.bigInt({ min: 0n, max: 2n ** 63n - 1n }),
+        fc.uniqueArray(fc.tuple(id, t, fc.integer({ min: 1, max: 10_000 })), { selector: (x) => x[0], maxLength: 8 }),
+        fc.uniqueArray(fc.tuple(id, t, fc.integer({ min: 0, max: 10_000 }), t, fc.option(t), fc.option(fc.integer({ min: 0, max: 10_000 })), fc.option(t)), { selector: (x) => x[0], maxLength: 8 }),
+        (peer, version, items, parts) => {
+          const byId = <T extends readonly unknown[]>(xs: T[]) => [...xs].sort((x, y) => ((x[0] as string) < (y[0] as string) ? -1 : 1));
+          const advisory = { peer, version, claims: byId(items).map(([item, claimedAt, ttl]) => ({ item, peer, claimedAt, expiresAt: claimedAt + ttl })) };
+          const keeper = {
+            peer,
+            version,
+            claims: byId(parts).map(([part, claimedAt, renewGap, activeAt, takenAt, closeGap, wroteUpTo]) => ({
+              part, peer, claimedAt, renewedAt: claimedAt + renewGap, activeAt,
+              ...(takenAt !== null ? { takenAt } : {}),
+              ...(closeGap !== null ? { closedAt: claimedAt + closeGap } : {}),
+              ...(wroteUpTo !== null ? { wroteUpTo } : {}),
+            })),
+          };
+          const a = readClaimsFrame(encodeClaimsFrame("advisory", advisory), peer, 4096);
+          expect(a).toEqual({ ok: true, message: { kind: "advisory", slot: advisory } });
+          const k = readClaimsFrame(encodeClaimsFrame("keeper", keeper), peer, 4096);
+          expect(k).toEqual({ ok: true, message: { kind: "keeper", slot: keeper } });
+          expect(readClaimsFrame(encodeClaimsFrame("keeper", keeper), `${peer}x`, 4096)).toEqual({ ok: false, reason: "not-author" });
+          if (items.length > 1) expect(readClaimsFrame(encodeClaimsFrame("advisory", advisory), peer, items.length - 1)).toEqual({ ok: false, reason: "too-many-entries" });
+        },
+      ),
+      { numRuns: Number(process.env.HEDDLE_RUNS ?? 500) },
+    );
   });
 });

@@ -3,7 +3,8 @@
 // on every peer once they have heard each other. A failing run names its seed; HEDDLE_SEED=<n> replays it alone.
 import { encodeAdvisorySlot, type AdvisoryClaim } from "@heddle/claims";
 import { describe, expect, it } from "vitest";
-import { seededRandom } from "../src/index.ts";
+import { memoryStore, resolveHeddleConfig, seededRandom } from "../src/index.ts";
+import { VirtualTimers } from "../src/testing.ts";
 import { Cluster, forSeeds, seedList } from "./node-sim.ts";
 
 const TIMINGS = { renewEveryMs: 1_000, aliveMs: 5_000, settlingMs: 2_000, unclosedMs: 60_000, othersHeardMs: 2_000 };
@@ -263,5 +264,17 @@ describe("keeper and advisory claims over MemoryNetwork (claims.md §3–4 on ch
     // re-claiming what it holds is not a new claim
     expect(a.advisory("x", 1_000).mine).toBe(true);
     void c.shutdown();
+  });
+
+  it("checks the claims config and names the bad field", () => {
+    const base = { policy: { quantum: 10n }, maxHoldingsPerPeer: 10n, timers: new VirtualTimers(), random: () => 0.5, store: memoryStore() };
+    const bad = (claims: unknown) => () => resolveHeddleConfig({ ...base, claims: claims as never });
+    expect(bad({ keeperRules: { invoices: "nearest" } })).toThrow(/HeddleConfig\.claims\.keeperRules\.invoices must be "follows-you" or "stays-put"/);
+    expect(bad({ antiEntropyMs: 0 })).toThrow(/HeddleConfig\.claims\.antiEntropyMs must be an integer/);
+    expect(bad({ antiEntropyMs: 200_000 })).toThrow(/claims\.antiEntropyMs \(200000\) must be < keeperTimings\.othersHeardMs/);
+    expect(bad({ maxClaimsPerSlot: 5_000 })).toThrow(/claims\.maxClaimsPerSlot must be an integer in 1 … 4096/);
+    expect(bad({ keeperTimings: { renewEveryMs: 10_000, aliveMs: 1_000 } })).toThrow(/renewEveryMs \(10000\) must be < aliveMs/);
+    const ok = resolveHeddleConfig(base).claims;
+    expect(ok).toMatchObject({ keeperRules: {}, antiEntropyMs: 30_000, tickMs: 1_000, maxClaimsPerSlot: 4096, keeperTimings: { settlingMs: 120_000 } });
   });
 });
