@@ -6,6 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { HeddleClient } from "@heddle/client";
+import { parsePrometheus } from "./support/prometheus.ts";
 import { ConfigError, initCluster, loadConfig, silentLogger, startDaemon, type DaemonConfig, type RunningDaemon } from "../src/index.ts";
 
 let dir: string;
@@ -91,6 +92,12 @@ describe("HTTP API: keeper and advisory claims", () => {
     const dropped = await cb.raw("POST", "/v1/claims/advisory/drop", { item: "job-7" });
     expect(dropped.body).toMatchObject({ dropped: true });
     await until("a holds job-7 after b dropped it", () => ca.raw("GET", "/v1/claims/advisory?item=job-7"), (r) => (r.body as { holder: string }).holder === a.self);
+    // the gossip shows in /metrics: both peers' slots held here, frames both ways
+    const scrape = parsePrometheus(await (await fetch(`${a.url}/metrics`, { headers: { authorization: `Bearer ${a.token}` } })).text());
+    expect(scrape.one("heddle_claims_gossip_slots", { mode: "advisory" })).toBe(2);
+    expect(scrape.one("heddle_claims_gossip_slots", { mode: "keeper" })).toBe(2);
+    expect(scrape.one("heddle_claims_gossip_frames_total", { direction: "in" })).toBeGreaterThan(0);
+    expect(scrape.one("heddle_claims_gossip_frames_total", { direction: "out" })).toBeGreaterThan(0);
   });
 
   it("bad requests are 400s naming the field; writes past a limit are 409s naming it", async () => {
