@@ -36,7 +36,7 @@ Work (for scripts):
 Operate (governed mode):
   mint AMOUNT         prepare | activate | close | retire EDGE     reshape CHILD --parent P --weight W
   enroll [PEER]       depart     sync     roster     outcome --idempotency-key K
-  claims take|release|renew|list      leader transfer PEER
+  leader transfer PEER
 
 Claims (every mode; each answer says what it guarantees):
   granted (governed mode):  claims take KEY... --holder H | release | renew | list
