@@ -94,5 +94,8 @@ export {
   nextUnclaimed,
   putAdvisorySlot,
 } from "./advisory-claims.ts";
+/** The three modes and the one-sentence guarantee each answer carries. */
+export type { ClaimsMode } from "./guarantees.ts";
+export { CLAIM_GUARANTEES } from "./guarantees.ts";
 /** The stable 32-bit string hash `next` spreads by (FNV-1a over UTF-8, then an avalanche step), and plain FNV-1a. */
 export { fnv1a32, stableHash } from "./stable-hash.ts";

@@ -16,14 +16,14 @@ export function encodeSlotDoc(format: string, peer: string, version: bigint, row
 }
 
 /** Throws `ClaimsDecodeError` naming the slot format. */
-export function slotFail(format: string, why: string): never {
-  throw new ClaimsDecodeError(`${format} slot: ${why}`);
+export function slotFail(format: string, why: string, bound?: "claims" | "text"): never {
+  throw new ClaimsDecodeError(`${format} slot: ${why}`, bound);
 }
 
 /** Reads the envelope of a slot, rejecting anything but the canonical shape of `format`. */
 export function decodeSlotDoc(text: unknown, format: string): SlotDoc {
   if (typeof text !== "string") slotFail(format, "input must be a string");
-  if (text.length > MAX_SLOT_TEXT) slotFail(format, `longer than ${MAX_SLOT_TEXT} code units`);
+  if (text.length > MAX_SLOT_TEXT) slotFail(format, `longer than ${MAX_SLOT_TEXT} code units`, "text");
   let doc: unknown;
   try {
     doc = JSON.parse(text);
@@ -46,7 +46,7 @@ export function decodeSlotDoc(text: unknown, format: string): SlotDoc {
   if (version > MAX_SLOT_VERSION) slotFail(format, "version above 2^63 − 1");
   const rows = o["claims"];
   if (!Array.isArray(rows)) slotFail(format, "claims must be a list");
-  if (rows.length > MAX_SLOT_CLAIMS) slotFail(format, `more than ${MAX_SLOT_CLAIMS} claims`);
+  if (rows.length > MAX_SLOT_CLAIMS) slotFail(format, `more than ${MAX_SLOT_CLAIMS} claims`, "claims");
   return { peer: peer as string, version, rows };
 }
 

@@ -20,6 +20,11 @@ export const EXIT = Object.freeze({
   config: 8,
   /** `start`/`up`: the daemon could not start (busy port, store of another cluster, missing key or token). */
   startFailed: 9,
+  /**
+   * `claims advisory`: the claim was recorded but an earlier claimant holds the item; `claims keeper|look --check`:
+   * this peer may not act on the part (not the keeper, or not settled). Not an error: the answer is "not yours".
+   */
+  notYours: 10,
 });
 
 /** One of {@link EXIT}'s values. */

@@ -36,14 +36,20 @@ Work (for scripts):
 Operate (governed mode):
   mint AMOUNT         prepare | activate | close | retire EDGE     reshape CHILD --parent P --weight W
   enroll [PEER]       depart     sync     roster     outcome --idempotency-key K
-  claims take|release|renew|list      leader transfer PEER
+  leader transfer PEER
+
+Claims (every mode; each answer says what it guarantees):
+  granted (governed mode):  claims take KEY... --holder H | release | renew | list
+  keeper (gossiped):        claims keeper PART [--take] [--active] [--check] | look [PART] | close PART
+  advisory (gossiped):      claims advisory ITEM [--ttl MS] | holders [ITEM] | drop ITEM | next ITEM...
 
 Which daemon: --config FILE (a peer's heddle.json), or --url URL --token T; or HEDDLE_CONFIG.
 Human tables by default; --json prints the API's JSON.
 
 Exit codes: 0 ok · 1 internal error · 2 usage · 3 refused or conflict · 4 daemon unreachable ·
 5 token refused · 6 outcome unknown / daemon unavailable · 7 request rejected as malformed ·
-8 invalid config · 9 daemon could not start
+8 invalid config · 9 daemon could not start · 10 not yours (advisory item held by an earlier
+claimant; keeper --check: this peer may not act)
 `;
 
 const TWO_WORD = new Set(["claims", "leader"]);

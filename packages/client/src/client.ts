@@ -190,4 +190,12 @@ export class HeddleClient {
   claimsRenew(holder: string, key: string, opts: CallOptions = {}) { return this.call("POST", "/v1/claims/renew", { holder, key }, opts); }
   claimsReleaseAll(holder: string, opts: CallOptions = {}) { return this.call("POST", "/v1/claims/release-all", { holder }, opts); }
   claimsList(key?: string) { return this.call("GET", `/v1/claims${key === undefined ? "" : `?key=${encodeURIComponent(key)}`}`); }
+  // ---- keeper and advisory claims (gossiped, claims.md §3–4; no log entry) ----
+  keeper(part: string, renewal: { active?: boolean; take?: boolean; wroteUpTo?: number } = {}) { return this.call("POST", "/v1/claims/keeper", { part, ...renewal }); }
+  keeperClose(part: string, wroteUpTo?: number) { return this.call("POST", "/v1/claims/keeper/close", { part, ...(wroteUpTo !== undefined ? { wroteUpTo } : {}) }); }
+  keeperLook(part?: string) { return this.call("GET", `/v1/claims/keeper${part === undefined ? "" : `?part=${encodeURIComponent(part)}`}`); }
+  advisory(item: string, ttlMs?: number) { return this.call("POST", "/v1/claims/advisory", { item, ...(ttlMs !== undefined ? { ttlMs } : {}) }); }
+  advisoryDrop(item: string) { return this.call("POST", "/v1/claims/advisory/drop", { item }); }
+  advisoryHolders(item?: string) { return this.call("GET", `/v1/claims/advisory${item === undefined ? "" : `?item=${encodeURIComponent(item)}`}`); }
+  advisoryNext(candidates: string[]) { return this.call("POST", "/v1/claims/advisory/next", { candidates }); }
 }

@@ -8,6 +8,8 @@ import type { TSchema } from "@sinclair/typebox";
 import { AttachmentId, GroupId, ReplicaId } from "@heddle/ledger";
 import type { AttachmentRecord, EntitlementLedger } from "@heddle/ledger";
 import { fnv1a64 } from "@heddle/node";
+import { CLAIM_GUARANTEES } from "@heddle/claims";
+import { registerGossipClaims } from "./gossip-claims-api.ts";
 import * as S from "./api-schemas.ts";
 import type { CallOptions, ClaimsOutcome, ControlPlane, ProposalKey } from "./control-plane.ts";
 import { CONTROL_ERRORS } from "./control-plane.ts";
@@ -421,13 +423,14 @@ export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
   });
 
   // ---- control plane ---------------------------------------------------------------------------
+  const GRANTED = { mode: "granted", guarantee: CLAIM_GUARANTEES.granted };
   const STATIC_MODE = {
     error: "static-mode",
     message:
       "this peer runs in static mode: its supply and topology are fixed by the genesis in its config; mint, reshape, enroll, depart and claims need a governed cluster (mode.kind = \"governed\", e.g. heddle init --mode governed)",
   };
 
-  const control = async (req: FastifyRequest, reply: FastifyReply, act: (cp: ControlPlane, opts: CallOptions) => Promise<ClaimsOutcome>) => {
+  const control = async (req: FastifyRequest, reply: FastifyReply, act: (cp: ControlPlane, opts: CallOptions) => Promise<ClaimsOutcome>, extra: object = {}) => {
     const cp = ctx.control;
     if (cp === null) return reply.code(409).send(STATIC_MODE);
     const ik = idempotencyKey(req);
@@ -443,12 +446,13 @@ export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
     // Refusals count alike whether the log answered them or the leader did at a confirmed read.
     const claims = o.kind === "applied" || o.kind === "refused-at-read" ? (o.claims as { ok?: boolean; blocked?: { reason?: string }[]; invalid?: string } | undefined) : undefined;
     if (claims !== undefined && claims !== null && claims.ok === false) ctx.metrics?.claimRefused(claims.invalid !== undefined ? "invalid" : (claims.blocked?.[0]?.reason ?? "unknown"));
-    return sendOutcome(reply, o);
+    return sendOutcome(reply, o, extra);
   };
 
   const cpost = (path: string, summary: string, body: TSchema, act: (cp: ControlPlane, b: never, opts: CallOptions) => Promise<ClaimsOutcome>) =>
-    app.post(`${API_PREFIX}${path}`, { schema: { ...tags("control"), summary, body, response: { 200: S.AppliedOk, 409: S.ErrorBody } } }, (req, reply) =>
-      control(req, reply, (cp, opts) => act(cp, req.body as never, opts)),
+    app.post(`${API_PREFIX}${path}`, { schema: { ...tags(path.startsWith("/claims") ? "claims" : "control"), summary, body, response: { 200: S.AppliedOk, 409: S.ErrorBody } } }, (req, reply) =>
+      // granted claims say which guarantee they give, as the keeper and advisory answers do
+      control(req, reply, (cp, opts) => act(cp, req.body as never, opts), path.startsWith("/claims") ? GRANTED : {}),
     );
 
   cpost("/control/mint", "Create supply at the root for a holder (one log entry)", S.MintBody, (cp, b: { holder?: string; amount: string | number }, opts) => {
@@ -476,9 +480,11 @@ export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
     if (cp === null) return reply.code(409).send(STATIC_MODE);
     const q = req.query as { key?: string };
     const v = cp.claims.view();
-    if (q.key !== undefined) return { key: q.key, holders: toWire(v.holders(q.key)), owner: v.owner(q.key) ?? null };
-    return { open: toWire(v.open()) };
+    if (q.key !== undefined) return { ...GRANTED, key: q.key, holders: toWire(v.holders(q.key)), owner: v.owner(q.key) ?? null };
+    return { ...GRANTED, open: toWire(v.open()) };
   });
+
+  registerGossipClaims(app, API_PREFIX, d.gossipClaims, sendInvalid);
 
   app.post(`${API_PREFIX}/control/sync`, { schema: { ...tags("control"), summary: "A linearizable read of the control state" } }, async (_req, reply) => {
     const cp = ctx.control;
@@ -586,12 +592,13 @@ function blockedText(refusal: unknown): string {
   return `the claim was refused (blocked): ${parts.join("; ")}; see refusal.blocked`;
 }
 
-function sendOutcome(reply: FastifyReply, o: ClaimsOutcome) {
+function sendOutcome(reply: FastifyReply, o: ClaimsOutcome, extra: object) {
   if (o.kind === "conflict") {
-    return reply.code(409).send({ error: "conflict", message: conflictMessage(o.conflict), conflict: toWire(o.conflict), index: o.index, key: o.key });
+    return reply.code(409).send({ error: "conflict", message: conflictMessage(o.conflict), conflict: toWire(o.conflict), index: o.index, key: o.key, ...extra });
   }
   if (o.kind === "refused-at-read") {
     return reply.code(409).send({
+      ...extra,
       error: "refused",
       message: `${blockedText(o.claims)} (answered by the leader at a confirmed read; nothing was committed)`,
       refusal: { kind: "blocked", ...(toWire(o.claims) as object) },
@@ -604,9 +611,9 @@ function sendOutcome(reply: FastifyReply, o: ClaimsOutcome) {
   }
   const claims = o.claims as { ok?: boolean } | undefined;
   if (claims !== undefined && claims !== null && typeof claims === "object" && claims.ok === false) {
-    return reply.code(409).send({ error: "refused", message: blockedText(claims), refusal: { kind: "blocked", ...(toWire(claims) as object) }, committed: true, index: o.index, key: o.key });
+    return reply.code(409).send({ error: "refused", message: blockedText(claims), refusal: { kind: "blocked", ...(toWire(claims) as object) }, committed: true, index: o.index, key: o.key, ...extra });
   }
-  return reply.code(200).send(toWire(o));
+  return reply.code(200).send({ ...(toWire(o) as object), ...extra });
 }
 
 function sendControlError(reply: FastifyReply, e: unknown, logger: Logger) {

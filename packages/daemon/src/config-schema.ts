@@ -71,6 +71,28 @@ export const NodeTuningSchema = Obj({
   compactAfterPatches: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000_000 })),
 });
 
+const Ms = (description: string, max = 86_400_000) => Type.Optional(Type.Integer({ minimum: 1, maximum: max, description }));
+
+/** Keeper and advisory claims (claims.md §3–4): the keeper parts with their rules, timings and bounds. */
+export const ClaimsConfigSchema = Obj({
+  keeper: Type.Optional(
+    Obj({
+      parts: Type.Record(Type.String({ minLength: 1, maxLength: 256 }), Type.Union([Type.Literal("follows-you"), Type.Literal("stays-put")]), {
+        maxProperties: 1024,
+        description: "each keeper part and its rule, identical on every peer",
+      }),
+      renewEveryMs: Ms("how often this peer renews its open keeper claims (default 60000)"),
+      aliveMs: Ms("how long a claim is alive after its last renewal (default 300000)"),
+      settlingMs: Ms("how long a peer keeps a part before it may act (default 120000)"),
+      unclosedMs: Ms("how long a lapsed unclosed stays-put claim still holds (default 86400000)", 30 * 86_400_000),
+      othersHeardMs: Ms("how recently every other claimant must be heard for `sure` (default 120000)"),
+    }),
+  ),
+  advisory: Type.Optional(Obj({ ttlMs: Ms("the lease of an advisory claim when a call names none (default 300000)") })),
+  antiEntropyMs: Ms("how often this peer re-sends its own claim slots to every peer (default 30000)"),
+  maxClaimsPerSlot: Type.Optional(Type.Integer({ minimum: 1, maximum: 4096, description: "most claims one peer's keeper or advisory slot carries (default 4096)" })),
+});
+
 /** The whole config file. */
 export const PeerConfigSchema = Obj({
   version: Type.Literal(CONFIG_VERSION, { description: "config format version" }),
@@ -98,6 +120,7 @@ export const PeerConfigSchema = Obj({
     ),
   }),
   node: Type.Optional(NodeTuningSchema),
+  claims: Type.Optional(ClaimsConfigSchema),
   scheduler: Type.Optional(
     Obj({
       intervalMs: Type.Optional(Type.Integer({ minimum: 5, maximum: 600_000, description: "how often this peer schedules every parent and refreshes standing demand" })),

@@ -6,6 +6,7 @@ import { dirname, isAbsolute, resolve } from "node:path";
 import { isIP } from "node:net";
 import { AttachmentId, GroupId, ReplicaId, Weight } from "@heddle/ledger";
 import type { AttachmentRecord } from "@heddle/ledger";
+import { resolveClaimsGossipConfig, type HeddleConfig } from "@heddle/node";
 import {
   GovernedModeSchema,
   PeerConfigOuterSchema,
@@ -81,6 +82,8 @@ export interface DaemonConfig {
   readonly storeDir: string;
   readonly api: { readonly host: string; readonly port: number; readonly tokenFile: string; readonly tls: { keyFile: string; certFile: string } | null };
   readonly node: NodeTuning;
+  /** Keeper and advisory claims, as the node takes them (`HeddleConfig.claims`). */
+  readonly claims: NonNullable<HeddleConfig["claims"]>;
   readonly schedulerIntervalMs: number;
   readonly limits: DaemonLimits;
   readonly log: { readonly format: "text" | "json"; readonly level: "debug" | "info" | "warn" | "error" };
@@ -185,6 +188,7 @@ export function parseConfig(doc: unknown, file: string | null = null): DaemonCon
   const maxHoldingsPerPeer = big(n.maxHoldingsPerPeer, "node.maxHoldingsPerPeer") ?? CONFIG_DEFAULTS.maxHoldingsPerPeer;
   const perChildOutstandingCap = big(n.perChildOutstandingCap, "node.perChildOutstandingCap");
   const sleeperCredit = big(n.sleeperCredit, "node.sleeperCredit");
+  const claims = resolveClaims(d.claims, issues);
   if (issues.length > 0) throw new ConfigError(file, issues);
 
   const base = file === null ? process.cwd() : dirname(file);
@@ -215,10 +219,39 @@ export function parseConfig(doc: unknown, file: string | null = null): DaemonCon
       maxGrantsPerSchedule: n.maxGrantsPerSchedule ?? CONFIG_DEFAULTS.maxGrantsPerSchedule,
       ...(n.compactAfterPatches !== undefined ? { compactAfterPatches: n.compactAfterPatches } : {}),
     },
+    claims,
     schedulerIntervalMs: d.scheduler?.intervalMs ?? CONFIG_DEFAULTS.schedulerIntervalMs,
     limits: { ...CONFIG_DEFAULTS.limits, ...(d.limits ?? {}) },
     log: { ...CONFIG_DEFAULTS.log, ...(d.log ?? {}) },
   };
+}
+
+/** The `claims` section as the node takes it; cross-field problems are reported against the field to change. */
+function resolveClaims(c: PeerConfigDocument["claims"], issues: FieldIssue[]): NonNullable<HeddleConfig["claims"]> {
+  if (c === undefined) return {};
+  const k = c.keeper;
+  const timings = {
+    ...(k?.renewEveryMs !== undefined ? { renewEveryMs: k.renewEveryMs } : {}),
+    ...(k?.aliveMs !== undefined ? { aliveMs: k.aliveMs } : {}),
+    ...(k?.settlingMs !== undefined ? { settlingMs: k.settlingMs } : {}),
+    ...(k?.unclosedMs !== undefined ? { unclosedMs: k.unclosedMs } : {}),
+    ...(k?.othersHeardMs !== undefined ? { othersHeardMs: k.othersHeardMs } : {}),
+  };
+  const out = {
+    keeperRules: { ...(k?.parts ?? {}) },
+    keeperTimings: timings,
+    ...(c.antiEntropyMs !== undefined ? { antiEntropyMs: c.antiEntropyMs } : {}),
+    ...(c.advisory?.ttlMs !== undefined ? { advisoryTtlMs: c.advisory.ttlMs } : {}),
+    ...(c.maxClaimsPerSlot !== undefined ? { maxClaimsPerSlot: c.maxClaimsPerSlot } : {}),
+  };
+  try {
+    resolveClaimsGossipConfig(out);
+  } catch (e) {
+    const m = (e as Error).message;
+    const field = /claims\.antiEntropyMs/.test(m) ? "claims.antiEntropyMs" : /renewEveryMs/.test(m) ? "claims.keeper.renewEveryMs" : "claims";
+    issues.push({ field, problem: m.replace(/^HeddleConfig\.claims\.\S+ /, "") });
+  }
+  return out;
 }
 
 /** Splits `host:port` (IPv6 in brackets). */

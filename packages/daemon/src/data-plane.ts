@@ -2,7 +2,7 @@
 // `HeddleNode`; a governed peer passes its `GovernedHeddleNode`'s data plane (governed.md §2.2), whose
 // writer gate refuses `reserve` until the peer has enrolled itself.
 import type { EntitlementLedger, GroupId, ReplicaId } from "@heddle/ledger";
-import type { BoundMetrics, CompleteResult, NodeMetrics, ReservationRow, ReserveResult, ScheduleResult, Watch } from "@heddle/node";
+import type { BoundMetrics, CompleteResult, GossipClaims, NodeMetrics, ReservationRow, ReserveResult, ScheduleResult, Watch } from "@heddle/node";
 import type { AttachmentId } from "@heddle/ledger";
 import type { Demand } from "@heddle/policy";
 
@@ -23,4 +23,6 @@ export interface DataPlane {
   earmarked?(leaf: GroupId): bigint;
   available?(leaf: GroupId): bigint;
   metrics?(): NodeMetrics;
+  /** Keeper and advisory claims of this peer's node (claims.md §3–4); the API's keeper/advisory routes answer 501 without. */
+  readonly gossipClaims?: GossipClaims;
 }

@@ -87,6 +87,7 @@ export class DaemonMetrics {
       open: new Gauge({ name: "heddle_reservations_open", help: "Open reservations on this peer", registers }),
       minted: new Gauge({ name: "heddle_ledger_minted", help: "Σ minted supply on this peer's view", registers }),
       leafSpent: new Gauge({ name: "heddle_ledger_leaf_spent", help: "Σ spent at leaves (the conservation identity's third term)", registers }),
+      gossipSlots: new Gauge({ name: "heddle_claims_gossip_slots", help: "Keeper and advisory slots this peer holds (one per peer that wrote one), by mode", labelNames: ["mode"], registers }),
       peers: new Gauge({ name: "heddle_peers", help: "Peers of the roster by state as seen from here (this peer excluded)", labelNames: ["state"], registers }),
     };
     const c = {
@@ -96,6 +97,8 @@ export class DaemonMetrics {
       bytesOut: new Counter({ name: "heddle_replication_bytes_out_total", help: "Ledger replication bytes sent", registers }),
       deltas: new Counter({ name: "heddle_replication_deltas_published_total", help: "Ledger deltas this peer published", registers }),
       commits: new Counter({ name: "heddle_store_commits_total", help: "Store commits of the node's mutation path", registers }),
+      gossipFrames: new Counter({ name: "heddle_claims_gossip_frames_total", help: "Keeper and advisory claim frames on channel 5, by direction (in: accepted; rejected ones count in heddle_frames_rejected_total)", labelNames: ["direction"], registers }),
+      gossipAntiEntropy: new Counter({ name: "heddle_claims_gossip_anti_entropy_rounds_total", help: "Rounds in which this peer re-sent its own claim slots to every peer", registers }),
       commitFailures: new Counter({ name: "heddle_store_commit_failures_total", help: "Store commits that failed (the node then fails closed)", registers }),
     };
     this.#gauges = g;
@@ -151,6 +154,14 @@ export class DaemonMetrics {
       setCounter(c["commitFailures"]!, {}, m.commitFailures);
       g["failed"]!.set(m.failed ? 1 : 0);
       g["open"]!.set(m.reservationsOpen);
+      const cl = m.peer.claims;
+      if (cl !== undefined) {
+        setCounter(c["gossipFrames"]!, { direction: "in" }, cl.framesIn);
+        setCounter(c["gossipFrames"]!, { direction: "out" }, cl.framesOut);
+        setCounter(c["gossipAntiEntropy"]!, {}, cl.antiEntropyRounds);
+        g["gossipSlots"]!.set({ mode: "keeper" }, cl.keeperSlots);
+        g["gossipSlots"]!.set({ mode: "advisory" }, cl.advisorySlots);
+      }
     }
 
     const counts = new Map<string, number>(PEER_STATES.map((s) => [s, 0]));

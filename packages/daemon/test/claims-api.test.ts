@@ -28,13 +28,14 @@ describe("HTTP API: claims refusals without a commit", () => {
   it("refuses at a confirmed read, naming the holder, and appends nothing", async () => {
     const granted = await take("alice", "deploy");
     expect(granted.status).toBe(200);
+    expect(granted.body).toMatchObject({ mode: "granted", guarantee: expect.stringMatching(/^linearizable and fenced/) });
     const grantIndex = (granted.body as { index: number }).index;
     const before = await commitIndex();
     expect(before).toBeGreaterThanOrEqual(grantIndex);
     for (let i = 0; i < 20; i++) {
       const r = await take(`bob-${i}`, "deploy");
       expect(r.status).toBe(409);
-      expect(r.body).toMatchObject({ error: "refused", committed: false, index: null, refusal: { kind: "blocked", ok: false, blocked: [{ key: "deploy", reason: "held", holders: ["alice"] }] } });
+      expect(r.body).toMatchObject({ mode: "granted", error: "refused", committed: false, index: null, refusal: { kind: "blocked", ok: false, blocked: [{ key: "deploy", reason: "held", holders: ["alice"] }] } });
       expect((r.body as { readIndex: number }).readIndex).toBeGreaterThanOrEqual(grantIndex);
       expect((r.body as { message: string }).message).toMatch(/deploy is held by alice;.*nothing was committed/);
     }
@@ -89,5 +90,18 @@ describe("HTTP API: claims refusals without a commit", () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+
+  it("serves all three modes side by side on a governed peer, each answer naming its guarantee", async () => {
+    const granted = await take("grace", "three-modes");
+    expect(granted.body).toMatchObject({ mode: "granted" });
+    const advisory = await s.client.raw("POST", "/v1/claims/advisory", { item: "three-modes", ttlMs: 10_000 });
+    expect(advisory.status).toBe(200);
+    expect(advisory.body).toMatchObject({ mode: "advisory", holder: s.daemon.self, mine: true, guarantee: expect.stringMatching(/^best effort/) });
+    // no keeper parts are configured on this peer: the 400 names the field and says where parts are configured
+    const keeper = await s.client.raw("POST", "/v1/claims/keeper", { part: "three-modes" });
+    expect(keeper.status).toBe(400);
+    expect(keeper.body).toMatchObject({ issues: [{ field: "part" }] });
+    expect((keeper.body as { message: string }).message).toMatch(/claims\.keeperRules.*configured: \(none\)/);
   });
 });

@@ -1,5 +1,7 @@
 import { validatePolicyConfig, type PolicyConfig } from "@heddle/policy";
+import { resolveClaimsGossipConfig, type ClaimsGossipConfig } from "./claims-gossip.ts";
 import { DEMAND_BOARD_DEFAULTS } from "./demand-board.ts";
+import type { KeeperTimings } from "@heddle/claims";
 import { MIN_FRAME_BYTES, REPLICATION_DEFAULTS, type ReplicationConfig } from "./replication/config.ts";
 import { HEARTBEAT_DEFAULTS, type HeartbeatConfig } from "./liveness.ts";
 import type { HeddleStore } from "./store.ts";
@@ -40,10 +42,15 @@ export interface HeddleConfig {
   readonly reorderGraceMs?: number;
   /** Extension (§5.1 ⟨1.1⟩): local patches within this window leave as one delta; default 0 (one turn). */
   readonly deltaBatchMs?: number;
+  /**
+   * Extension (claims.md §3–4 on channel 5): keeper parts and their rules, keeper timings, anti-entropy and the
+   * bounds of keeper and advisory claims; default: no keeper parts, claims.md's timings.
+   */
+  readonly claims?: Partial<Omit<ClaimsGossipConfig, "keeperTimings">> & { readonly keeperTimings?: Partial<KeeperTimings> };
 }
 
 /** A {@link HeddleConfig} with every default filled in. */
-export type ResolvedHeddleConfig = Required<HeddleConfig>;
+export type ResolvedHeddleConfig = Required<Omit<HeddleConfig, "claims">> & { readonly claims: ClaimsGossipConfig };
 
 /** The defaults of node.md §12 for every optional field. */
 export const HEDDLE_CONFIG_DEFAULTS = Object.freeze({
@@ -133,6 +140,7 @@ export function resolveHeddleConfig(c: HeddleConfig): ResolvedHeddleConfig {
     ackDelayMs: nonNegativeInt(c.ackDelayMs ?? d.ackDelayMs, "ackDelayMs"),
     reorderGraceMs: nonNegativeInt(c.reorderGraceMs ?? d.reorderGraceMs, "reorderGraceMs"),
     deltaBatchMs: nonNegativeInt(c.deltaBatchMs ?? d.deltaBatchMs, "deltaBatchMs"),
+    claims: resolveClaimsGossipConfig(c.claims),
   };
   return Object.freeze(r);
 }

@@ -3,6 +3,7 @@ import type { AttachmentId, AttachmentRecord, GroupId, LedgerConflict, LedgerTra
 import { HeddlePolicy, type Demand } from "@heddle/policy";
 import { ChannelTag, EventChannel, muxSeam, sortedIds, type EventStream, type PeerId, type Seam, type Watch } from "@heddle/seam";
 import { boundMetrics, type BoundMetrics } from "./bound-metrics.ts";
+import { ClaimsGossip, type ClaimsGossipCounters, type GossipClaims } from "./claims-gossip.ts";
 import { DemandBoard } from "./demand-board.ts";
 import { replicationConfigOf, type ResolvedHeddleConfig } from "./heddle-config.ts";
 import { LivenessMonitor, type PartitionEvent } from "./liveness.ts";
@@ -42,6 +43,8 @@ export interface PeerMetrics {
   readonly framesRejected: Record<RejectReason, number>;
   readonly demand: { framesIn: number; framesOut: number; slots: number };
   readonly liveness: { pingsOut: number; pongsOut: number };
+  /** Keeper and advisory claims on channel 5 (claims.md §3–4). */
+  readonly claims: ClaimsGossipCounters;
 }
 
 /** Counters of a node (node.md §14), plus the two extensions `framesRejected` and `failed` at top level. */
@@ -97,6 +100,8 @@ export interface HeddleNode {
   retire(edge: AttachmentId): TopologyResult;
   controlSink(): ControlSink;
   remonitor(replica: ReplicaId): void;
+  /** Extension (claims.md §3–4): keeper and advisory claims, gossiped on channel 5 of this node's seam. */
+  readonly gossipClaims: GossipClaims;
   metrics(): NodeMetrics;
   shutdown(): Promise<void>;
 }
@@ -182,6 +187,7 @@ export class Node implements HeddleNode {
   readonly #replication: ReplicationDriver;
   readonly #board: DemandBoard;
   readonly #liveness: LivenessMonitor;
+  readonly #claims: ClaimsGossip;
   readonly #channels: Seam[];
   readonly #table: ReservationTable;
   readonly #events = new EventChannel<NodeEvent>();
@@ -214,7 +220,8 @@ export class Node implements HeddleNode {
     const ledgerChannel = mux.channel(ChannelTag.ledger);
     const demandChannel = mux.channel(ChannelTag.demand);
     const livenessChannel = mux.channel(ChannelTag.liveness);
-    this.#channels = [ledgerChannel, demandChannel, livenessChannel];
+    const claimsChannel = mux.channel(ChannelTag.claims);
+    this.#channels = [ledgerChannel, demandChannel, livenessChannel, claimsChannel];
     this.#off.push(mux.onUnknownChannel((from) => this.#rejections.reject(from, "mux", "unknown-channel")));
     const maxFrameBytes = Math.min(c.maxFrameBytes, ledgerChannel.maxFrameBytes);
     const core = new ReplicationCore({
@@ -238,6 +245,7 @@ export class Node implements HeddleNode {
       rejections: this.#rejections,
     });
     this.#liveness = new LivenessMonitor({ channel: livenessChannel, mux, timers: c.timers, config: c.heartbeat, rejections: this.#rejections });
+    this.#claims = new ClaimsGossip({ channel: claimsChannel, epoch: p.epoch, timers: c.timers, config: c.claims, rejections: this.#rejections, maxFrameBytes: c.maxFrameBytes });
     let members = p.seam.peers.get(); // a seam's views are immutable values: kept, never copied
     this.#off.push(
       p.seam.peers.subscribe((now) => {
@@ -264,6 +272,10 @@ export class Node implements HeddleNode {
 
   get events(): EventStream<NodeEvent> {
     return this.#events;
+  }
+
+  get gossipClaims(): GossipClaims {
+    return this.#claims;
   }
 
   /**
@@ -473,7 +485,7 @@ export class Node implements HeddleNode {
     const earmarked: Record<string, bigint> = {};
     for (const [leaf, v] of this.#table.earmarks()) earmarked[leaf] = v;
     return {
-      peer: { ledger, framesRejected, demand: this.#board.counters(), liveness: this.#liveness.counters() },
+      peer: { ledger, framesRejected, demand: this.#board.counters(), liveness: this.#liveness.counters(), claims: this.#claims.counters() },
       framesRejected,
       failed: this.#failed,
       deltasPublished: ledger.deltasPublished,
@@ -495,6 +507,7 @@ export class Node implements HeddleNode {
     this.#replication.close();
     this.#board.close();
     this.#liveness.close();
+    this.#claims.close();
     for (const f of this.#off) f();
     for (const ch of this.#channels) await ch.close();
     this.#p.store.close();

@@ -19,7 +19,7 @@ export const REJECT_REASONS: readonly RejectReason[] = [
 ];
 
 /** The channels of the node, as named in events and metrics. */
-export type ChannelName = "ledger" | "demand" | "liveness" | "mux";
+export type ChannelName = "ledger" | "demand" | "liveness" | "claims" | "mux";
 
 /** A `frame-rejected` notice: emitted at most once per (peer, reason) per `rejectLogIntervalMs`. */
 export interface FrameRejected {

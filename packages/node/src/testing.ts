@@ -23,3 +23,5 @@ export { planSchedule, policyEdges } from "./schedule.ts";
 export { boundMetrics } from "./bound-metrics.ts";
 export { canonicalJson, canonicalBytes } from "./canonical-json.ts";
 export { Node } from "./heddle-node.ts";
+export { ClaimsGossip, encodeClaimsFrame, readClaimsFrame } from "./claims-gossip.ts";
+export type { ClaimsFrame } from "./claims-gossip.ts";

@@ -42,7 +42,7 @@ function cases(genesis: string): fc.Arbitrary<Case> {
   };
   return fc.oneof(
     fc.uint8Array({ maxLength: 300 }).chain((b) => fc.constantFrom(1, 2, 3).map((t) => ({ frame: withTag(t, b), reason: null }))),
-    fc.tuple(fc.integer({ min: 0, max: 255 }).filter((t) => t < 1 || t > 3), fc.uint8Array({ maxLength: 50 })).map(([t, b]) => ({ frame: withTag(t, b), reason: "unknown-channel" as const })),
+    fc.tuple(fc.integer({ min: 0, max: 255 }).filter((t) => t < 1 || (t > 3 && t !== 5)), fc.uint8Array({ maxLength: 50 })).map(([t, b]) => ({ frame: withTag(t, b), reason: "unknown-channel" as const })),
     fc.constant({ frame: new Uint8Array(0), reason: "unknown-channel" as const }),
     fc.integer({ min: 1, max: header - 1 }).map((n) => ({ frame: validDelta.subarray(0, n), reason: "decode" as const })),
     fc.integer({ min: header, max: validDelta.length - 1 }).map((n) => ({ frame: validDelta.subarray(0, n), reason: "bad-value" as const })),

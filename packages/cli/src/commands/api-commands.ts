@@ -112,6 +112,32 @@ function appliedLine(verb: string, r: Json): string {
   return `${verb}: applied at index ${r.index}${r.noop ? " (no-op: already so)" : ""}${r.mintId !== undefined ? `, mint ${r.mintId}` : ""}\n`;
 }
 
+function keeperTable(rows: Json[]): string {
+  const t = table(
+    ["part", "rule", "keeper", "here", "settled", "may act", "sure", "unheard", "closed (wroteUpTo)"],
+    rows.map((r) => [
+      r.part,
+      r.rule,
+      r.keeper === null ? "-" : short(r.keeper),
+      r.keeps ? "yes" : "no",
+      r.settled ? "yes" : "no",
+      r.mayAct ? "yes" : "no",
+      r.sure ? "yes" : "no",
+      r.unheard.length === 0 ? "-" : r.unheard.map(short).join(" "),
+      r.closed.length === 0 ? "-" : r.closed.map((x: Json) => `${short(x.peer)}(${x.wroteUpTo ?? "-"})`).join(" "),
+    ]),
+  );
+  return `${t}keeper mode: ${rows[0]?.guarantee ?? ""}\n`;
+}
+
+function advisoryTable(rows: Json[], guarantee: string): string {
+  const t = table(
+    ["item", "holder", "mine", "duplicated by"],
+    rows.map((r) => [r.item, r.holder === null ? "-" : short(r.holder), r.mine === undefined ? "-" : r.mine ? "yes" : "no", r.duplicates.length === 0 ? "-" : r.duplicates.map((d: Json) => short(d.loser)).join(" ")]),
+  );
+  return `${t}advisory mode: ${guarantee}\n`;
+}
+
 /** Every API command by name (`claims …` and `leader …` by their two words). */
 export const API_COMMANDS: Record<string, ApiCommand> = {
   status: {
@@ -289,7 +315,7 @@ export const API_COMMANDS: Record<string, ApiCommand> = {
         },
         v["idempotency-key"] !== undefined ? { idempotencyKey: v["idempotency-key"] as string } : {},
       )) as Json;
-      return printJsonOr(io, v, r, () => table(["key", "mode", "token"], (r.claims?.grants ?? []).map((g: Json) => [g.key, g.mode, g.token])));
+      return printJsonOr(io, v, r, () => `${table(["key", "mode", "token"], (r.claims?.grants ?? []).map((g: Json) => [g.key, g.mode, g.token]))}granted mode: ${r.guarantee ?? ""}\n`);
     },
   },
   "claims release": {
@@ -320,6 +346,84 @@ export const API_COMMANDS: Record<string, ApiCommand> = {
       const r = (await c.claimsList(p[0])) as Json;
       if (p[0] !== undefined) return printJsonOr(io, v, r, () => `${r.key}: ${r.holders.length === 0 ? "free" : r.holders.join(", ")}\n`);
       return printJsonOr(io, v, r, () => table(["key", "holder", "mode", "token", "since", "scope"], r.open.map((o: Json) => [o.key, o.holder, o.mode, o.token, o.since, o.scope ?? "-"])));
+    },
+  },
+  "claims keeper": {
+    usage: "heddle claims keeper PART [--take] [--active] [--wrote-up-to N] [--check]",
+    summary: "claim or renew this peer's keeper claim on a part and say who keeps it (keeper mode, gossiped)",
+    options: { take: { type: "boolean" }, active: { type: "boolean" }, "wrote-up-to": { type: "string" }, check: { type: "boolean" } },
+    async run(c, p, v, io) {
+      const [part] = need(p, 1, this.usage);
+      const upTo = v["wrote-up-to"] === undefined ? undefined : Number(amountArg(v["wrote-up-to"] as string, "--wrote-up-to"));
+      const r = (await c.keeper(part!, { ...(v["take"] ? { take: true } : {}), ...(v["active"] ? { active: true } : {}), ...(upTo !== undefined ? { wroteUpTo: upTo } : {}) })) as Json;
+      printJsonOr(io, v, r, () => keeperTable([r]));
+      return v["check"] && r.mayAct !== true ? EXIT.notYours : EXIT.ok;
+    },
+  },
+  "claims look": {
+    usage: "heddle claims look [PART] [--check]",
+    summary: "who keeps a part (or every configured part), without claiming (keeper mode)",
+    options: { check: { type: "boolean" } },
+    async run(c, p, v, io) {
+      if (p.length > 1) throw new UsageError(`usage: ${this.usage}`);
+      const r = (await c.keeperLook(p[0])) as Json;
+      const rows: Json[] = p[0] === undefined ? r.parts : [r];
+      printJsonOr(io, v, r, () => keeperTable(rows));
+      return v["check"] && !rows.every((x) => x.mayAct === true) ? EXIT.notYours : EXIT.ok;
+    },
+  },
+  "claims close": {
+    usage: "heddle claims close PART [--wrote-up-to N]",
+    summary: "close this peer's keeper claim on a part, saying how far it wrote (keeper mode)",
+    options: { "wrote-up-to": { type: "string" } },
+    async run(c, p, v, io) {
+      const [part] = need(p, 1, this.usage);
+      const upTo = v["wrote-up-to"] === undefined ? undefined : Number(amountArg(v["wrote-up-to"] as string, "--wrote-up-to"));
+      const r = (await c.keeperClose(part!, upTo)) as Json;
+      return printJsonOr(io, v, r, () => keeperTable([r]));
+    },
+  },
+  "claims advisory": {
+    usage: "heddle claims advisory ITEM [--ttl MS]",
+    summary: "claim an item (advisory mode: best effort, the earliest claimant wins); exit 10 when another holds it",
+    options: { ttl: { type: "string" } },
+    async run(c, p, v, io) {
+      const [item] = need(p, 1, this.usage);
+      const ttl = v["ttl"] === undefined ? undefined : Number(v["ttl"]);
+      if (ttl !== undefined && (!Number.isInteger(ttl) || ttl <= 0)) throw new UsageError("--ttl must be a positive integer of milliseconds");
+      const r = (await c.advisory(item!, ttl)) as Json;
+      printJsonOr(io, v, r, () => advisoryTable([r], r.guarantee));
+      return r.mine === true ? EXIT.ok : EXIT.notYours;
+    },
+  },
+  "claims holders": {
+    usage: "heddle claims holders [ITEM]",
+    summary: "who holds an item (or every held item) and the duplicates (advisory mode)",
+    async run(c, p, v, io) {
+      if (p.length > 1) throw new UsageError(`usage: ${this.usage}`);
+      const r = (await c.advisoryHolders(p[0])) as Json;
+      if (p[0] !== undefined) return printJsonOr(io, v, r, () => advisoryTable([r], r.guarantee));
+      const rows = r.holders.map((h: Json) => ({ item: h.item, holder: h.holder, duplicates: r.duplicates.filter((d: Json) => d.item === h.item) }));
+      return printJsonOr(io, v, r, () => advisoryTable(rows, r.guarantee));
+    },
+  },
+  "claims drop": {
+    usage: "heddle claims drop ITEM",
+    summary: "give up this peer's advisory claim on an item",
+    async run(c, p, v, io) {
+      const [item] = need(p, 1, this.usage);
+      const r = (await c.advisoryDrop(item!)) as Json;
+      return printJsonOr(io, v, r, () => (r.dropped ? `dropped ${item}\n` : `this peer had no claim on ${item}: nothing dropped\n`));
+    },
+  },
+  "claims next": {
+    usage: "heddle claims next ITEM...",
+    summary: "this peer's order of tied work and the first item nobody else holds (advisory mode)",
+    async run(c, p, v, io) {
+      if (p.length === 0) throw new UsageError(`usage: ${this.usage}`);
+      const r = (await c.advisoryNext(p)) as Json;
+      printJsonOr(io, v, r, () => `${r.first === null ? "every item is held by another peer" : `next: ${r.first}`}\norder: ${r.order.join(" ")}\n`);
+      return r.first === null ? EXIT.notYours : EXIT.ok;
     },
   },
   "leader transfer": {

@@ -136,6 +136,8 @@ export interface GovernedHeddleNode {
   readonly unreachable: HeddleNode["unreachable"];
   /** The data-plane node's counters (node.md §14). */
   metrics: HeddleNode["metrics"];
+  /** Keeper and advisory claims of the data-plane node (claims.md §3–4, gossiped; no log entry). */
+  readonly gossipClaims: HeddleNode["gossipClaims"];
 }
 
 /** A caller waiting for its key to be applied here. */
@@ -250,6 +252,10 @@ class GovernedNode implements GovernedHeddleNode {
 
   get unreachable(): HeddleNode["unreachable"] {
     return this.#node.unreachable;
+  }
+
+  get gossipClaims(): HeddleNode["gossipClaims"] {
+    return this.#node.gossipClaims;
   }
 
   schedule: HeddleNode["schedule"] = (parent) => {
