@@ -428,7 +428,7 @@ describe("§5.3 elections and leadership", () => {
     expect(s.inflight.find((m) => m.from === "b" && m.message.type === "voteReply")?.message).toMatchObject({ granted: false, term });
   });
 
-  it("learners never campaign or vote", () => {
+  it("learners never campaign, are never asked for a vote, and a learner's grant never counts (R-M5)", () => {
     const s = new Script(["a"], {}, ["l"]);
     s.elect("a");
     const id = s.nextId++;
@@ -439,9 +439,31 @@ describe("§5.3 elections and leadership", () => {
     s.advance(3000, (m) => m.from !== "a" && m.to !== "a", 10, ["l"]);
     expect(l.term).toBe(s.core("a").term);
     expect(traceOf(s, "l").some((t) => t.type === "preVoteStart")).toBe(false);
-    l.step("a", { type: "vote", term: l.term, lastLogIndex: 99, lastLogTerm: l.term });
-    s.flush("l");
-    expect(s.inflight.find((m) => m.from === "l")?.message).toMatchObject({ type: "voteReply", granted: false });
+
+    // whether a vote counts is the candidate's call: it asks only its voters and tallies only their replies
+    const t = new Script(ABC, {}, ["l"]);
+    t.elect("a");
+    const add = t.nextId++;
+    t.core("a").changeMembership(add, { voters: ABC, learners: ["l"] });
+    t.stabilize();
+    expect(t.outcomes.get(add)).toMatchObject({ ok: true });
+    const b = t.core("b");
+    // a falls silent; b times out and asks for pre-votes, which are held back
+    const asked: string[] = [];
+    for (let i = 0; i < 100 && b.state !== "precandidate"; i++) {
+      t.now += 10;
+      b.tick(t.now);
+      for (const env of t.flush("b").messages) if (env.message.type === "preVote") asked.push(env.to);
+      t.inflight = [];
+    }
+    expect(b.state).toBe("precandidate");
+    expect(asked.sort()).toEqual(["a", "c"]);
+    const start = traceOf(t, "b").filter((e) => e.type === "preVoteStart").at(-1)!;
+    const round = (start as { round: number }).round;
+    b.step("l", { type: "preVoteReply", term: b.term + 1, granted: true, round }); // b and l would be two of three
+    t.flush("b");
+    expect(b.state).toBe("precandidate");
+    expect(traceOf(t, "b").some((e) => e.type === "electionStart")).toBe(false);
   });
 });
 
@@ -633,6 +655,93 @@ describe("§4.8 R-M4 (amended): leader frames from outside the adopted voter set
     expect(a.entryAt(k)!.term).toBe(s.core("b").term);
     expect(a.config.voters).toEqual(ABC);
     expect(a.commitIndex).toBe(s.core("b").commitIndex);
+  });
+});
+
+describe("votes never consult the voter's own configuration (simulation seed 746)", () => {
+  /** Every clock runs until some member leads; only frames passing `allow` arrive. */
+  function electAny(s: Script, allow: (m: InFlight) => boolean = () => true, ms = 5000): RaftCore | undefined {
+    for (let t = 0; t < ms && s.leader() === undefined; t += 10) s.advance(10, allow);
+    return s.leader();
+  }
+
+  it("two leaders in a row crash right after their own uncommitted removal/demotion: both still vote, and the next leader truncates both", () => {
+    // seed 746's shape: b (leader) appends its own removal and crashes with it durable; d wins without b,
+    // appends its own demotion to learner and crashes with it durable; both come back. Their adopted
+    // configurations leave them out, but the committed one is still {a, b, c, d}: a or c must win with b's vote.
+    const ABCD = ["a", "b", "c", "d"];
+    const s = new Script(ABCD);
+    s.elect("b");
+    s.propose("b", put("k", "1"));
+    s.stabilize();
+    const k = s.core("b").lastIndex + 1;
+    s.core("b").changeMembership(s.nextId++, { voters: ["a", "c", "d"], learners: [] });
+    s.flush("b"); // durable on b; every frame carrying it is lost in the crash
+    s.inflight = [];
+    const withoutB = (m: InFlight): boolean => m.from !== "b" && m.to !== "b";
+    s.start("b");
+    expect(s.core("b").config.voters).toEqual(["a", "c", "d"]);
+    for (let i = 0; i < 1000 && s.core("d").state !== "leader"; i++) {
+      const campaign = (m: InFlight): boolean => m.message.type === "preVote" || m.message.type === "vote";
+      s.advance(10, (m) => withoutB(m) && (!campaign(m) || m.from === "d"));
+    }
+    const d = s.core("d");
+    expect(d.state).toBe("leader");
+    const dTerm = d.term;
+    const kept = s.propose("d", put("k", "2"));
+    s.stabilize(withoutB);
+    expect(s.outcomes.get(kept)).toMatchObject({ ok: true });
+    const j = d.lastIndex + 1;
+    d.changeMembership(s.nextId++, { voters: ["a", "b", "c"], learners: ["d"] });
+    s.flush("d");
+    s.inflight = [];
+    s.start("d");
+    expect(s.core("d").config).toEqual({ voters: ["a", "b", "c"], learners: ["d"] });
+    expect(s.core("d").lastIndex).toBe(j);
+    // everyone up and connected: b's log is behind a's and c's, d's is ahead; neither b nor d may campaign
+    const leader = electAny(s);
+    expect(leader?.id === "a" || leader?.id === "c", "a or c leads").toBe(true);
+    expect(s.core("b").votedFor, "b, outside its own adopted config, cast the deciding vote").toBe(leader!.id);
+    expect(s.core("d").votedFor, "d's log is ahead of the winner's: it refused").toBe(null);
+    const done = s.propose(leader!.id, put("k", "3"));
+    s.advance(500);
+    expect(s.outcomes.get(done)).toMatchObject({ ok: true });
+    for (const id of ABCD) {
+      const n = s.core(id);
+      expect(n.config, id).toEqual({ voters: ABCD, learners: [] }); // both uncommitted changes truncated
+      expect(n.entryAt(k)!.term, id).toBe(dTerm);
+      expect(n.termAt(j), id).toBe(leader!.term);
+      expect(n.commitIndex, id).toBe(leader!.commitIndex);
+      expect(s.kvs.get(id)!.stateText(), id).toBe(s.kvs.get(leader!.id)!.stateText());
+    }
+  });
+
+  it("a learner whose promotion it has not received votes for the candidate that holds it (the old leader down)", () => {
+    const s = new Script(ABC, {}, ["d"]);
+    s.elect("a");
+    const add = s.nextId++;
+    s.core("a").changeMembership(add, { voters: ABC, learners: ["d"] });
+    s.stabilize();
+    expect(s.outcomes.get(add)).toMatchObject({ ok: true });
+    // a appends d's promotion, only b receives it, and a goes down for good
+    s.core("a").changeMembership(s.nextId++, { voters: [...ABC, "d"], learners: [] });
+    s.flush("a");
+    s.deliver((m) => m.to === "b");
+    s.flush("b");
+    s.inflight = [];
+    const withoutA = (m: InFlight): boolean => m.from !== "a" && m.to !== "a";
+    s.cores.delete("a");
+    expect(s.core("b").config.voters).toEqual([...ABC, "d"]);
+    expect(s.core("d").config).toEqual({ voters: ABC, learners: ["d"] });
+    // b, c (a majority of the committed {a, b, c}) and d are up: only b can win, with c's and d's votes
+    const leader = electAny(s, withoutA);
+    expect(leader?.id).toBe("b");
+    expect(s.core("d").votedFor, "d, a learner in its own adopted config, cast the deciding vote").toBe("b");
+    const done = s.propose("b", put("k", "v"));
+    s.advance(500, withoutA);
+    expect(s.outcomes.get(done)).toMatchObject({ ok: true });
+    expect(s.core("d").config.voters).toEqual([...ABC, "d"]);
+    expect(s.core("d").commitIndex).toBe(s.core("b").commitIndex);
   });
 });
 

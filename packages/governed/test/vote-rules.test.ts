@@ -1,6 +1,7 @@
 /**
  * Model-based property test of a voter's election decisions (governed.md R-E2, R-E3, R-E4, R-T1): random voter
- * states (term, vote, log, how long ago it heard its leader) meet random PreVote and RequestVote frames — with and
+ * states (term, vote, log, how long ago it heard its leader, whether its own adopted configuration lists it as a
+ * voter, a learner or not at all) meet random PreVote and RequestVote frames — with and
  * without the leadership-transfer flag — and the real core's answer, its term, its vote, its durable writes and
  * its election timer are compared with a small reference model of the rules. The core draws randomness only to
  * re-arm its election timer (R-E1: re-drawn on every reset), so "the timer was not touched" is "no draw was
@@ -25,6 +26,8 @@ interface Case {
   readonly candLastTerm: number;
   readonly candLastIndex: number;
   readonly transfer: boolean;
+  /** Where the voter's own adopted configuration puts it; the answer must not depend on it (seed 746). */
+  readonly own: "voter" | "learner" | "outside";
 }
 
 const arbCase: fc.Arbitrary<Case> = fc.record({
@@ -37,13 +40,18 @@ const arbCase: fc.Arbitrary<Case> = fc.record({
   candLastTerm: fc.integer({ min: 0, max: 6 }),
   candLastIndex: fc.integer({ min: 0, max: 8 }),
   transfer: fc.boolean(),
+  own: fc.constantFrom("voter" as const, "learner" as const, "outside" as const),
 });
 
 function entry(index: number, term: number): LogEntry {
   return { index, term, kind: "noop", key: null, command: new Uint8Array(), stampedAt: 0 };
 }
 
-/** What the rules say the voter answers and becomes. */
+/**
+ * What the rules say the voter answers and becomes. Its own configuration plays no part: the candidate asks
+ * the voters of its configuration and counts only theirs, so a member that an uncommitted entry demoted or
+ * removed still answers by term, vote, lease and log.
+ */
 function expected(c: Case, term: number, lastTerm: number, lastIndex: number, msgTerm: number, candLastTerm: number) {
   const inLease = c.sinceContact !== null && c.sinceContact < CFG.electionTimeoutMinMs;
   const upToDate = candLastTerm > lastTerm || (candLastTerm === lastTerm && c.candLastIndex >= lastIndex);
@@ -86,7 +94,8 @@ function check(c: Case): void {
     return 0.999;
   };
   // A voter that last heard its leader `a` in this term `sinceContact` ms ago (or never, in this life).
-  const v = new RaftCore({ id: "v", bootstrap: { voters: VOTERS, learners: [] }, persisted: { term, votedFor: c.votedFor, snapshot: null, entries: log }, config: CFG, random, now: 0 });
+  const own = c.own === "voter" ? { voters: VOTERS, learners: [] } : { voters: ["a", "c", "x"], learners: c.own === "learner" ? ["v"] : [] };
+  const v = new RaftCore({ id: "v", bootstrap: own, persisted: { term, votedFor: c.votedFor, snapshot: null, entries: log }, config: CFG, random, now: 0 });
   let now = 0;
   if (c.sinceContact !== null) {
     v.step("a", { type: "append", term, prevLogIndex: log.length, prevLogTerm: lastTerm, leaderCommit: 0, round: 0, entries: [] });
@@ -132,12 +141,14 @@ describe("vote and pre-vote decisions against a reference model (R-E2, R-E3, R-E
         const msgTerm = Math.max(0, term + c.termDelta);
         const w = expected(c, term, lastTerm, log.length, msgTerm, Math.min(c.candLastTerm, msgTerm));
         seen.add(`${c.pre ? "pre" : "vote"}:${w.granted}:${w.term !== term}`);
+        if (w.granted) seen.add(`${c.pre ? "pre" : "vote"}-granted-by-${c.own}`);
         const upToDate = Math.min(c.candLastTerm, msgTerm) > lastTerm || (Math.min(c.candLastTerm, msgTerm) === lastTerm && c.candLastIndex >= log.length);
         if (!upToDate && msgTerm > term && c.sinceContact === null) seen.add(c.pre ? "pre-denied-behind" : "vote-denied-behind");
       }),
       { numRuns: Number(process.env.HEDDLE_RUNS ?? 500), seed: Number(process.env.HEDDLE_SEED ?? 1904) },
     );
-    for (const k of ["pre:true:false", "pre:false:false", "vote:true:true", "vote:true:false", "vote:false:true", "vote:false:false", "pre-denied-behind", "vote-denied-behind"]) {
+    const byOwn = ["voter", "learner", "outside"].flatMap((o) => [`pre-granted-by-${o}`, `vote-granted-by-${o}`]);
+    for (const k of ["pre:true:false", "pre:false:false", "vote:true:true", "vote:true:false", "vote:false:true", "vote:false:false", "pre-denied-behind", "vote-denied-behind", ...byOwn]) {
       expect(seen.has(k), k).toBe(true);
     }
   });

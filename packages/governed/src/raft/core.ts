@@ -722,8 +722,15 @@ export class RaftCore {
     return lastTerm > myTerm || (lastTerm === myTerm && lastIndex >= this.lastIndex);
   }
 
+  /**
+   * R-E2/R-E3: why a (pre-)vote is refused, or null to grant. The grant never consults this node's own adopted
+   * configuration: a candidate asks only the voters of *its* configuration and counts only their replies, so
+   * whether a vote counts is the candidate's call. Refusing because our own latest config leaves us out would
+   * wedge the cluster when that config is an uncommitted entry (our own self-removal as a crashed leader, or
+   * our demotion by one) that only the next leader can truncate — and that leader needs our vote
+   * (simulation seed 746). Safety still rests on terms, `votedFor` and the log check (etcd-raft does the same).
+   */
   #voteRefusal(from: NodeId, lastIndex: LogIndex, lastTerm: number, pre: boolean, term: number): string | null {
-    if (!this.#config.voters.includes(this.id)) return "not a voter";
     if (pre) {
       if (term <= this.#term) return "stale term";
       if (this.#inLease()) return "leader lease";
