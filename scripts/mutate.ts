@@ -7,6 +7,7 @@
 //                                      mutants in changed code, or covered by changed tests, run again
 //   pnpm mutate --table policy claims  print the table from the last reports without running anything
 //   add --survivors to list every surviving / uncovered mutant under the table
+//   --mutate=<glob>[,<glob>]           mutate only these files of the package (a partial score: say so)
 //
 // Each package's settings are in stryker/<name>.config.mjs; reports land in reports/mutation/<name>.{json,html}.
 // Stryker runs under `nice -n 10` with one test process, because the machine is shared.
@@ -46,7 +47,7 @@ interface Row {
 }
 
 function usage(message: string): never {
-  process.stderr.write(`${message}\nusage: pnpm mutate <${CORES.join("|")}|all>... [--incremental] [--table] [--survivors]\n`);
+  process.stderr.write(`${message}\nusage: pnpm mutate <${CORES.join("|")}|all>... [--incremental] [--table] [--survivors] [--mutate=<glob>]\n`);
   process.exit(2);
 }
 
@@ -102,7 +103,8 @@ function printSurvivors(name: Core, report: Report): void {
 
 const args = process.argv.slice(2);
 const flags = new Set(args.filter((a) => a.startsWith("--")));
-for (const f of flags) if (!["--incremental", "--table", "--survivors"].includes(f)) usage(`unknown flag ${f}`);
+const only = [...flags].find((f) => f.startsWith("--mutate="));
+for (const f of flags) if (!["--incremental", "--table", "--survivors"].includes(f) && f !== only) usage(`unknown flag ${f}`);
 const named = args.filter((a) => !a.startsWith("--"));
 if (named.length === 0) usage("name at least one package");
 const names: Core[] = named.includes("all") ? [...CORES] : named.map((n) => (CORES.includes(n as Core) ? (n as Core) : usage(`unknown package ${n}`)));
@@ -118,6 +120,7 @@ for (const name of names) {
     // Every run records its results in .stryker-incremental/<name>.json; only --incremental reuses them.
     cmd.push("--incremental");
     if (!flags.has("--incremental")) cmd.push("--force");
+    if (only !== undefined) cmd.push("--mutate", only.slice("--mutate=".length));
     const started = performance.now();
     const result = spawnSync("nice", cmd, { cwd: ROOT, stdio: "inherit" });
     seconds = (performance.now() - started) / 1000;
