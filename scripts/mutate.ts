@@ -13,7 +13,7 @@
 // Stryker runs under `nice -n 10` with one test process, because the machine is shared.
 // Exit codes: 0 all runs finished; 1 a Stryker run failed; 2 bad arguments.
 import { spawnSync } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, statSync } from "node:fs";
 import { loadavg } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -34,7 +34,7 @@ interface Report {
 }
 
 interface Row {
-  name: Core;
+  name: string;
   mutants: number;
   killed: number;
   survived: number;
@@ -51,12 +51,21 @@ function usage(message: string): never {
   process.exit(2);
 }
 
-function readReport(name: Core): Report | null {
-  const file = join(ROOT, "reports", "mutation", `${name}.json`);
-  return existsSync(file) ? (JSON.parse(readFileSync(file, "utf8")) as Report) : null;
+/**
+ * The last finished run's report, or — when the incremental file is newer (a run was interrupted: Stryker
+ * records what it has tested when stopped) — the incremental file, which holds only the mutants tested
+ * so far: the table then says "partial".
+ */
+function readReport(name: Core): { report: Report; partial: boolean } | null {
+  const full = join(ROOT, "reports", "mutation", `${name}.json`);
+  const incremental = join(ROOT, ".stryker-incremental", `${name}.json`);
+  const age = (f: string): number => (existsSync(f) ? statSync(f).mtimeMs : -1);
+  if (age(full) < 0 && age(incremental) < 0) return null;
+  const partial = age(incremental) > age(full) + 1000;
+  return { report: JSON.parse(readFileSync(partial ? incremental : full, "utf8")) as Report, partial };
 }
 
-function tally(name: Core, report: Report, seconds: number | null, load: string | null): Row {
+function tally(name: string, report: Report, seconds: number | null, load: string | null): Row {
   const row: Row = { name, mutants: 0, killed: 0, survived: 0, timeout: 0, noCoverage: 0, errors: 0, score: 0, seconds, load };
   for (const f of Object.values(report.files))
     for (const m of f.mutants) {
@@ -131,14 +140,14 @@ for (const name of names) {
       continue;
     }
   }
-  const report = readReport(name);
-  if (report === null) {
+  const found = readReport(name);
+  if (found === null) {
     process.stderr.write(`mutate: no report for ${name}; run \`pnpm mutate ${name}\` first\n`);
     failed = true;
     continue;
   }
-  rows.push(tally(name, report, seconds, load));
-  if (flags.has("--survivors")) printSurvivors(name, report);
+  rows.push(tally(found.partial ? `${name} (partial)` : name, found.report, seconds, load));
+  if (flags.has("--survivors")) printSurvivors(name, found.report);
 }
 if (rows.length > 0) printTable(rows);
 process.exit(failed ? 1 : 0);
