@@ -137,4 +137,32 @@ describe("liveness (node.md §10, §16 A15)", () => {
     expect(ev.every((e) => e.kind === "unresponsive" && e.reason === "transport-closed")).toBe(true);
     expect(seenAtEvent.every(Boolean)).toBe(true);
   });
+
+  it("a closed transport or a backpressure signal is not undone by the next ticks: no recovered without a frame after the declaration", () => {
+    // node.md §10: recovery needs evidence received after the declaration; a monitor that cleared the
+    // declaration on its next tick would flap. Only the first event was checked before (issue 19).
+    const { timers, net, a } = pair();
+    net.partition([["a"], ["b"]], "disconnect");
+    timers.advanceBy(1);
+    timers.advanceBy(30_000); // six ping intervals, inside the 60 s reconnect window
+    expect(a.events.map((e) => [e.kind, e.peer])).toEqual([["unresponsive", "b"]]);
+    expect([...a.m.unreachable.get()]).toEqual(["b"]);
+
+    const t2 = new VirtualTimers();
+    const n2 = new MemoryNetwork({ timers: t2, random: seededRandom(3) });
+    const inner = n2.join("x");
+    n2.join("y"); // y runs no monitor: it sends nothing, so nothing may count as evidence
+    const fns: ((p: string) => void)[] = [];
+    const signalling: Seam = { ...inner, self: inner.self, maxFrameBytes: inner.maxFrameBytes, peers: inner.peers, send: (t, f) => inner.send(t, f), broadcast: (f) => inner.broadcast(f), onFrame: (fn) => inner.onFrame(fn), close: () => inner.close(), onBackpressure: (fn) => { fns.push(fn); return () => {}; } };
+    const mux = muxSeam(signalling);
+    const m = new LivenessMonitor({ channel: mux.channel(3), mux, timers: t2, config: { intervalMs: 5_000, timeoutMs: 15_000, reconnectWindowMs: 60_000 }, rejections: new RejectionCounter(t2, 1, () => {}) });
+    const ev: PartitionEvent[] = [];
+    m.events.subscribe((e) => ev.push(e));
+    t2.advanceBy(1);
+    for (const f of fns) f("y");
+    t2.advanceBy(5_000);
+    t2.advanceBy(30_000);
+    expect(ev.map((e) => [e.kind, e.peer, e.kind === "unresponsive" ? e.reason : null])).toEqual([["unresponsive", "y", "backpressure"]]);
+    expect(m.unreachable.get().has("y")).toBe(true);
+  });
 });

@@ -20,5 +20,4 @@ describe("settleJoiners: seating order", () => {
     expect(plan.seats.every((s) => s.front.equals(Rational.of(20n)))).toBe(true);
     expect(plan.front?.equals(Rational.of(20n))).toBe(true);
   });
-
 });
