@@ -99,6 +99,23 @@ describe("policy edges: messages and exact bounds", () => {
   });
 });
 
+describe("allocate checks its own inputs (its fast engine never calls pick)", () => {
+  it("refuses a bad config, holdings or count with pick's messages", () => {
+    const es = [edge("a"), edge("b")];
+    expect(refusal(() => allocate(es, { quantum: 0n }, 5n, 3))).toBe("quantum must lie in 1 … 2^63 − 1, got 0");
+    expect(refusal(() => allocate(es, { quantum: 1n, perChildOutstandingCap: -1n }, 5n, 3))).toBe(
+      "perChildOutstandingCap must lie in 0 … 2^63 − 1, got -1",
+    );
+    expect(refusal(() => allocate(es, Q1, -1n, 3))).toBe("localHoldings must lie in 0 … 2^63 − 1, got -1");
+    expect(refusal(() => allocate(es, Q1, 5n, -1))).toBe("maxGrants must be a non-negative safe integer, got -1");
+    expect(refusal(() => allocate([edge("a"), edge("b", { issued: 1n, base: 2n })], Q1, 5n, 3))).toBe("edge b: baseIssued 2 exceeds issued 1");
+    expect(allocate(es, Q1, 2n, 3)).toEqual([
+      { attachment: "a", amount: 1n },
+      { attachment: "b", amount: 1n },
+    ]);
+  });
+});
+
 describe("counts and sleeper credit", () => {
   it("maxGrants must be a non-negative safe integer", () => {
     expect(refusal(() => validateMaxGrants(-1))).toBe("maxGrants must be a non-negative safe integer, got -1");
