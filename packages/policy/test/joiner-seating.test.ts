@@ -2,7 +2,7 @@
 // (UTF-16) even when the caller's list is not, and a waker's offset is its clamp against the one front.
 // Written from Stryker's uncovered mutants of the seating sort.
 import { describe, expect, it } from "vitest";
-import { Rational } from "@heddle/ledger";
+import { AttachmentId, Rational } from "@heddle/ledger";
 import { HeddlePolicy } from "../src/index.ts";
 import { edge } from "./edge-builder.ts";
 
@@ -19,5 +19,18 @@ describe("settleJoiners: seating order", () => {
     expect(plan.seats.map((s) => s.attachment)).toEqual(["B", "a", "b", "z"]);
     expect(plan.seats.every((s) => s.front.equals(Rational.of(20n)))).toBe(true);
     expect(plan.front?.equals(Rational.of(20n))).toBe(true);
+  });
+
+  it("a newborn recorded as not demanding is seated, never also clamped as a waker", () => {
+    const runner = edge("m", { gauge: [20n, 0n] });
+    const sleeper = edge("w", { gauge: [5n, 0n] });
+    const plan = settleJoiners({
+      edges: [runner, edge("n", { gauge: null }), sleeper],
+      observed: new Map([[AttachmentId("n"), false], [AttachmentId("w"), false], [AttachmentId("m"), true]]),
+      sleeperCredit: 0n,
+    });
+    expect(plan.seats.map((s) => s.attachment)).toEqual(["n"]);
+    expect([...plan.offsets.keys()]).toEqual(["w"]);
+    expect(plan.offsets.get(AttachmentId("w"))?.equals(Rational.of(15n))).toBe(true);
   });
 });
