@@ -36,6 +36,10 @@ describe("policy config: messages and exact bounds", () => {
     expect(refusal(() => validatePolicyConfig({ quantum: 1n, sleeperCredit: -1n }))).toBe("sleeperCredit must lie in 0 … 2^63 − 1, got -1");
     expect(refusal(() => validatePolicyConfig(null as unknown as PolicyConfig))).toBe("policy config must be an object");
     expect(refusal(() => validatePolicyConfig("q" as unknown as PolicyConfig))).toBe("policy config must be an object");
+    expect(refusal(() => pick([edge("a")], { quantum: 0n }, 1n))).toBe("quantum must lie in 1 … 2^63 − 1, got 0");
+    expect(refusal(() => pick([edge("a")], { quantum: 1n, sleeperCredit: -2n }, 1n))).toBe(
+      "sleeperCredit must lie in 0 … 2^63 − 1, got -2",
+    );
     expect(refusal(() => pick([edge("a")], Q1, -1n))).toBe("localHoldings must lie in 0 … 2^63 − 1, got -1");
     expect(refusal(() => pick([edge("a")], Q1, MAX + 1n))).toBe(`localHoldings must lie in 0 … 2^63 − 1, got ${MAX + 1n}`);
   });
