@@ -5,15 +5,12 @@ import { peerIdFromString } from "@libp2p/peer-id";
 import { tcp } from "@libp2p/tcp";
 import { multiaddr } from "@multiformats/multiaddr";
 import { createLibp2p, type Libp2p } from "libp2p";
-import { InvalidMessageLengthError, LengthPrefixedDecoder } from "@libp2p/utils";
 import * as lp from "it-length-prefixed";
+import { FrameDecoder } from "./frame-decoder.ts";
 import { peerIdOf } from "./peer-key.ts";
 import { SeamSubscriberError, sortedIds, type PeerId, type Seam, type SendResult } from "./seam.ts";
 import type { Timers } from "./timers.ts";
 import { WatchCell, sameMembers, type Watch } from "./watch.ts";
-
-/** Longest unsigned-varint length prefix (a 2^53 − 1 length): what the decoder may buffer beyond a frame. */
-const MAX_PREFIX_BYTES = 8;
 
 /** The libp2p protocol that carries heddle frames. */
 export const FRAMES_PROTOCOL = "/heddle/frames/1.0.0";
@@ -54,8 +51,12 @@ export interface Libp2pSeamCounters {
   bytesOut: number;
   /** Inbound streams aborted because a length prefix exceeded `maxFrameBytes`. */
   oversize: number;
-  /** Inbound streams aborted because the length prefix was malformed. */
+  /** Inbound streams aborted because the length prefix was malformed (unfinished after 8 bytes). */
   badPrefix: number;
+  /** Inbound streams that ended in the middle of a frame (the cut frame is dropped). */
+  cutFrames: number;
+  /** Frames whose handler threw (a bug above the seam; the frame is lost, the stream goes on). */
+  handlerErrors: number;
   /** Sends refused because the peer's queue was full. */
   backpressure: number;
   /** Connections the gater refused. */
@@ -115,7 +116,7 @@ export async function libp2pSeam(opts: Libp2pSeamOptions): Promise<Libp2pSeam> {
   for (const e of opts.roster) if (e.id !== self) roster.set(e.id, [...e.addrs]);
   const blocked = new Set<PeerId>();
   const counters: Libp2pSeamCounters = {
-    framesIn: 0, framesOut: 0, bytesOut: 0, oversize: 0, badPrefix: 0, backpressure: 0, refused: 0, dials: 0, dialFailures: 0,
+    framesIn: 0, framesOut: 0, bytesOut: 0, oversize: 0, badPrefix: 0, cutFrames: 0, handlerErrors: 0, backpressure: 0, refused: 0, dials: 0, dialFailures: 0,
   };
 
   const refuse = (peer: Libp2pPeerId): boolean => {
@@ -166,30 +167,41 @@ export async function libp2pSeam(opts: Libp2pSeamOptions): Promise<Libp2pSeam> {
     peers.set(now);
   };
 
-  // libp2p's own length-prefix decoder: it checks a declared length against `maxFrameBytes` as soon as
-  // the varint is complete, and bounds what it buffers (an endless varint hits the buffer limit).
+  // Our own length-prefix decoder (frame-decoder.ts): a declared length above `maxFrameBytes` aborts the
+  // stream before any body byte is kept, a zero-length frame reaches the mux (which counts it), and a frame
+  // cut by the end of its stream is counted. A handler that throws is a bug above the seam: counted, the
+  // frame is lost, the stream goes on.
   const readStream = (stream: Stream, from: PeerId) => {
-    // Fed in slices of at most maxFrameBytes, the buffer stays below 2 × maxFrameBytes + a prefix unless a
-    // varint never ends, so hitting that limit means a malformed prefix, never a long chunk.
-    const decoder = new LengthPrefixedDecoder({ maxDataLength: maxFrameBytes, maxBufferSize: 2 * maxFrameBytes + MAX_PREFIX_BYTES });
+    const decoder = new FrameDecoder(maxFrameBytes);
     let failed = false;
+    const deliver = (frame: Uint8Array) => {
+      counters.framesIn++;
+      if (closed || handler === null) return;
+      try {
+        handler(from, frame);
+      } catch {
+        counters.handlerErrors++;
+      }
+    };
     stream.addEventListener("message", (evt) => {
       if (failed) return;
       const data = evt.data instanceof Uint8Array ? evt.data : evt.data.subarray();
-      try {
-        for (let at = 0; at < data.length && !failed; at += maxFrameBytes) {
-          for (const frame of decoder.decode(data.subarray(at, at + maxFrameBytes))) {
-            counters.framesIn++;
-            if (!closed) handler?.(from, frame.subarray());
-          }
-        }
-      } catch (e) {
-        failed = true;
-        if (e instanceof InvalidMessageLengthError) counters.oversize++;
-        else counters.badPrefix++;
-        stream.abort(new Error(`heddle frames: ${e instanceof InvalidMessageLengthError ? "oversize" : "malformed"} length prefix`));
-      }
+      const failure = decoder.push(data, deliver);
+      if (failure === null) return;
+      failed = true;
+      if (failure === "oversize") counters.oversize++;
+      else counters.badPrefix++;
+      stream.abort(new Error(`heddle frames: ${failure === "oversize" ? "oversize" : "malformed"} length prefix`));
     });
+    // The remote's end of writing (or the stream's close, whichever comes first) ends the frames.
+    let ended = false;
+    const end = () => {
+      if (ended || failed) return;
+      ended = true;
+      if (decoder.inFrame) counters.cutFrames++;
+    };
+    stream.addEventListener("remoteCloseWrite", end);
+    stream.addEventListener("close", end);
   };
 
   await node.handle(
