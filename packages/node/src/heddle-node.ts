@@ -244,7 +244,7 @@ export class Node implements HeddleNode {
       config: { demandTtlMs: c.demandTtlMs, maxDemandEntries: c.maxDemandEntries, maxFrameBytes: c.maxFrameBytes },
       rejections: this.#rejections,
     });
-    this.#liveness = new LivenessMonitor({ channel: livenessChannel, mux, timers: c.timers, config: c.heartbeat, rejections: this.#rejections });
+    this.#liveness = new LivenessMonitor({ channel: livenessChannel, mux, timers: c.timers, config: c.heartbeat, rejections: this.#rejections, maxFrameBytes: c.maxFrameBytes });
     this.#claims = new ClaimsGossip({ channel: claimsChannel, epoch: p.epoch, timers: c.timers, config: c.claims, rejections: this.#rejections, maxFrameBytes: c.maxFrameBytes });
     let members = p.seam.peers.get(); // a seam's views are immutable values: kept, never copied
     this.#off.push(

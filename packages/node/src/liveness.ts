@@ -27,9 +27,11 @@ export interface PartitionEvent {
   reason?: UnresponsiveReason;
 }
 
-type LivenessMessage = { kind: "ping" } | { kind: "pong" };
+/** The liveness channel's two messages. */
+export type LivenessMessage = { kind: "ping" } | { kind: "pong" };
 
-function readLivenessMessage(frame: Uint8Array): WireRead<LivenessMessage> {
+/** Reads a liveness-channel frame (node.md §4.3): envelope, then exactly `{v: 1, kind: "ping" | "pong"}`. */
+export function readLivenessMessage(frame: Uint8Array): WireRead<LivenessMessage> {
   const env = readEnvelope(frame);
   if (!env.ok) return env;
   const o = env.message;
@@ -88,8 +90,10 @@ export class LivenessMonitor {
   #pings = 0;
   #pongs = 0;
   #closed = false;
+  readonly #maxFrameBytes: number;
 
-  constructor(o: { channel: Seam; mux: SeamMux; timers: Timers; config: HeartbeatConfig; rejections: RejectionCounter }) {
+  /** `maxFrameBytes`: the node's frame limit (frames above it, or above the channel's, are `oversize`). */
+  constructor(o: { channel: Seam; mux: SeamMux; timers: Timers; config: HeartbeatConfig; rejections: RejectionCounter; maxFrameBytes?: number }) {
     const c = o.config;
     if (!(Number.isInteger(c.intervalMs) && c.intervalMs > 0 && c.timeoutMs > c.intervalMs && Number.isInteger(c.timeoutMs))) {
       throw new RangeError("heartbeat: require 0 < intervalMs < timeoutMs (integers)");
@@ -99,6 +103,7 @@ export class LivenessMonitor {
     this.#timers = o.timers;
     this.#config = c;
     this.#rejections = o.rejections;
+    this.#maxFrameBytes = Math.min(o.maxFrameBytes ?? Infinity, o.channel.maxFrameBytes);
     this.#off.push(o.channel.onFrame((from, frame) => this.#receive(from, frame)));
     this.#off.push(o.mux.onActivity((from) => this.#activity(from)));
     this.#off.push(o.channel.onBackpressure((peer) => {
@@ -312,7 +317,7 @@ export class LivenessMonitor {
   }
 
   #receive(from: PeerId, frame: Uint8Array): void {
-    if (frame.length > this.#channel.maxFrameBytes) return this.#rejections.reject(from, "liveness", "oversize");
+    if (frame.length > this.#maxFrameBytes) return this.#rejections.reject(from, "liveness", "oversize");
     const r = readLivenessMessage(frame);
     if (!r.ok) return this.#rejections.reject(from, "liveness", r.reason);
     if (r.message.kind === "ping" && this.#channel.send(from, PONG) === "queued") this.#pongs++;

@@ -16,7 +16,8 @@ export { encodeLedgerFrame, readLedgerFrame, WIRE_VERSION, WIRE_ENVELOPE_BYTES }
 export { RejectionCounter } from "./rejection.ts";
 export { DemandBoard, DEMAND_BOARD_DEFAULTS, readBoardMessage, encodeBoardMessage } from "./demand-board.ts";
 export type { DemandBoardConfig, BoardMessage } from "./demand-board.ts";
-export { LivenessMonitor, HEARTBEAT_DEFAULTS } from "./liveness.ts";
+export { LivenessMonitor, HEARTBEAT_DEFAULTS, readLivenessMessage } from "./liveness.ts";
+export type { LivenessMessage } from "./liveness.ts";
 export { ReservationTable } from "./reservation-table.ts";
 export type { ReservationEffect, ReservePlan, CompletePlan, ReservationEvent } from "./reservation-table.ts";
 export { planSchedule, policyEdges } from "./schedule.ts";

@@ -200,7 +200,12 @@ export async function libp2pSeam(opts: Libp2pSeamOptions): Promise<Libp2pSeam> {
       ended = true;
       if (decoder.inFrame) counters.cutFrames++;
     };
-    stream.addEventListener("remoteCloseWrite", end);
+    // We never write on an inbound stream: once the remote is done, close it, or every stream a peer opens
+    // and closes would keep counting against the per-connection inbound stream limit.
+    stream.addEventListener("remoteCloseWrite", () => {
+      end();
+      void stream.close().catch(() => stream.abort(new Error("heddle frames: close failed")));
+    });
     stream.addEventListener("close", end);
   };
 

@@ -1,4 +1,4 @@
-import type { EntitlementLedger, LedgerReplica } from "@heddle/ledger";
+import { LedgerOverflowError, type EntitlementLedger, type LedgerReplica } from "@heddle/ledger";
 import type { PeerId } from "@heddle/seam";
 import { PeerDirectory, type KnownPeer } from "./anti-entropy.ts";
 import { checkReplicationConfig, type ReplicationConfig } from "./config.ts";
@@ -69,6 +69,8 @@ export interface ReplicationMetrics {
   acksPiggybacked: number;
   pendingDeltas: number;
   valueTooLarge: number;
+  /** Inbound values refused (`bad-value`) because joining them would put an aggregate read outside int64. */
+  valueOverflows: number;
 }
 
 /** What `ready()` returns when nothing happened (shared: most frames and ticks of a large mesh produce nothing). */
@@ -120,7 +122,7 @@ export class ReplicationCore {
   readonly #m: ReplicationMetrics = {
     deltasPublished: 0, resendsRequested: 0, resendsServed: 0, tailsReoffered: 0, fullStatesSent: 0, fullStatesReceived: 0, digestsSent: 0,
     digestMatches: 0, digestMismatches: 0, handshakes: 0, unsolicitedRequests: 0, rateLimitedRequests: 0, acksSent: 0, acksPiggybacked: 0,
-    pendingDeltas: 0, valueTooLarge: 0,
+    pendingDeltas: 0, valueTooLarge: 0, valueOverflows: 0,
   };
 
   constructor(o: ReplicationCoreOptions) {
@@ -180,7 +182,7 @@ export class ReplicationCore {
   }
 
   /** One decoded message from `from` (the authenticated sender). Never throws on any valid message. */
-  step(from: PeerId, m: LedgerMessage, now: number): void {
+  step(from: PeerId, m: LedgerMessage, now: number): "bad-value" | void {
     switch (m.kind) {
       case "delta":
         return this.#onDelta(from, m, now);
@@ -311,9 +313,44 @@ export class ReplicationCore {
 
   // ---- receiving ------------------------------------------------------------------------------------
 
-  #merge(value: EntitlementLedger): void {
-    const effective = this.#replica.merge(value);
+  /**
+   * Joins an inbound value, unless the join would make a read of what it touched leave int64 (ledger.md
+   * I-15: each slot of a value may be in range while a sum over replicas is not, e.g. a peer's own
+   * `issued` at 2^63 − 1 on an edge others issue on too). Such a value is refused whole: the replica is
+   * rolled back and the frame counted as `bad-value`, so no later read on this node throws for it. The
+   * check costs the value: the summaries of the edges it touches and the holdings, at those edges' ends,
+   * of the replicas it names.
+   */
+  #merge(value: EntitlementLedger): boolean {
+    const tx = this.#replica.begin();
+    let effective: EntitlementLedger | null;
+    try {
+      effective = this.#replica.merge(value);
+      if (effective !== null) this.#checkReads(effective);
+    } catch (e) {
+      tx.rollback();
+      if (!(e instanceof LedgerOverflowError)) throw e;
+      this.#m.valueOverflows++;
+      return false;
+    }
+    tx.commit();
     if (effective !== null) this.#merged.push(effective);
+    return true;
+  }
+
+  #checkReads(effective: EntitlementLedger): void {
+    const r = this.#replica;
+    const replicas = effective.replicas();
+    for (const e of effective.knownEdges()) {
+      r.edge(e);
+      const rec = r.record(e);
+      if (rec === null) continue;
+      for (const who of replicas) {
+        r.holdings(rec.parent, who);
+        r.holdings(rec.child, who);
+      }
+    }
+    r.mintedTotal();
   }
 
   /** A new incarnation of `s` may have lost what it acknowledged: tell it ours again (if we have any). */
@@ -330,8 +367,8 @@ export class ReplicationCore {
     return true;
   }
 
-  #onDelta(from: PeerId, m: DeltaMessage, now: number): void {
-    this.#merge(m.value);
+  #onDelta(from: PeerId, m: DeltaMessage, now: number): "bad-value" | void {
+    if (!this.#merge(m.value)) return "bad-value";
     if (m.ack !== null) this.#onAck(from, m.ack, now);
     if (!this.#adopt(from, m.inc, now)) return; // an old incarnation's patch is still a patch: joined, nothing else
     const r = this.#in.receive(from, m.seq, m.part, m.parts);
@@ -389,8 +426,8 @@ export class ReplicationCore {
     if (this.#serveState(from, now)) this.#peers.get(from, now)!.grant = false;
   }
 
-  #onState(from: PeerId, m: StateMessage, now: number): void {
-    this.#merge(m.value);
+  #onState(from: PeerId, m: StateMessage, now: number): "bad-value" | void {
+    if (!this.#merge(m.value)) return "bad-value";
     if (!this.#adopt(from, m.inc, now)) return;
     const c = this.#in.of(from);
     if (c.transfer === null || m.transfer > c.transfer.transfer) c.transfer = { inc: m.inc, transfer: m.transfer, parts: m.parts, got: new Set() };

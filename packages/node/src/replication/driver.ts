@@ -100,8 +100,8 @@ export class ReplicationDriver {
     if (frame.length > this.#o.maxFrameBytes) return this.#o.rejections.reject(from, "ledger", "oversize");
     const r = readLedgerFrame(frame, from, this.#o.genesisDigest);
     if (!r.ok) return this.#o.rejections.reject(from, "ledger", r.reason);
-    this.#framesIn[r.message.kind]++;
-    this.#core.step(from, r.message, this.#o.timers.now());
+    if (this.#core.step(from, r.message, this.#o.timers.now()) === "bad-value") this.#o.rejections.reject(from, "ledger", "bad-value");
+    else this.#framesIn[r.message.kind]++;
     this.#drain();
   }
 
