@@ -79,4 +79,26 @@ describe("FrameDecoder (node.md §3.4 length prefixes)", () => {
       await victim.close();
     }
   });
+
+  it("over libp2p: a peer may open and finish more streams than the inbound stream limit (regression: finished inbound streams were never closed)", async () => {
+    const { seams } = await startLibp2pSeams(1);
+    const victim = seams[0]!;
+    const mallory = await startRawFramePeer();
+    victim.addRosterEntry({ id: mallory.self, addrs: [] });
+    const got: number[] = [];
+    victim.onFrame((_from, f) => got.push(f[0]!));
+    try {
+      for (let k = 0; k < 20; k++) {
+        const s = await mallory.open(victim.addrs()[0]!);
+        await s.write(new Uint8Array([0x01, k]));
+        await s.close();
+        const t0 = Date.now();
+        while (got.length <= k && Date.now() - t0 < 10_000) await sleep(10);
+      }
+      expect(got).toEqual(Array.from({ length: 20 }, (_, k) => k));
+    } finally {
+      await mallory.stop();
+      await victim.close();
+    }
+  });
 });

@@ -17,7 +17,7 @@
  *   is the prediction, and the live node must match it frame for frame in total.
  */
 import { EntitlementLedger } from "@heddle/ledger";
-import { canonicalBytes, encodeLedgerFrame, readBoardMessage, readLedgerFrame, readLivenessMessage, type LedgerMessage } from "../../src/testing.ts";
+import { canonicalBytes as canonicalValueBytes, encodeLedgerFrame, readBoardMessage, readLedgerFrame, readLivenessMessage, type LedgerMessage } from "../../src/testing.ts";
 import { REJECT_REASONS, type RejectReason } from "../../src/index.ts";
 
 /** What the victim does with one delivered frame. */
@@ -55,6 +55,9 @@ export interface Shot {
 }
 
 const INT64_MAX = (1n << 63n) - 1n;
+
+/** Canonical JSON bytes of a loosely typed message object (the generator edits messages as plain records). */
+const canonicalBytes = (o: Record<string, unknown>): Uint8Array => canonicalValueBytes(o as Parameters<typeof canonicalValueBytes>[0]);
 const enc = new TextEncoder();
 
 /** LEB128 unsigned varint of `n` (minimal). */
@@ -391,7 +394,7 @@ export class FrameFuzzer {
       for (let k = 0; k < flips; k++) {
         // keep the tag most of the time, so most flips reach a channel's reader
         const at = f.length < 2 ? 0 : 1 + this.#int(f.length - 1);
-        f[at] ^= 1 << this.#int(8);
+        f[at] = f[at]! ^ (1 << this.#int(8));
       }
       family = "bit-flip";
     } else if (m === 1) {
