@@ -61,3 +61,35 @@ describe("regressions found by the frame fuzzer", () => {
     expect(victim.metrics().framesRejected.schema).toBe(1);
   });
 });
+
+describe("part tracking is bounded by maxTrackedSeqs (node.md §4.2, §5.5)", () => {
+  it("a sender announcing huge part counts cannot make the receiver remember more than maxTrackedSeqs part numbers", () => {
+    const timers = new VirtualTimers();
+    const net = new MemoryNetwork({ timers, random: seededRandom(5) });
+    const supply = new Map([[ReplicaId("victim"), 100n]]);
+    const victim = heddleStatic({
+      seam: net.join("victim"), self: ReplicaId("victim"), root: GroupId("root"), supply, topology: FLAT,
+      config: { policy: { quantum: 10n }, maxHoldingsPerPeer: 1_000n, timers, random: seededRandom(6), store: memoryStore(), maxTrackedSeqs: 64 },
+    }) as unknown as { replicationState(p: string): { cursor?: { partsHeld: number } }; genesisDigest: string; metrics(): { framesRejected: Record<string, number> } };
+    const mallory = net.join("mallory");
+    timers.advanceBy(10);
+    const value = EntitlementLedger.decode(`{"format":"heddle-ledger/1","issued":[["e1",[["mallory","1"]]]]}`);
+    const send = (m: Parameters<typeof encodeLedgerFrame>[0]) => mallory.send("victim", withTag(1, encodeLedgerFrame(m, "mallory", victim.genesisDigest)));
+    let peak = 0;
+    for (let k = 0; k < 3_000; k++) {
+      send({ kind: "state", inc: 1, upThrough: 0, transfer: 7, parts: 2 ** 40, part: k, value });
+      send({ kind: "state", inc: 1, upThrough: 0, transfer: 8 + (k % 3), parts: 60, part: k % 60, value });
+      send({ kind: "delta", inc: 1, seq: 1 + (k % 50), parts: 2 ** 40, part: k, ack: null, value });
+      send({ kind: "delta", inc: 1, seq: 100 + (k % 40), parts: 64, part: (k * 7) % 64, ack: null, value });
+      if (k % 100 === 0) {
+        timers.advanceBy(1);
+        peak = Math.max(peak, victim.replicationState("mallory").cursor?.partsHeld ?? 0);
+      }
+    }
+    timers.advanceBy(1);
+    peak = Math.max(peak, victim.replicationState("mallory").cursor!.partsHeld);
+    expect(peak).toBeGreaterThan(0);
+    expect(peak).toBeLessThanOrEqual(64);
+    expect(Object.values(victim.metrics().framesRejected).reduce((a, b) => a + b, 0)).toBe(0);
+  });
+});

@@ -302,9 +302,9 @@ export class ReplicationCore {
   }
 
   /** Cursor of sender `s` (diagnostic and tests). */
-  cursor(s: PeerId): { inc: number; contig: number; above: number[]; based: boolean } | undefined {
+  cursor(s: PeerId): { inc: number; contig: number; above: number[]; based: boolean; partsHeld: number } | undefined {
     const c = this.#in.snapshot(s);
-    return c === undefined ? undefined : { inc: c.inc, contig: c.contig, above: [...c.above].sort((a, b) => a - b), based: c.based };
+    return c === undefined ? undefined : { inc: c.inc, contig: c.contig, above: [...c.above].sort((a, b) => a - b), based: c.based, partsHeld: c.partsHeld };
   }
 
   metrics(): ReplicationMetrics {
@@ -429,13 +429,7 @@ export class ReplicationCore {
   #onState(from: PeerId, m: StateMessage, now: number): "bad-value" | void {
     if (!this.#merge(m.value)) return "bad-value";
     if (!this.#adopt(from, m.inc, now)) return;
-    const c = this.#in.of(from);
-    if (c.transfer === null || m.transfer > c.transfer.transfer) c.transfer = { inc: m.inc, transfer: m.transfer, parts: m.parts, got: new Set() };
-    const t = c.transfer;
-    if (t.transfer !== m.transfer || t.parts !== m.parts) return;
-    t.got.add(m.part);
-    if (t.got.size < t.parts) return;
-    c.transfer = null;
+    if (!this.#in.transferPart(from, m)) return;
     this.#m.fullStatesReceived++;
     this.#in.resync(from, m.upThrough);
     this.#in.ackSoon(from, now, true);

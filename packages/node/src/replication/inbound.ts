@@ -12,6 +12,12 @@ export interface Cursor {
   contig: number;
   readonly above: Set<number>;
   readonly partial: Map<number, { parts: number; got: Set<number> }>;
+  /**
+   * Parts held for this sender: every `got` of `partial` plus the transfer's. Bounded by `maxTrackedSeqs`
+   * (node.md §4.2: part tracking counts against it), so a sender announcing 2^53 parts cannot make the
+   * receiver remember an unbounded number of part numbers.
+   */
+  partsHeld: number;
   based: boolean;
   /** Highest seq already asked for since the gap opened: an arrival only asks for what is newly missing. */
   requestedTo: number;
@@ -55,7 +61,7 @@ export class InboundCursors {
   of(s: PeerId): Cursor {
     let c = this.#cursors.get(s);
     if (c === undefined) {
-      c = { inc: -1, contig: 0, above: new Set(), partial: new Map(), based: false, requestedTo: 0, graceAt: null, retryAt: null, ackAt: null, transfer: null };
+      c = { inc: -1, contig: 0, above: new Set(), partial: new Map(), partsHeld: 0, based: false, requestedTo: 0, graceAt: null, retryAt: null, ackAt: null, transfer: null };
       this.#cursors.set(s, c);
     }
     return c;
@@ -71,6 +77,7 @@ export class InboundCursors {
     c.contig = 0;
     c.above.clear();
     c.partial.clear();
+    c.partsHeld = 0;
     c.based = false;
     c.requestedTo = 0;
     c.graceAt = null;
@@ -88,19 +95,58 @@ export class InboundCursors {
     const c = this.of(s);
     if (seq <= c.contig || c.above.has(seq)) return "duplicate";
     if (parts > 1) {
+      // a delta of more parts than can be tracked is joined but never counted: anti-entropy covers it
+      if (parts > this.#maxTracked) return "partial";
       let p = c.partial.get(seq);
       if (p === undefined) {
-        if (c.partial.size + c.above.size >= this.#maxTracked) c.partial.clear();
+        if (c.partial.size + c.above.size >= this.#maxTracked) this.#clearPartial(c);
         c.partial.set(seq, (p = { parts, got: new Set() }));
       }
-      if (p.parts !== parts) return "partial";
+      if (p.parts !== parts || p.got.has(part)) return "partial";
+      if (c.partsHeld >= this.#maxTracked) {
+        this.#clearPartial(c);
+        c.partial.set(seq, (p = { parts, got: new Set() }));
+      }
       p.got.add(part);
+      c.partsHeld++;
       if (p.got.size < p.parts) return "partial";
       c.partial.delete(seq);
+      c.partsHeld -= p.got.size;
     }
     c.above.add(seq);
     this.#advance(c);
     return "new";
+  }
+
+  /** Forgets every incomplete split delta (their values were joined already; only the counting is lost). */
+  #clearPartial(c: Cursor): void {
+    for (const p of c.partial.values()) c.partsHeld -= p.got.size;
+    c.partial.clear();
+  }
+
+  /**
+   * Starts or continues counting the parts of full-state `transfer` from `s`; true once all arrived.
+   * Only the latest transfer is tracked, a newer one replaces it, and a transfer of more parts than
+   * `maxTrackedSeqs` — or one that would take the parts held past it — is not counted (its values were
+   * joined; the cursor resync it would give is left to anti-entropy).
+   */
+  transferPart(s: PeerId, m: { inc: number; transfer: number; parts: number; part: number }): boolean {
+    const c = this.of(s);
+    if (c.transfer === null || m.transfer > c.transfer.transfer) {
+      if (c.transfer !== null) c.partsHeld -= c.transfer.got.size;
+      c.transfer = { inc: m.inc, transfer: m.transfer, parts: m.parts, got: new Set() };
+    }
+    const t = c.transfer;
+    if (t.transfer !== m.transfer || t.parts !== m.parts || t.got.has(m.part)) return false;
+    if (m.parts > this.#maxTracked) return false;
+    if (c.partsHeld >= this.#maxTracked) this.#clearPartial(c);
+    if (c.partsHeld >= this.#maxTracked) return false;
+    t.got.add(m.part);
+    c.partsHeld++;
+    if (t.got.size < t.parts) return false;
+    c.partsHeld -= t.got.size;
+    c.transfer = null;
+    return true;
   }
 
   #advance(c: Cursor): void {
@@ -117,7 +163,11 @@ export class InboundCursors {
     if (upThrough > c.contig) {
       c.contig = upThrough;
       for (const q of c.above) if (q <= upThrough) c.above.delete(q);
-      for (const q of c.partial.keys()) if (q <= upThrough) c.partial.delete(q);
+      for (const [q, p] of c.partial) {
+        if (q > upThrough) continue;
+        c.partial.delete(q);
+        c.partsHeld -= p.got.size;
+      }
       this.#advance(c);
     }
   }
@@ -144,7 +194,7 @@ export class InboundCursors {
     if (c.above.size + c.partial.size > this.#maxTracked) {
       // Too much to track: keep contig and leave the rest to resends on the next arrival and anti-entropy.
       c.above.clear();
-      c.partial.clear();
+      this.#clearPartial(c);
     }
     if (c.above.size === 0) {
       c.graceAt = null;
