@@ -1,6 +1,7 @@
 import { noise } from "@chainsafe/libp2p-noise";
 import { yamux } from "@chainsafe/libp2p-yamux";
 import type { PrivateKey } from "@libp2p/interface";
+import { generateKeyPairFromSeed } from "@libp2p/crypto/keys";
 import { tcp } from "@libp2p/tcp";
 import { multiaddr } from "@multiformats/multiaddr";
 import { createLibp2p } from "libp2p";
@@ -8,6 +9,14 @@ import { FRAMES_PROTOCOL, generatePeerKey, libp2pSeam, peerIdOf, realTimers, see
 
 /** Real-time pause. */
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/** An Ed25519 key derived from `seed` (tests that must replay byte for byte: the peer id is in frames). */
+export async function peerKeyFromSeed(seed: number): Promise<PrivateKey> {
+  const bytes = new Uint8Array(32);
+  new DataView(bytes.buffer).setFloat64(0, seed);
+  bytes[31] = 0x5e;
+  return generateKeyPairFromSeed("Ed25519", bytes);
+}
 
 /** Starts `n` libp2p seams on 127.0.0.1, each dialing the ones started before it. */
 export async function startLibp2pSeams(
