@@ -147,6 +147,7 @@ describe("frame fuzzer against a live node over libp2p (issue 17, node.md §3.4,
         }
       };
       let nextReport = 100_000;
+      let openRetries = 0;
       const t0 = Date.now();
       const send = async (limit: number) => {
         let batch: Uint8Array[] = [];
@@ -172,7 +173,17 @@ describe("frame fuzzer against a live node over libp2p (issue 17, node.md §3.4,
             if (size >= 16_384) await flush();
           } else {
             await flush();
-            const s = await step(`open a stream for ${shot.family}`, () => mallory.open(addr));
+            // Opening a stream can time out on a loaded machine; a failed open wrote nothing, so it is simply retried.
+            const s = await step(`open a stream for ${shot.family}`, async () => {
+              for (let attempt = 0; ; attempt++) {
+                try {
+                  return await mallory.open(addr);
+                } catch (err) {
+                  if (attempt >= 5) throw err;
+                  openRetries++;
+                }
+              }
+            });
             await step(`write ${shot.family}`, () => s.write(shot.bytes));
             // not awaited: closing a stream the victim aborted may wait for a timeout; its end is counted whenever it comes
             void s.close().catch(() => {});
@@ -226,7 +237,7 @@ describe("frame fuzzer against a live node over libp2p (issue 17, node.md §3.4,
       const families = [...tally.families].sort((a, b) => b[1] - a[1]).map(([f, n]) => `${f}=${n}`).join(" ");
       console.log(
         `fuzz-frames seed=${SEED} frames=${tally.delivered} accepted=${tally.accepted} rejected=${tally.rejectedTotal()} ` +
-          `streams: oversize=${tally.ends.oversize} endless=${tally.ends.malformed} cut=${tally.ends.cut} clean=${tally.ends.clean} ` +
+          `streams: oversize=${tally.ends.oversize} open-retries=${openRetries} endless=${tally.ends.malformed} cut=${tally.ends.cut} clean=${tally.ends.clean} ` +
           `value-overflows=${victim.metrics().peer.ledger.valueOverflows - overflowBase} time=${ms}ms heap ${(heapBefore / 2 ** 20).toFixed(1)}→${(heapAfter / 2 ** 20).toFixed(1)} MiB honest rounds=${rounds}\n` +
           `  by reason ${JSON.stringify(tally.rejected)}\n  families ${families}`,
       );
