@@ -94,6 +94,7 @@ function run(commands: Command[], antiEntropy: boolean): void {
     for (const q of IDS) {
       const c = p.core.cursor(q);
       if (c !== undefined) expect(c.above.length).toBeLessThanOrEqual(LIMITS.maxTrackedSeqs);
+      if (c !== undefined) expect(c.partsHeld).toBeLessThanOrEqual(LIMITS.maxTrackedSeqs);
       if (c !== undefined && c.above.length > 0) atLimit.tracked++;
     }
     for (const k of p.core.knownPeers()) expect(IDS.includes(k) && k !== p.id).toBe(true);
