@@ -7,6 +7,7 @@ import { heddleStatic, memoryStore, realTimers, seededRandom, type HeddleNode, t
 import { REJECT_REASONS, type RejectReason } from "../src/index.ts";
 import { FLAT, conservation, e, g } from "./node-sim.ts";
 import { FrameFuzzer, Tally, type Shot } from "./support/frame-fuzz.ts";
+import { MAX_SLOT_CLAIMS } from "@heddle/claims";
 
 /**
  * Issue 17: a frame fuzzer against a live node over libp2p. A hostile roster peer ("mallory", a raw
@@ -131,7 +132,7 @@ describe("frame fuzzer against a live node over libp2p (issue 17, node.md §3.4,
       await until(() => victimSeam.peers.get().has(mallory.self), "mallory connected");
 
       const fuzzer = new FrameFuzzer(
-        { mallory: mallory.self, others: seams.map((s) => s.self), genesis: victim.genesisDigest, nodeMaxFrameBytes: NODE_MAX, seamMaxFrameBytes: SEAM_MAX, maxDemandEntries: MAX_DEMAND_ENTRIES },
+        { mallory: mallory.self, others: seams.map((s) => s.self), genesis: victim.genesisDigest, nodeMaxFrameBytes: NODE_MAX, seamMaxFrameBytes: SEAM_MAX, maxDemandEntries: MAX_DEMAND_ENTRIES, maxClaimsPerSlot: MAX_SLOT_CLAIMS },
         seededRandom(SEED),
       );
       const tally = new Tally();

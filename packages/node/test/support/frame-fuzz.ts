@@ -17,7 +17,7 @@
  *   is the prediction, and the live node must match it frame for frame in total.
  */
 import { EntitlementLedger } from "@heddle/ledger";
-import { canonicalBytes as canonicalValueBytes, encodeLedgerFrame, readBoardMessage, readLedgerFrame, readLivenessMessage, type LedgerMessage } from "../../src/testing.ts";
+import { canonicalBytes as canonicalValueBytes, encodeLedgerFrame, readBoardMessage, readClaimsFrame, readLedgerFrame, readLivenessMessage, type LedgerMessage } from "../../src/testing.ts";
 import { REJECT_REASONS, type RejectReason } from "../../src/index.ts";
 
 /** What the victim does with one delivered frame. */
@@ -39,6 +39,8 @@ export interface FuzzTarget {
   /** The seam's `maxFrameBytes`: a declared length above it aborts the stream. */
   readonly seamMaxFrameBytes: number;
   readonly maxDemandEntries: number;
+  /** The node's claims limit (`claims.maxClaimsPerSlot`). */
+  readonly maxClaimsPerSlot: number;
 }
 
 /** One write: bytes for the shared stream (well-formed prefixes) or for a fresh stream closed afterwards. */
@@ -172,12 +174,14 @@ export class FrameFuzzer {
     if (frame.length === 0) return "unknown-channel";
     const tag = frame[0]!;
     const body = frame.subarray(1);
-    if (tag < 1 || tag > 3) return "unknown-channel";
+    // 1 ledger, 2 demand, 3 liveness, 5 claims (the node's keeper and advisory slots); 4 (Raft) is unclaimed on a static node
+    if (tag < 1 || tag > 5 || tag === 4) return "unknown-channel";
     if (body.length > this.#channelMax) return "oversize";
     const m = this.#t.mallory;
     const r =
       tag === 1 ? readLedgerFrame(body, m, this.#t.genesis)
       : tag === 2 ? readBoardMessage(body, m, this.#t.maxDemandEntries)
+      : tag === 5 ? readClaimsFrame(body, m, this.#t.maxClaimsPerSlot)
       : readLivenessMessage(body);
     return r.ok ? "accepted" : r.reason;
   }
@@ -295,13 +299,13 @@ export class FrameFuzzer {
     if (x < 0.5) return this.#mutated();
     if (x < 0.55) {
       const tag = this.#pick([1, 2, 3, 4, 5, 0, 6 + this.#int(250)]);
-      return { family: `random-bytes`, frame: tagged(tag, this.#bytes(this.#int(200))), expect: tag >= 4 || tag === 0 ? "unknown-channel" : null };
+      return { family: `random-bytes`, frame: tagged(tag, this.#bytes(this.#int(200))), expect: tag === 4 || tag >= 6 || tag === 0 ? "unknown-channel" : null };
     }
     if (x < 0.6) {
       // Raft (4) and claims (5) are unclaimed on a static node; tags 0 and 6–255 are never claimed
       const tag = this.#pick([4, 4, 5, 5, 0, 6 + this.#int(250)]);
       const body = tag === 4 ? new Uint8Array([1, this.#int(12), ...this.#bytes(this.#int(60))]) : this.#bytes(this.#int(100));
-      return { family: tag === 4 ? "raft" : tag === 5 ? "claims" : "unknown-tag", frame: tagged(tag, body), expect: "unknown-channel" };
+      return { family: tag === 4 ? "raft" : tag === 5 ? "claims" : "unknown-tag", frame: tagged(tag, body), expect: tag === 5 ? null : "unknown-channel" };
     }
     if (x < 0.61) return { family: "empty", frame: new Uint8Array(0), expect: "unknown-channel" };
     if (x < 0.62) {
