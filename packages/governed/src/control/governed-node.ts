@@ -546,13 +546,18 @@ class GovernedNode implements GovernedHeddleNode {
     const expired = (): never => {
       throw new OutcomeUnknownError(`sync: no linearizable view within ${timeoutMs} ms (or aborted)`, null);
     };
-    const barrier = encodeEnvelope({ v: 1, key: null, ackFloor: 0, proposer: this.self, cmd: { op: "barrier" } });
+    // built only off the leader: on the leader (every refusal at a read) a sync is a ReadIndex round, no entry
+    let barrier: Uint8Array | null = null;
     try {
       for (let attempt = 1; ; attempt++) {
         if (abort.signal.aborted) expired();
         let index: LogIndex;
         try {
-          index = this.#raft.role.get() === "leader" ? await this.#raft.readIndex() : (await this.#raft.propose(barrier, null, abort.signal)).index;
+          if (this.#raft.role.get() === "leader") index = await this.#raft.readIndex();
+          else {
+            barrier ??= encodeEnvelope({ v: 1, key: null, ackFloor: 0, proposer: this.self, cmd: { op: "barrier" } });
+            index = (await this.#raft.propose(barrier, null, abort.signal)).index;
+          }
         } catch (e) {
           if (abort.signal.aborted) expired();
           if (this.#shut) throw new NodeShutdownError("the governed node was shut down");
