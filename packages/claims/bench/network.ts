@@ -3,7 +3,8 @@
  *
  * - heddle: a 3-voter governed cluster of daemon OS processes (`heddle init --mode governed` + `heddle up`), fsync
  *   on (the Raft log in SQLite, synchronous=FULL), driven through the leader's HTTP API (`POST /v1/claims/take`,
- *   `/v1/claims/release`) with keep-alive connections;
+ *   `/v1/claims/release`) with keep-alive connections, following the leader when leadership moves (checked every
+ *   250 ms; the count is printed);
  * - etcd 3.4: a 3-member cluster (fsync on, its default), through `etcd3`: one lease per client, a take is a txn
  *   `if create_revision == 0 then put(key, holder, lease) else get(key)`, a release a txn `if value == holder then
  *   delete`;
@@ -222,6 +223,30 @@ async function heddle(): Promise<Cell[]> {
     };
     let l = await findLeader();
     let leaderChanges = 0;
+    // Leadership can move within a cell on a loaded machine (an election timeout while the leader is starved of
+    // CPU). A client that stays on the old leader still gets answers — forwarded through Raft, refusals from the
+    // log — so follow the leader as a client of any Raft service would: look every 250 ms.
+    let leaderMoves = 0;
+    let watching = true;
+    const watcher = (async () => {
+      while (watching) {
+        await sleep(250);
+        try {
+          const r = (await l.roster()) as { raft: { role: string } };
+          if (r.raft.role === "leader") continue;
+          for (const p of peers) {
+            const q = (await p.roster()) as { enrolled: string[]; raft: { role: string } };
+            if (q.raft.role === "leader" && q.enrolled.length === 3) {
+              l = p;
+              leaderMoves++;
+              break;
+            }
+          }
+        } catch {
+          // a peer busy or restarting: look again next time
+        }
+      }
+    })();
     let refusedAtRead = 0;
     let refusedInLog = 0;
     const lc: LockClient = {
@@ -245,7 +270,11 @@ async function heddle(): Promise<Cell[]> {
       if (now !== l) leaderChanges++;
       l = now;
     });
-    console.log(`  heddle refusals: ${refusedAtRead} answered at a confirmed read (no commit), ${refusedInLog} through the log; leader changed between cells ${leaderChanges} time(s)`);
+    watching = false;
+    await watcher;
+    console.log(
+      `  heddle refusals: ${refusedAtRead} answered at a confirmed read (no commit), ${refusedInLog} through the log; leader changed between cells ${leaderChanges} time(s), followed within cells ${leaderMoves} time(s)`,
+    );
     return cells;
   } finally {
     for (const c of clients) c.close();

@@ -198,6 +198,41 @@ describe("§5.3 reads", () => {
     expect(s.outcomes.get(id)).toMatchObject({ ok: true, index: a.commitIndex });
   });
 
+  it("one confirmation round at a time: reads arriving during a round wait for the next, which starts after them (R-Q2)", () => {
+    const s = new Script(ABC);
+    s.elect("a");
+    const a = s.core("a");
+    const first = s.nextId++;
+    a.readIndex(first);
+    s.flush("a");
+    const round1 = s.inflight.filter((m) => m.message.type === "append");
+    expect(round1.length).toBe(2); // one heartbeat per follower
+    s.inflight = [];
+    // three more reads while round 1 is unanswered: no new heartbeats go out for them
+    const later = [s.nextId++, s.nextId++, s.nextId++];
+    for (const id of later) {
+      a.readIndex(id);
+      s.flush("a");
+    }
+    expect(s.inflight.filter((m) => m.message.type === "append")).toEqual([]);
+    expect(a.hasReady()).toBe(false); // waiting reads alone do not make the driver spin
+    // round 1 answered: the first read is confirmed; the later ones are not (round 1 started before they arrived)
+    const r1 = (round1[0]!.message as { round: number }).round;
+    const ok = { type: "appendReply" as const, term: a.term, success: true, matchIndex: a.lastIndex, rejectedPrev: 0, conflictTerm: null, conflictIndex: 0 };
+    a.step("b", { ...ok, rejectedPrev: a.lastIndex, round: r1 });
+    s.flush("a");
+    expect(s.outcomes.get(first)).toMatchObject({ ok: true });
+    for (const id of later) expect(s.outcomes.has(id)).toBe(false);
+    // ...and one round, started now, carries all three
+    const round2 = s.inflight.filter((m) => m.message.type === "append" && m.from === "a");
+    expect(round2.length).toBe(2);
+    for (const m of round2) expect((m.message as { round: number }).round).toBe(r1 + 1);
+    s.inflight = [];
+    a.step("c", { ...ok, rejectedPrev: a.lastIndex, round: r1 + 1 });
+    s.flush("a");
+    for (const id of later) expect(s.outcomes.get(id)).toMatchObject({ ok: true, index: a.commitIndex });
+  });
+
   it("a fresh leader's read waits for its no-op to commit", () => {
     const s = new Script(ABC);
     s.elect("a", noAppends);
