@@ -11,7 +11,7 @@
 // warm-up. Exit status 0 iff it passed.
 import { spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { appendFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -24,6 +24,8 @@ const RATE = Number(process.env["HEDDLE_SOAK_RATE"] ?? "40");
 const PEERS = Number(process.env["HEDDLE_SOAK_PEERS"] ?? "5");
 const SAMPLE_MS = 5_000;
 const WINDOW_MS = 30_000;
+/** Optional: a CSV of per-daemon memory detail every sample (RSS split anon/file, external, threads, WAL bytes). */
+const DIAG_PATH = process.env["HEDDLE_SOAK_DIAG"];
 const SVG_PATH = process.env["HEDDLE_SOAK_SVG"] ?? fileURLToPath(new URL("./soak.svg", import.meta.url));
 const MAIN = fileURLToPath(new URL("../src/main.ts", import.meta.url));
 /**
@@ -90,6 +92,7 @@ try {
   console.log(`${PEERS} daemons (heddle start, static mode, SQLite fsync on), ${RATE} reserve+complete pairs/s offered to each, ${MINUTES} min\n`);
   const peers = await initCluster({ dir: join(dir, "cluster"), peers: PEERS, mode: "static", supply: 1_000_000_000_000n, quantum: QUANTUM, tree: `${LEAF}=1` });
   const exits: string[] = [];
+  if (DIAG_PATH !== undefined) writeFileSync(DIAG_PATH, "t,peer,rss_mb,anon_mb,file_mb,shmem_mb,heap_used_mb,heap_total_mb,external_mb,new_mb,old_mb,code_mb,lo_mb,threads,wal_mb,db_mb,loop_cpu_ms,loop_runq_wait_ms,commits,commits_le_250ms,commits_le_1s\n");
   for (const p of peers) {
     const child = spawn(process.execPath, [MAIN, "start", "--config", p.config, "--log-format", "json", "--log-level", "warn"], { stdio: ["ignore", "ignore", "pipe"] });
     let err = "";
@@ -100,7 +103,7 @@ try {
   const clients = peers.map((p) => new HeddleClient({ url: p.apiUrl, token: readFileSync(join(p.dir, "token"), "utf8").trim() }));
   const tokens = peers.map((p) => readFileSync(join(p.dir, "token"), "utf8").trim());
   for (const [i, c] of clients.entries()) {
-    const deadline = Date.now() + 60_000;
+    const deadline = Date.now() + 180_000; // generous: the machine may be shared and loaded
     for (;;) {
       try {
         await c.status();
@@ -157,6 +160,7 @@ try {
             heapMb: metric(text, "heddle_nodejs_heap_size_used_bytes") / 2 ** 20,
             lagMaxS: metric(text, "heddle_nodejs_eventloop_lag_max_seconds"),
           });
+          if (DIAG_PATH !== undefined) appendFileSync(DIAG_PATH, `${diag(t, i, text, procs[i]!.pid!, join(p.dir, "store"))}\n`);
         } catch {
           errors++;
         }
@@ -231,6 +235,71 @@ try {
 } finally {
   await stopAll();
   rmSync(dir, { recursive: true, force: true });
+}
+
+/** The committed size of one V8 heap space (prom-client's `nodejs_heap_space_size_total_bytes{space=…}`). */
+function spaceTotal(text: string, space: string): number {
+  const m = new RegExp(`^heddle_nodejs_heap_space_size_total_bytes\\{space="${space}"\\} ([0-9.eE+-]+)$`, "m").exec(text);
+  return m === null ? Number.NaN : Number(m[1]);
+}
+
+/** One CSV row of memory detail for peer `i`: where its resident memory is (anon vs file), external, WAL bytes. */
+function diag(t: number, i: number, text: string, pid: number, storeDir: string): string {
+  let status = "";
+  try {
+    status = readFileSync(`/proc/${pid}/status`, "utf8");
+  } catch {
+    /* not Linux, or exited */
+  }
+  const kb = (k: string) => Number(new RegExp(`^${k}:\\s+(\\d+)`, "m").exec(status)?.[1] ?? Number.NaN) / 1024;
+  let wal = 0;
+  let db = 0;
+  try {
+    for (const f of readdirSync(storeDir)) {
+      const size = statSync(join(storeDir, f)).size;
+      if (f.endsWith("-wal")) wal += size;
+      else if (!f.endsWith("-shm")) db += size;
+    }
+  } catch {
+    /* no store yet */
+  }
+  const mb = (n: number) => (n / 2 ** 20).toFixed(2);
+  return [
+    t.toFixed(1),
+    i,
+    kb("VmRSS").toFixed(1),
+    kb("RssAnon").toFixed(1),
+    kb("RssFile").toFixed(1),
+    kb("RssShmem").toFixed(1),
+    mb(metric(text, "heddle_nodejs_heap_size_used_bytes")),
+    mb(metric(text, "heddle_nodejs_heap_size_total_bytes")),
+    mb(metric(text, "heddle_nodejs_external_memory_bytes")),
+    ...["new", "old", "code", "large_object"].map((space) => mb(spaceTotal(text, space))),
+    /^Threads:\s+(\d+)/m.exec(status)?.[1] ?? "",
+    mb(wal),
+    mb(db),
+    // the event-loop thread's CPU time and time spent runnable but waiting for a CPU (ns, cumulative): a loop
+    // delay with a matching run-queue wait is the machine starving the daemon, not the daemon stalling
+    ...schedstat(pid),
+    commitCount(text, "+Inf"),
+    commitCount(text, "0.25"),
+    commitCount(text, "1"),
+  ].join(",");
+}
+
+function schedstat(pid: number): string[] {
+  try {
+    const [run, wait] = readFileSync(`/proc/${pid}/schedstat`, "utf8").trim().split(" ");
+    return [(Number(run) / 1e6).toFixed(0), (Number(wait) / 1e6).toFixed(0)];
+  } catch {
+    return ["", ""];
+  }
+}
+
+/** Store commits (outcome ok) that took at most `le` seconds, cumulative. */
+function commitCount(text: string, le: string): string {
+  const m = new RegExp(`^heddle_store_commit_seconds_bucket\\{(?=[^}]*le="${le.replace("+", "\\+")}")(?=[^}]*outcome="ok")[^}]*\\} ([0-9.eE+-]+)$`, "m").exec(text);
+  return m?.[1] ?? "";
 }
 
 /** Three stacked panels over time: RSS and heap per daemon (MB), and the pairs' p50/p99 per window (ms). */
