@@ -4,6 +4,8 @@
 // every pair, then prints a summary with a verdict and writes an SVG plot of memory and latency over time.
 //   npx -y pnpm@10 --filter @heddle/cli soak                                  (10 min, writes bench/soak.svg)
 //   HEDDLE_SOAK_MINUTES=2 HEDDLE_SOAK_RATE=20 npx -y pnpm@10 --filter @heddle/cli soak
+//   HEDDLE_SOAK_DIAG=/tmp/soak.csv …   also writes every daemon's memory detail per sample (RSS anon/file, V8 heap
+//   spaces, external, threads, WAL and database bytes, event-loop thread CPU and run-queue wait, commit buckets)
 // Pass: after the warm-up (the first fifth of the run, at least 1 min unless the run is shorter) the median RSS
 // and the heap floor (the lowest heap-used reading: what survives collection, not the sawtooth between
 // collections) of the run's last fifth are within 10 % of the fifth right after the warm-up, on every daemon; no
@@ -11,7 +13,7 @@
 // warm-up. Exit status 0 iff it passed.
 import { spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { appendFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -24,6 +26,8 @@ const RATE = Number(process.env["HEDDLE_SOAK_RATE"] ?? "40");
 const PEERS = Number(process.env["HEDDLE_SOAK_PEERS"] ?? "5");
 const SAMPLE_MS = 5_000;
 const WINDOW_MS = 30_000;
+/** Optional: a CSV of per-daemon memory detail every sample (RSS split anon/file, external, threads, WAL bytes). */
+const DIAG_PATH = process.env["HEDDLE_SOAK_DIAG"];
 const SVG_PATH = process.env["HEDDLE_SOAK_SVG"] ?? fileURLToPath(new URL("./soak.svg", import.meta.url));
 const MAIN = fileURLToPath(new URL("../src/main.ts", import.meta.url));
 /**
@@ -46,6 +50,11 @@ interface Sample {
   readonly rssMb: number;
   readonly heapMb: number;
   readonly lagMaxS: number;
+  /** The daemon's event-loop thread: cumulative ms on a CPU and ms runnable but waiting for one (Linux; NaN elsewhere). */
+  readonly loopCpuMs: number;
+  readonly loopWaitMs: number;
+  /** Store commits so far that took over 1 s: SQLite's fsync runs on the event-loop thread. */
+  readonly slowCommits: number;
 }
 interface Window {
   readonly t: number;
@@ -90,6 +99,7 @@ try {
   console.log(`${PEERS} daemons (heddle start, static mode, SQLite fsync on), ${RATE} reserve+complete pairs/s offered to each, ${MINUTES} min\n`);
   const peers = await initCluster({ dir: join(dir, "cluster"), peers: PEERS, mode: "static", supply: 1_000_000_000_000n, quantum: QUANTUM, tree: `${LEAF}=1` });
   const exits: string[] = [];
+  if (DIAG_PATH !== undefined) writeFileSync(DIAG_PATH, "t,peer,rss_mb,anon_mb,file_mb,shmem_mb,heap_used_mb,heap_total_mb,external_mb,new_mb,old_mb,code_mb,lo_mb,threads,wal_mb,db_mb,loop_cpu_ms,loop_runq_wait_ms,commits,commits_le_250ms,commits_le_1s,loop_delay_max_ms\n");
   for (const p of peers) {
     const child = spawn(process.execPath, [MAIN, "start", "--config", p.config, "--log-format", "json", "--log-level", "warn"], { stdio: ["ignore", "ignore", "pipe"] });
     let err = "";
@@ -100,7 +110,7 @@ try {
   const clients = peers.map((p) => new HeddleClient({ url: p.apiUrl, token: readFileSync(join(p.dir, "token"), "utf8").trim() }));
   const tokens = peers.map((p) => readFileSync(join(p.dir, "token"), "utf8").trim());
   for (const [i, c] of clients.entries()) {
-    const deadline = Date.now() + 60_000;
+    const deadline = Date.now() + 180_000; // generous: the machine may be shared and loaded
     for (;;) {
       try {
         await c.status();
@@ -156,7 +166,10 @@ try {
             rssMb: metric(text, "heddle_process_resident_memory_bytes") / 2 ** 20,
             heapMb: metric(text, "heddle_nodejs_heap_size_used_bytes") / 2 ** 20,
             lagMaxS: metric(text, "heddle_nodejs_eventloop_lag_max_seconds"),
+            ...loopSched(procs[i]!.pid!),
+            slowCommits: Number(commitCount(text, "+Inf")) - Number(commitCount(text, "1")),
           });
+          if (DIAG_PATH !== undefined) appendFileSync(DIAG_PATH, `${diag(t, i, text, procs[i]!.pid!, join(p.dir, "store"))}\n`);
         } catch {
           errors++;
         }
@@ -208,7 +221,27 @@ try {
     }
   }
   const lagMax = Math.max(...samples.map((s) => (Number.isNaN(s.lagMaxS) ? 0 : s.lagMaxS)));
-  checks.push({ what: "no event-loop delay over 1 s on any daemon", ok: lagMax <= 1, detail: `longest ${(lagMax * 1000).toFixed(0)} ms` });
+  // Context for a delay (not part of the verdict): how long the event-loop threads waited for a CPU, per run
+  // and in the 5-s interval that holds the longest delay — a loaded machine shows up here, a stall of the
+  // daemon's own (a long synchronous step) does not.
+  const worst = samples.reduce<Sample | undefined>((a, s) => (a === undefined || (s.lagMaxS || 0) > (a.lagMaxS || 0) ? s : a), undefined);
+  const before = worst === undefined ? undefined : samples.filter((s) => s.peer === worst.peer && s.t < worst.t).at(-1);
+  const waitShare = (() => {
+    let wait = 0;
+    let wall = 0;
+    for (let i = 0; i < PEERS; i++) {
+      const mine = samples.filter((s) => s.peer === i && s.t >= warm && Number.isFinite(s.loopWaitMs));
+      if (mine.length < 2) continue;
+      wait += mine.at(-1)!.loopWaitMs - mine[0]!.loopWaitMs;
+      wall += (mine.at(-1)!.t - mine[0]!.t) * 1000;
+    }
+    return wall > 0 ? wait / wall : Number.NaN;
+  })();
+  const starvedThen =
+    worst !== undefined && before !== undefined && Number.isFinite(worst.loopWaitMs)
+      ? ` (peer ${worst.peer}, t=${worst.t.toFixed(0)} s); in the 5 s before it, its loop thread waited ${(worst.loopWaitMs - before.loopWaitMs).toFixed(0)} ms for a CPU and ran ${(worst.loopCpuMs - before.loopCpuMs).toFixed(0)} ms`
+      : "";
+  checks.push({ what: "no event-loop delay over 1 s on any daemon", ok: lagMax <= 1, detail: `longest ${(lagMax * 1000).toFixed(0)} ms${starvedThen}` });
   const afterWarm = windows.filter((w) => w.t > warm && w.pairs > 0);
   const first = afterWarm[0];
   const last = afterWarm[afterWarm.length - 1];
@@ -221,16 +254,90 @@ try {
   const pairs = windows.reduce((a, w) => a + w.pairs, 0);
   const refusedTotal = windows.reduce((a, w) => a + w.refused, 0);
   console.log(`\n${pairs} pairs (${refusedTotal} reserves refused insufficient, retried) in ${total.toFixed(0)} s (${(pairs / total).toFixed(0)}/s over ${PEERS} daemons), warm-up ${warm.toFixed(0)} s, load average now ${loadavg().map((x) => x.toFixed(2)).join(" ")}`);
+  const slow = [...Array(PEERS).keys()].map((i) => Math.max(0, ...samples.filter((s) => s.peer === i && Number.isFinite(s.slowCommits)).map((s) => s.slowCommits)));
+  console.log(`store commits over 1 s (fsync, on the event-loop thread), per daemon: ${slow.join(", ")}`);
+  if (Number.isFinite(waitShare)) console.log(`after warm-up the daemons' event-loop threads waited for a CPU ${(waitShare * 100).toFixed(0)} % of the wall time (runnable, not running: /proc/PID/schedstat)`);
   for (const c of checks) console.log(`  ${c.ok ? "✓" : "✗"} ${c.what}: ${c.detail}`);
   writeFileSync(SVG_PATH, plot(samples, windows, warm, total));
   console.log(`\nplot: ${SVG_PATH}`);
   const ok = checks.every((c) => c.ok);
   console.log(ok ? "soak passed" : "soak FAILED");
-  console.log(JSON.stringify({ bench: "soak", peers: PEERS, minutes: MINUTES, ratePerPeer: RATE, pairs, lagMaxMs: Math.round(lagMax * 1000), firstP99Ms: first?.p99Ms, lastP99Ms: last?.p99Ms, passed: ok }));
+  console.log(JSON.stringify({ bench: "soak", peers: PEERS, minutes: MINUTES, ratePerPeer: RATE, pairs, lagMaxMs: Math.round(lagMax * 1000), loopRunQueueWaitShare: Number.isFinite(waitShare) ? Number(waitShare.toFixed(3)) : null, firstP99Ms: first?.p99Ms, lastP99Ms: last?.p99Ms, passed: ok }));
   process.exitCode = ok ? 0 : 1;
 } finally {
   await stopAll();
   rmSync(dir, { recursive: true, force: true });
+}
+
+/** The committed size of one V8 heap space (prom-client's `nodejs_heap_space_size_total_bytes{space=…}`). */
+function spaceTotal(text: string, space: string): number {
+  const m = new RegExp(`^heddle_nodejs_heap_space_size_total_bytes\\{space="${space}"\\} ([0-9.eE+-]+)$`, "m").exec(text);
+  return m === null ? Number.NaN : Number(m[1]);
+}
+
+/** One CSV row of memory detail for peer `i`: where its resident memory is (anon vs file), external, WAL bytes. */
+function diag(t: number, i: number, text: string, pid: number, storeDir: string): string {
+  let status = "";
+  try {
+    status = readFileSync(`/proc/${pid}/status`, "utf8");
+  } catch {
+    /* not Linux, or exited */
+  }
+  const kb = (k: string) => Number(new RegExp(`^${k}:\\s+(\\d+)`, "m").exec(status)?.[1] ?? Number.NaN) / 1024;
+  let wal = 0;
+  let db = 0;
+  try {
+    for (const f of readdirSync(storeDir)) {
+      const size = statSync(join(storeDir, f)).size;
+      if (f.endsWith("-wal")) wal += size;
+      else if (!f.endsWith("-shm")) db += size;
+    }
+  } catch {
+    /* no store yet */
+  }
+  const mb = (n: number) => (n / 2 ** 20).toFixed(2);
+  return [
+    t.toFixed(1),
+    i,
+    kb("VmRSS").toFixed(1),
+    kb("RssAnon").toFixed(1),
+    kb("RssFile").toFixed(1),
+    kb("RssShmem").toFixed(1),
+    mb(metric(text, "heddle_nodejs_heap_size_used_bytes")),
+    mb(metric(text, "heddle_nodejs_heap_size_total_bytes")),
+    mb(metric(text, "heddle_nodejs_external_memory_bytes")),
+    ...["new", "old", "code", "large_object"].map((space) => mb(spaceTotal(text, space))),
+    /^Threads:\s+(\d+)/m.exec(status)?.[1] ?? "",
+    mb(wal),
+    mb(db),
+    // the event-loop thread's CPU time and time spent runnable but waiting for a CPU (ns, cumulative): a loop
+    // delay with a matching run-queue wait is the machine starving the daemon, not the daemon stalling
+    ...schedstat(pid),
+    commitCount(text, "+Inf"),
+    commitCount(text, "0.25"),
+    commitCount(text, "1"),
+    (metric(text, "heddle_nodejs_eventloop_lag_max_seconds") * 1000).toFixed(0),
+  ].join(",");
+}
+
+function loopSched(pid: number): { loopCpuMs: number; loopWaitMs: number } {
+  try {
+    const [run, wait] = readFileSync(`/proc/${pid}/schedstat`, "utf8").trim().split(" ");
+    return { loopCpuMs: Number(run) / 1e6, loopWaitMs: Number(wait) / 1e6 };
+  } catch {
+    return { loopCpuMs: Number.NaN, loopWaitMs: Number.NaN };
+  }
+}
+
+function schedstat(pid: number): string[] {
+  const { loopCpuMs, loopWaitMs } = loopSched(pid);
+  return [loopCpuMs.toFixed(0), loopWaitMs.toFixed(0)];
+}
+
+/** Store commits (outcome ok) that took at most `le` seconds, cumulative. */
+function commitCount(text: string, le: string): string {
+  const m = new RegExp(`^heddle_store_commit_seconds_bucket\\{(?=[^}]*le="${le.replace("+", "\\+")}")(?=[^}]*outcome="ok")[^}]*\\} ([0-9.eE+-]+)$`, "m").exec(text);
+  return m?.[1] ?? "";
 }
 
 /** Three stacked panels over time: RSS and heap per daemon (MB), and the pairs' p50/p99 per window (ms). */

@@ -1,11 +1,16 @@
 #!/usr/bin/env node
 // The `heddle` command.
-import { ApiError, DaemonUnreachableError } from "@heddle/client";
-import { ConfigError } from "@heddle/daemon/config";
-import { DEMO_HELP, DemoUsageError, parseDemoArgs } from "./demo/options.ts";
-import { API_COMMANDS, runApiCommand } from "./commands/api-commands.ts";
 import { processIo, type Io } from "./commands/io.ts";
 import { EXIT, UsageError } from "./exit-codes.ts";
+import { pinYoungGeneration } from "./young-generation.ts";
+
+// `heddle start` re-executes itself in place with a fixed-size young generation (young-generation.ts) before
+// anything else loads; the modules below are imported after it so that their load is not paid twice.
+if (import.meta.main) pinYoungGeneration();
+const { ApiError, DaemonUnreachableError } = await import("@heddle/client");
+const { ConfigError } = await import("@heddle/daemon/config");
+const { DEMO_HELP, DemoUsageError, parseDemoArgs } = await import("./demo/options.ts");
+const { API_COMMANDS, runApiCommand } = await import("./commands/api-commands.ts");
 
 // Commands that need the daemon (libp2p, fastify, SQLite) or the demo load it on use, so the API verbs
 // a script calls often start quickly.
@@ -54,7 +59,7 @@ claimant; keeper --check: this peer may not act)
 
 const TWO_WORD = new Set(["claims", "leader"]);
 
-function apiErrorExit(e: ApiError, io: Io): number {
+function apiErrorExit(e: InstanceType<typeof ApiError>, io: Io): number {
   const b = e.body;
   switch (e.status) {
     case 401:

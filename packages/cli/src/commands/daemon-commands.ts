@@ -93,6 +93,10 @@ Starts libp2p, the SQLite store, the node, its scheduler and the HTTP API. Logs 
 lines, or one JSON object per line with --log-format json). SIGTERM or SIGINT stops it cleanly: no new
 API calls, calls in flight finish, the store is closed. Exit 0 after a clean stop, 8 on a bad config,
 9 when it cannot start (busy port, store of another cluster, missing key or token).
+
+Memory: the process re-executes itself once at start (same pid) with node's young generation fixed at
+16 MiB (--min/--max-semi-space-size=8), so its resident memory does not step as V8 resizes it. Give node
+your own --max-semi-space-size (in NODE_OPTIONS or on node's command line) to choose another size.
 `;
 
 /** `heddle start` */
