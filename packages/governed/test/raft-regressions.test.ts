@@ -313,6 +313,28 @@ describe("§5.3 reads", () => {
     one.flush("z");
     expect(one.outcomes.get(rid)).toMatchObject({ ok: true, index: 1 });
   });
+
+  it("reads in flight when the cluster shrinks to one voter are answered by that voter at once (R-Q3)", () => {
+    const s = new Script(["a", "b"]);
+    s.elect("a");
+    const a = s.core("a");
+    const r1 = s.nextId++;
+    a.readIndex(r1);
+    s.flush("a"); // round 1 in flight: its heartbeat to b is lost below
+    s.inflight = [];
+    const r2 = s.nextId++;
+    a.readIndex(r2); // queued behind round 1
+    s.flush("a");
+    const shrink = s.nextId++;
+    a.changeMembership(shrink, { voters: ["a"], learners: [] });
+    s.flush("a");
+    // b never answers again: only the new configuration's lone voter can confirm the reads
+    s.advance(5_000, isolate(["a"]), 10, ["a"]);
+    expect(s.outcomes.get(shrink)).toMatchObject({ ok: true });
+    expect(s.outcomes.get(r1)).toMatchObject({ ok: true });
+    expect(s.outcomes.get(r2)).toMatchObject({ ok: true });
+    expect(a.state).toBe("leader");
+  });
 });
 
 describe("§5.3 forwarding", () => {

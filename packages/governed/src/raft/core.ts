@@ -972,7 +972,12 @@ export class RaftCore {
     }
     this.#config = cfg;
     this.#configIndex = idx;
-    if (this.#state === "leader") this.#syncProgress();
+    if (this.#state === "leader") {
+      this.#syncProgress();
+      // a smaller voter set can confirm a round with the acks it already has — alone, as a single voter (R-Q3);
+      // otherwise the round would wait for an append reply that may never come
+      this.#checkReads();
+    }
     if ((this.#state === "candidate" || this.#state === "precandidate") && !cfg.voters.includes(this.id)) {
       this.#becomeFollower(this.#term, null, "removed");
     }
