@@ -553,7 +553,9 @@ class GovernedNode implements GovernedHeddleNode {
         if (abort.signal.aborted) expired();
         let index: LogIndex;
         try {
-          if (this.#raft.role.get() === "leader") index = await this.#raft.readIndex();
+          // a ReadIndex round takes no signal, and one a partitioned leader cannot confirm ends only when
+          // check-quorum steps it down: the caller's deadline must end the wait
+          if (this.#raft.role.get() === "leader") index = await untilAborted(this.#raft.readIndex(), abort.signal);
           else {
             barrier ??= encodeEnvelope({ v: 1, key: null, ackFloor: 0, proposer: this.self, cmd: { op: "barrier" } });
             index = (await this.#raft.propose(barrier, null, abort.signal)).index;
@@ -673,4 +675,23 @@ class GovernedNode implements GovernedHeddleNode {
     await this.#raft.close();
     await this.#node.shutdown();
   }
+}
+
+/** `p`, or a rejection with the signal's reason once `signal` aborts first (`p`'s later rejection is then ignored). */
+function untilAborted<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => reject(signal.reason);
+    if (signal.aborted) onAbort();
+    else signal.addEventListener("abort", onAbort, { once: true });
+    p.then(
+      (v) => {
+        signal.removeEventListener("abort", onAbort);
+        resolve(v);
+      },
+      (e: unknown) => {
+        signal.removeEventListener("abort", onAbort);
+        reject(e);
+      },
+    );
+  });
 }
