@@ -632,6 +632,9 @@ function sendControlError(reply: FastifyReply, e: unknown, logger: Logger) {
         message: "the act was proposed but did not apply in time; it may still commit. Retry with the same Idempotency-Key to apply it at most once",
         key: toWire(err.key ?? null),
       });
+    case CONTROL_ERRORS.notProposed:
+      // a definite "not applied": the call's time ran out (or it aborted) before anything was proposed
+      return reply.code(503).send({ error: "unavailable", message: err.message, committed: false, index: null, key: null });
     case CONTROL_ERRORS.incarnationReused:
     case CONTROL_ERRORS.halted:
     case CONTROL_ERRORS.shutdown:

@@ -1,6 +1,8 @@
 // Granted claims with refusals answered at a read (issue 16 "Refusals without a commit"): a take that the applied
 // table would refuse is answered by the Raft leader after a ReadIndex confirmation, without appending an entry.
 // Grants, releases and renewals still go through the log unchanged.
+import { ProposalAbortedError } from "@heddle/governed";
+import type { Timers } from "@heddle/node";
 import type { CallOptions, ClaimRequest, ClaimsOutcome, ClaimsVerbs, ControlView } from "./control-plane.ts";
 
 /** What the read path needs of the governed node and its Raft member. */
@@ -13,6 +15,8 @@ export interface ReadRefusalSource {
   isLeader(): boolean;
   /** The leader's clock, the same one that stamps entries (`LogEntry.stampedAt`). */
   now(): number;
+  /** Bounds a wait for another take by what is left of the caller's time. */
+  readonly timers: Pick<Timers, "set" | "clear">;
 }
 
 /** Counters of the read path, for `/metrics` and tests. */
@@ -29,9 +33,19 @@ export interface ReadRefusalCounts {
 
 /**
  * At most this many waits for an in-flight take of the same key per call; then the take is proposed as it is
- * (always correct, only dearer). Each wait lasts at most one commit and local apply, normally a few ms.
+ * (always correct, only dearer). A wait lasts until the other take settles — its commit and local apply, normally
+ * a few ms — but never beyond what is left of this call's own `timeoutMs` (or its signal).
  */
 export const MAX_TAKE_WAITS = 8;
+
+/**
+ * The error of a take whose time ran out (or whose signal aborted) before it was proposed — while it waited for
+ * another take of its key, or for a confirmed read. Nothing was proposed, so nothing will commit: unlike
+ * `OutcomeUnknownError`, a definite "not applied" (the API answers 503 `unavailable`, retrying is safe).
+ */
+function notProposed(why: string, cause?: unknown): ProposalAbortedError {
+  return new ProposalAbortedError(`claims take: ${why}; nothing was proposed, so it will not commit (retrying is safe)`, cause === undefined ? undefined : { cause });
+}
 
 /** The keys a take names, compared as the table compares them (trimmed); `[]` for a malformed request. */
 function keysOf(request: ClaimRequest): string[] {
@@ -91,37 +105,55 @@ export function claimsWithReadRefusals(source: ReadRefusalSource, counts?: ReadR
     }
     return out;
   };
-  const settle = (ps: readonly Promise<void>[], signal: AbortSignal | undefined): Promise<void> => {
-    if (signal === undefined) return Promise.all(ps).then(() => {});
-    if (signal.aborted) return Promise.resolve();
-    return new Promise<void>((resolve) => {
-      const done = (): void => {
-        signal.removeEventListener("abort", done);
-        resolve();
+  /** Waits for `ps` to settle, for at most `budget.timeoutMs` and until `budget.signal` aborts; `true`: they settled. */
+  const settle = (ps: readonly Promise<void>[], budget: CallOptions): Promise<boolean> =>
+    new Promise<boolean>((resolve) => {
+      const signal = budget.signal;
+      let timer: unknown;
+      const done = (settled: boolean): void => {
+        if (timer !== undefined) source.timers.clear(timer);
+        signal?.removeEventListener("abort", onAbort);
+        resolve(settled);
       };
-      signal.addEventListener("abort", done, { once: true });
-      void Promise.all(ps).then(done);
+      const onAbort = (): void => done(false);
+      if (budget.timeoutMs !== undefined) timer = source.timers.set(() => done(false), budget.timeoutMs);
+      signal?.addEventListener("abort", onAbort, { once: true });
+      void Promise.all(ps).then(() => done(true));
     });
-  };
   return {
     async take(request, opts = {}) {
       if (opts.key !== undefined || !source.isLeader()) return propose(request, opts);
       const keys = keysOf(request);
       // one deadline for the whole call: the waits and the read come out of the caller's time budget
       const started = source.now();
-      const rest = (): CallOptions => (opts.timeoutMs === undefined ? opts : { ...opts, timeoutMs: Math.max(1, opts.timeoutMs - (source.now() - started)) });
+      /** The caller's options for what is left of its time; throws once none is left (or it aborted). */
+      const rest = (): CallOptions => {
+        if (opts.signal?.aborted === true) throw notProposed("the call was aborted before the take was proposed");
+        if (opts.timeoutMs === undefined) return opts;
+        const left = opts.timeoutMs - (source.now() - started);
+        if (left <= 0) throw notProposed(`its ${opts.timeoutMs} ms ran out before it was proposed`);
+        return { ...opts, timeoutMs: left };
+      };
       for (let waits = 0; ; ) {
-        if (!source.isLeader()) return propose(request, rest());
+        const budget = rest();
+        if (!source.isLeader()) return propose(request, budget);
         const pending = busy(keys);
-        if (pending.length > 0 && waits < MAX_TAKE_WAITS && opts.signal?.aborted !== true) {
+        if (pending.length > 0 && waits < MAX_TAKE_WAITS) {
           waits++;
           if (counts !== undefined) counts.waitedForTake = (counts.waitedForTake ?? 0) + 1;
-          await settle(pending, opts.signal);
+          if (!(await settle(pending, budget))) {
+            throw notProposed(opts.signal?.aborted === true ? "the call was aborted while it waited for another take of its key" : `its ${opts.timeoutMs} ms ran out while it waited for another take of its key`);
+          }
           continue;
         }
-        if (inner.view().wouldRefuse(request, source.now()) === undefined) return proposeTracked(request, rest(), keys);
-        const budget = rest();
-        await source.sync({ ...(budget.timeoutMs !== undefined ? { timeoutMs: budget.timeoutMs } : {}), ...(budget.signal !== undefined ? { signal: budget.signal } : {}) });
+        if (inner.view().wouldRefuse(request, source.now()) === undefined) return proposeTracked(request, budget, keys);
+        try {
+          await source.sync({ ...(budget.timeoutMs !== undefined ? { timeoutMs: budget.timeoutMs } : {}), ...(budget.signal !== undefined ? { signal: budget.signal } : {}) });
+        } catch (e) {
+          // the read ran out of time: the take itself was never proposed
+          if ((e as Error | undefined)?.name === "OutcomeUnknownError") throw notProposed(`no confirmed read within its time (${(e as Error).message})`, e);
+          throw e;
+        }
         // Judge and note the applied index in one synchronous step: nothing applies in between.
         const judgedAt = source.now();
         const refusal = inner.view().wouldRefuse(request, judgedAt);
@@ -132,8 +164,9 @@ export function claimsWithReadRefusals(source: ReadRefusalSource, counts?: ReadR
         }
         // free at the read — but another take of these keys may have been proposed here while we read: wait for it
         if (busy(keys).length > 0 && waits < MAX_TAKE_WAITS) continue;
+        const left = rest();
         if (counts !== undefined) counts.passedAfterRead++;
-        return proposeTracked(request, rest(), keys);
+        return proposeTracked(request, left, keys);
       }
     },
     release: (holder, key, opts) => inner.release(holder, key, opts),

@@ -118,6 +118,8 @@ export interface ControlPlane {
 /** The error names of governed.md §2.2's table, recognised by name so the API maps them to statuses. */
 export const CONTROL_ERRORS = {
   outcomeUnknown: "OutcomeUnknownError",
+  /** Nothing was proposed (a claims take whose time ran out before it was): definitely not applied. */
+  notProposed: "ProposalAbortedError",
   incarnationReused: "IncarnationReusedError",
   halted: "ControlPlaneHaltedError",
   shutdown: "NodeShutdownError",

@@ -51,7 +51,7 @@ export function governedControlPlane(g: GovernedNodeLike, raft: ControlLog): Con
     retire: (e, o) => g.retire(e, o),
     enroll: (r, o) => g.enroll(r, o),
     depart: (o) => g.depart(o),
-    claims: claimsWithReadRefusals({ claims: g.claims, controlView: () => g.controlView(), sync: (o) => g.sync(o), isLeader: () => raft.role.get() === "leader", now: () => realTimers.now() }),
+    claims: claimsWithReadRefusals({ claims: g.claims, controlView: () => g.controlView(), sync: (o) => g.sync(o), isLeader: () => raft.role.get() === "leader", now: () => realTimers.now(), timers: realTimers }),
     get isWritable() {
       return g.isWritable;
     },

@@ -7,7 +7,9 @@
 //  2. its read index covers every act acknowledged before the call began (real-time order: linearizable);
 //  3. no read refusal appended an entry (the log holds only the takes and releases that were proposed).
 // A failing run prints its seed; HEDDLE_SEED=<seed> reruns that one.
-import { ControlState } from "@heddle/governed";
+import { createClaims } from "@heddle/claims";
+import type { ClaimsOptions } from "@heddle/claims";
+import { ControlState, ProposalAbortedError } from "@heddle/governed";
 import type { LogEntry } from "@heddle/governed";
 import { GroupId } from "@heddle/ledger";
 import { seededRandom } from "@heddle/node";
@@ -45,6 +47,7 @@ function readVerbs(c: GovernedCluster, counts: ReadRefusalCounts): (id: string) 
           sync: (o) => c.gov(id).sync(o),
           isLeader: () => c.peer(id).alive && c.peer(id).raft.role.get() === "leader",
           now: () => c.timers.now(),
+          timers: c.timers,
         },
         counts,
       );
@@ -219,4 +222,138 @@ describe("claims refusals under contention on one key", () => {
       await c.shutdown();
     }
   }, 120_000);
+});
+
+/**
+ * The wait for another take, on a scripted leader: each proposal stays in flight until the test settles it (then it
+ * applies to an in-process table); a read is confirmed at once; time moves only when the test moves it.
+ */
+class ScriptedLeader {
+  clock = 0;
+  readonly table;
+  readonly proposed: { request: ClaimRequest; timeoutMs: number | undefined; grant: () => void; fail: () => void }[] = [];
+  readonly #timers = new Set<{ due: number; fn: () => void }>();
+  readonly counts: ReadRefusalCounts = { refusedAtRead: 0, passedAfterRead: 0, proposed: 0, waitedForTake: 0 };
+  readonly verbs: ClaimsVerbs;
+
+  constructor(options: ClaimsOptions = {}) {
+    this.table = createClaims(options);
+    const view = {
+      owner: (k: string) => this.table.owner(k, this.clock),
+      holders: (k: string) => this.table.holders(k, this.clock),
+      free: () => this.table.free(this.clock),
+      open: () => this.table.open(this.clock),
+      availability: (keys: readonly string[]) => this.table.availability(keys, this.clock),
+      checkFence: (k: string, t: number) => this.table.checkFence(k, t, this.clock),
+      wouldRefuse: (r: ClaimRequest, now?: number) => this.table.wouldRefuse(r as never, now) as { ok: false; blocked: readonly unknown[] } | undefined,
+    };
+    const unused = (): Promise<never> => Promise.reject(new Error("not used here"));
+    this.verbs = claimsWithReadRefusals(
+      {
+        claims: {
+          take: (request, o) =>
+            new Promise<ClaimsOutcome>((resolve, reject) => {
+              const index = this.proposed.length + 1;
+              this.proposed.push({
+                request,
+                timeoutMs: o?.timeoutMs,
+                grant: () => resolve({ kind: "applied", index, key: { client: "c", seq: index }, noop: false, claims: this.table.take(request as never, this.clock, index) }),
+                fail: () => reject(Object.assign(new Error("outcome unknown"), { name: "OutcomeUnknownError" })),
+              });
+            }),
+          release: unused,
+          releaseAll: unused,
+          releaseScope: unused,
+          renew: unused,
+          view: () => view,
+        },
+        controlView: () => ({ appliedIndex: this.proposed.length }),
+        sync: () => Promise.resolve(undefined),
+        isLeader: () => true,
+        now: () => this.clock,
+        timers: {
+          set: (fn, ms) => {
+            const h = { due: this.clock + ms, fn };
+            this.#timers.add(h);
+            return h;
+          },
+          clear: (h) => void this.#timers.delete(h as { due: number; fn: () => void }),
+        },
+      },
+      this.counts,
+    );
+  }
+
+  /** Moves the clock; timers due by then fire only when `fire` (a late wake-up leaves them pending). */
+  async advance(ms: number, fire = true): Promise<void> {
+    this.clock += ms;
+    if (fire) for (const h of [...this.#timers]) if (h.due <= this.clock) (this.#timers.delete(h), h.fn());
+    await flush();
+  }
+}
+
+/** Lets every pending promise continuation run. */
+async function flush(): Promise<void> {
+  for (let i = 0; i < 20; i++) await Promise.resolve();
+}
+
+/** The state of a promise, readable without awaiting it. */
+function track<T>(p: Promise<T>): { state: "pending" | "fulfilled" | "rejected"; value?: T; error?: unknown } {
+  const t: { state: "pending" | "fulfilled" | "rejected"; value?: T; error?: unknown } = { state: "pending" };
+  p.then(
+    (v) => Object.assign(t, { state: "fulfilled", value: v }),
+    (e: unknown) => Object.assign(t, { state: "rejected", error: e }),
+  );
+  return t;
+}
+
+const take = (holder: string, key: string, mode: "exclusive" | "shared" = "exclusive"): ClaimRequest => ({ holder, resources: [{ key, mode }] });
+
+describe("a take waiting for another take of its key (claims.md §2: never waits beyond its own call)", () => {
+  it("ends at its own timeout, not the other take's, and says nothing was proposed", async () => {
+    const l = new ScriptedLeader();
+    const first = track(l.verbs.take(take("a", "k"), { timeoutMs: 30_000 }));
+    await flush();
+    const second = track(l.verbs.take(take("b", "k"), { timeoutMs: 100 }));
+    await flush();
+    expect(l.proposed).toHaveLength(1);
+    expect(l.counts.waitedForTake).toBe(1);
+    await l.advance(99);
+    expect(second.state).toBe("pending");
+    await l.advance(1);
+    expect(second.state).toBe("rejected");
+    expect(second.error).toBeInstanceOf(ProposalAbortedError);
+    expect((second.error as Error).message).toMatch(/nothing was proposed/);
+    expect(l.proposed).toHaveLength(1); // b was never proposed
+    expect(first.state).toBe("pending");
+  });
+
+  it("is not proposed when its time is spent by the time the other take settles (no 1 ms proposal)", async () => {
+    const l = new ScriptedLeader();
+    const first = track(l.verbs.take(take("a", "k"), { timeoutMs: 30_000 }));
+    await flush();
+    const second = track(l.verbs.take(take("b", "k"), { timeoutMs: 100 }));
+    await flush();
+    await l.advance(150, false); // the wait's timer has not run yet (a busy loop), the key is still free
+    l.proposed[0]!.fail();
+    await flush();
+    expect(first.state).toBe("rejected");
+    expect(second.state).toBe("rejected");
+    expect(second.error).toBeInstanceOf(ProposalAbortedError);
+    expect(l.proposed).toHaveLength(1);
+  });
+
+  it("ends at once when its signal aborts, without proposing", async () => {
+    const l = new ScriptedLeader();
+    track(l.verbs.take(take("a", "k"), { timeoutMs: 30_000 }));
+    await flush();
+    const abort = new AbortController();
+    const second = track(l.verbs.take(take("b", "k"), { timeoutMs: 30_000, signal: abort.signal }));
+    await flush();
+    abort.abort();
+    await flush();
+    expect(second.state).toBe("rejected");
+    expect(second.error).toBeInstanceOf(ProposalAbortedError);
+    expect(l.proposed).toHaveLength(1);
+  });
 });
