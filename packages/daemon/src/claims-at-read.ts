@@ -47,13 +47,25 @@ function notProposed(why: string, cause?: unknown): ProposalAbortedError {
   return new ProposalAbortedError(`claims take: ${why}; nothing was proposed, so it will not commit (retrying is safe)`, cause === undefined ? undefined : { cause });
 }
 
-/** The keys a take names, compared as the table compares them (trimmed); `[]` for a malformed request. */
-function keysOf(request: ClaimRequest): string[] {
+/**
+ * The keys a take names, compared as the table compares them (trimmed), each with whether it is taken exclusively
+ * (anything but `shared`, or named twice with an exclusive mode, counts as exclusive); empty for a malformed request.
+ */
+function keysOf(request: ClaimRequest): Map<string, boolean> {
   const resources = (request as { resources?: unknown }).resources;
-  if (!Array.isArray(resources)) return [];
-  const keys = new Set<string>();
-  for (const r of resources) if (typeof (r as { key?: unknown })?.key === "string") keys.add((r as { key: string }).key.trim());
-  return [...keys];
+  const keys = new Map<string, boolean>();
+  if (!Array.isArray(resources)) return keys;
+  for (const r of resources) {
+    const { key, mode } = (r ?? {}) as { key?: unknown; mode?: unknown };
+    if (typeof key === "string") keys.set(key.trim(), keys.get(key.trim()) === true || mode !== "shared");
+  }
+  return keys;
+}
+
+/** A take proposed here and not yet settled, as one of the keys it names sees it. */
+interface InFlightTake {
+  readonly settled: Promise<void>;
+  readonly exclusive: boolean;
 }
 
 /**
@@ -69,7 +81,8 @@ function keysOf(request: ClaimRequest): string[] {
  * grant applies, so each would be proposed and all but one refused *in the log* — one commit per refusal. Instead,
  * the leader proposes one take per key at a time: a take naming a key for which a take proposed here has not yet
  * settled waits for it (at most {@link MAX_TAKE_WAITS} times), then is judged again — normally refused at a read,
- * naming the new holder. Waiting never changes an answer's correctness: each answer is still a committed outcome
+ * naming the new holder. It waits only when those takes could make it refuse: shared takes of a key with a free
+ * unit for each of them (readers of a `capacity: null` key, slots of a pool) are proposed together, at once. Waiting never changes an answer's correctness: each answer is still a committed outcome
  * or a refusal at a confirmed read; it only keeps refusals out of the log.
  *
  * Not on this path: a take carrying an idempotency key (its recorded outcome must be the one answered), and any
@@ -79,29 +92,52 @@ function keysOf(request: ClaimRequest): string[] {
  */
 export function claimsWithReadRefusals(source: ReadRefusalSource, counts?: ReadRefusalCounts): ClaimsVerbs {
   const inner = source.claims;
-  /** Per key, the settlement of the take proposed here that names it and has not yet settled. */
-  const inFlight = new Map<string, Promise<void>>();
+  /** Per key, the takes proposed here that name it and have not yet settled. */
+  const inFlight = new Map<string, Set<InFlightTake>>();
   const propose = (request: ClaimRequest, opts: CallOptions): Promise<ClaimsOutcome> => {
     if (counts !== undefined) counts.proposed++;
     return inner.take(request, opts);
   };
-  const proposeTracked = (request: ClaimRequest, opts: CallOptions, keys: readonly string[]): Promise<ClaimsOutcome> => {
+  const proposeTracked = (request: ClaimRequest, opts: CallOptions, keys: ReadonlyMap<string, boolean>): Promise<ClaimsOutcome> => {
     const p = propose(request, opts);
     const settled = p.then(
       () => {},
       () => {},
     );
-    for (const k of keys) inFlight.set(k, settled);
+    const tracked: [string, InFlightTake][] = [];
+    for (const [k, exclusive] of keys) {
+      const t = { settled, exclusive };
+      let set = inFlight.get(k);
+      if (set === undefined) inFlight.set(k, (set = new Set()));
+      set.add(t);
+      tracked.push([k, t]);
+    }
     void settled.then(() => {
-      for (const k of keys) if (inFlight.get(k) === settled) inFlight.delete(k);
+      for (const [k, t] of tracked) {
+        const set = inFlight.get(k);
+        set?.delete(t);
+        if (set?.size === 0) inFlight.delete(k);
+      }
     });
     return p;
   };
-  const busy = (keys: readonly string[]): Promise<void>[] => {
+  /**
+   * The in-flight takes this take must wait for: those of a key where, once they apply, this take could be refused
+   * (claims.md §1) — this take or one of them is exclusive, or the key's free units do not exceed their number.
+   * Shared takes of an unlimited key, or of a pool with room for all of them, go to the log together.
+   */
+  const busy = (keys: ReadonlyMap<string, boolean>): Promise<void>[] => {
     const out: Promise<void>[] = [];
-    for (const k of keys) {
-      const p = inFlight.get(k);
-      if (p !== undefined) out.push(p);
+    for (const [k, exclusive] of keys) {
+      const set = inFlight.get(k);
+      if (set === undefined || set.size === 0) continue;
+      let blocks = exclusive;
+      for (const t of set) blocks ||= t.exclusive;
+      if (!blocks) {
+        const free = (inner.view().availability([k]) as readonly { free?: number | null }[])[0]?.free;
+        blocks = free !== null && (free === undefined || free <= set.size);
+      }
+      if (blocks) for (const t of set) out.push(t.settled);
     }
     return out;
   };

@@ -357,3 +357,51 @@ describe("a take waiting for another take of its key (claims.md §2: never waits
     expect(l.proposed).toHaveLength(1);
   });
 });
+
+describe("takes that cannot refuse each other are not serialized (claims.md §1 modes and capacity)", () => {
+  it("shared takes of an unlimited key (readers) all go to the log together, without waiting", async () => {
+    const l = new ScriptedLeader({ capacity: { doc: null } });
+    const readers = Array.from({ length: 12 }, (_, n) => track(l.verbs.take(take(`reader${n}`, "doc", "shared"), { timeoutMs: 5_000 })));
+    await flush();
+    expect(l.proposed).toHaveLength(12);
+    expect(l.counts.waitedForTake).toBe(0);
+    for (const p of l.proposed) expect(p.timeoutMs).toBe(5_000); // no time spent waiting
+    for (const p of l.proposed) p.grant();
+    await flush();
+    for (const r of readers) expect(r.value).toMatchObject({ kind: "applied", claims: { ok: true } });
+  });
+
+  it("shared takes of a pool go together while it has a unit for each; the rest wait, then are refused at a read", async () => {
+    const l = new ScriptedLeader({ capacity: { pool: 3 } });
+    const takers = Array.from({ length: 5 }, (_, n) => track(l.verbs.take(take(`w${n}`, "pool", "shared"), { timeoutMs: 5_000 })));
+    await flush();
+    expect(l.proposed).toHaveLength(3);
+    expect(l.counts.waitedForTake).toBe(2);
+    for (const p of l.proposed) p.grant();
+    await flush();
+    expect(l.proposed).toHaveLength(3);
+    expect(takers.slice(0, 3).map((t) => (t.value as { claims: { ok: boolean } }).claims.ok)).toEqual([true, true, true]);
+    for (const t of takers.slice(3)) expect(t.value).toMatchObject({ kind: "refused-at-read", claims: { blocked: [{ key: "pool", reason: "capacity" }] } });
+  });
+
+  it("a writer waits for in-flight readers, and a reader for an in-flight writer", async () => {
+    const l = new ScriptedLeader({ capacity: { doc: null } });
+    track(l.verbs.take(take("reader", "doc", "shared"), { timeoutMs: 5_000 }));
+    await flush();
+    const writer = track(l.verbs.take(take("writer", "doc"), { timeoutMs: 5_000 }));
+    await flush();
+    expect(l.proposed).toHaveLength(1);
+    l.proposed[0]!.grant();
+    await flush();
+    expect(writer.value).toMatchObject({ kind: "refused-at-read" });
+    const m = new ScriptedLeader({ capacity: { doc: null } });
+    track(m.verbs.take(take("writer", "doc"), { timeoutMs: 5_000 }));
+    await flush();
+    const reader = track(m.verbs.take(take("reader", "doc", "shared"), { timeoutMs: 5_000 }));
+    await flush();
+    expect(m.proposed).toHaveLength(1);
+    m.proposed[0]!.grant();
+    await flush();
+    expect(reader.value).toMatchObject({ kind: "refused-at-read" });
+  });
+});
