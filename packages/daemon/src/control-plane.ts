@@ -2,6 +2,7 @@
 // The daemon codes its control routes against this; `governedControlPlane` (governed-adapter.ts) fits a
 // `GovernedHeddleNode` into it. A static peer has no control plane: its routes answer 409 `static-mode`.
 import type { AttachmentId, AttachmentRecord, GroupId, Lifecycle, MintId, ReplicaId } from "@heddle/ledger";
+import type { ReadRefusalCounts } from "./claims-at-read.ts";
 
 /** An exactly-once key (governed.md §3.10). */
 export interface ProposalKey {
@@ -113,6 +114,8 @@ export interface ControlPlane {
   raft(): RaftStatus;
   /** Moves Raft leadership to `to` (governed.md §4.10); rejects if this peer is not the leader. */
   transferLeadership(to: string, opts?: { timeoutMs?: number }): Promise<void>;
+  /** The claims read path's counters so far (`claimsWithReadRefusals`), for `/metrics`; absent where there is none. */
+  claimsReadPath?(): Readonly<ReadRefusalCounts>;
 }
 
 /** The error names of governed.md §2.2's table, recognised by name so the API maps them to statuses. */

@@ -6,7 +6,7 @@ import { join } from "node:path";
 import type { AttachmentId, AttachmentRecord, ReplicaId } from "@heddle/ledger";
 import { raftChannelTransport, raftNode, sqliteRaftStorage, type ControlLog, type EtcdControlLog, type RaftNode, type RaftStorage } from "@heddle/governed";
 import { realTimers, WatchCell, type EventStream, type HeddleConfig, type PartitionEvent, type Seam, type Watch } from "@heddle/node";
-import { claimsWithReadRefusals } from "./claims-at-read.ts";
+import { claimsWithReadRefusals, type ReadRefusalCounts } from "./claims-at-read.ts";
 import type { GovernedMode } from "./config.ts";
 import type { CallOptions, ClaimsVerbs, ControlOutcome, ControlPlane, ControlView, RosterView } from "./control-plane.ts";
 import type { DataPlane } from "./data-plane.ts";
@@ -43,6 +43,7 @@ const isRaft = (log: ControlLog): log is RaftNode => "membership" in log && "tra
 
 /** The `ControlPlane` of a governed node and its control log (a Raft member, or etcd's log: `mode.etcd`). */
 export function governedControlPlane(g: GovernedNodeLike, raft: ControlLog): ControlPlane {
+  const readPath: ReadRefusalCounts = { refusedAtRead: 0, passedAfterRead: 0, proposed: 0, waitedForTake: 0 };
   return {
     mint: (h, a, o) => g.mint(h, a, o),
     prepare: (r, o) => g.prepare(r, o),
@@ -51,7 +52,8 @@ export function governedControlPlane(g: GovernedNodeLike, raft: ControlLog): Con
     retire: (e, o) => g.retire(e, o),
     enroll: (r, o) => g.enroll(r, o),
     depart: (o) => g.depart(o),
-    claims: claimsWithReadRefusals({ claims: g.claims, controlView: () => g.controlView(), sync: (o) => g.sync(o), isLeader: () => raft.role.get() === "leader", now: () => realTimers.now(), timers: realTimers }),
+    claims: claimsWithReadRefusals({ claims: g.claims, controlView: () => g.controlView(), sync: (o) => g.sync(o), isLeader: () => raft.role.get() === "leader", now: () => realTimers.now(), timers: realTimers }, readPath),
+    claimsReadPath: () => readPath,
     get isWritable() {
       return g.isWritable;
     },

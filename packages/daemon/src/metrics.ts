@@ -185,6 +185,13 @@ export class DaemonMetrics {
         g["applied"]!.set(ai);
         g["lag"]!.set(Math.max(0, ci - ai));
         g["claimsHeld"]!.set(r.control.claims.view().open().length);
+        const rp = r.control.claimsReadPath?.();
+        if (rp !== undefined) {
+          setCounter(c["claimsTakes"]!, { path: "refused-at-read" }, rp.refusedAtRead);
+          setCounter(c["claimsTakes"]!, { path: "passed-after-read" }, rp.passedAfterRead);
+          setCounter(c["claimsTakes"]!, { path: "proposed" }, rp.proposed);
+          setCounter(c["claimsTakeWaits"]!, {}, rp.waitedForTake ?? 0);
+        }
       }
     }
   }
@@ -203,6 +210,13 @@ export class DaemonMetrics {
         claimsHeld: new Gauge({ name: "heddle_claims_held", help: "Claims held in the replicated claims table (local applied prefix)", registers }),
       });
       this.#counters["leaderChanges"] = new Counter({ name: "heddle_raft_leader_changes_total", help: "Times this member saw the leader change (a new leader after another, or after none)", registers });
+      this.#counters["claimsTakes"] = new Counter({
+        name: "heddle_claims_takes_total",
+        help: "Granted-mode takes through this peer's API by path: refused-at-read (answered by the leader at a confirmed read, no commit), passed-after-read (refused by the local table, free at the read, then proposed), proposed (every take sent to the log, passed-after-read included)",
+        labelNames: ["path"],
+        registers,
+      });
+      this.#counters["claimsTakeWaits"] = new Counter({ name: "heddle_claims_take_waits_total", help: "Times a take on the leader waited for another in-flight take of one of its keys before being judged", registers });
       let last = reads.raft.leader.get();
       this.#off.push(
         reads.raft.leader.subscribe((l) => {

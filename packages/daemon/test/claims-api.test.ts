@@ -7,10 +7,17 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FencedStore } from "../../claims/examples/fenced-store.ts";
 import { soloDaemon } from "./support/embedded.ts";
+import { parsePrometheus, type Scrape } from "./support/prometheus.ts";
 
 let s: Awaited<ReturnType<typeof soloDaemon>>;
 
 const commitIndex = async (): Promise<number> => ((await s.client.roster()) as { raft: { commitIndex: number } }).raft.commitIndex;
+async function scrape(): Promise<Scrape> {
+  const r = await fetch(`${s.daemon.url}/metrics`, { headers: { authorization: `Bearer ${s.daemon.token}` } });
+  expect(r.status).toBe(200);
+  return parsePrometheus(await r.text());
+}
+
 const take = (holder: string, key: string, extra: Record<string, unknown> = {}, idempotencyKey?: string) =>
   s.client.raw("POST", "/v1/claims/take", { holder, resources: [{ key, mode: "exclusive" }], ...extra }, idempotencyKey === undefined ? {} : { headers: { "idempotency-key": idempotencyKey } });
 
@@ -90,6 +97,30 @@ describe("HTTP API: claims refusals without a commit", () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+
+  it("counts each take's path in /metrics: refused at a read, proposed, and the waits for another take", async () => {
+    const paths = async () => {
+      const m = await scrape();
+      expect(m.types.get("heddle_claims_takes_total")).toBe("counter");
+      expect(m.types.get("heddle_claims_take_waits_total")).toBe("counter");
+      return { atRead: m.one("heddle_claims_takes_total", { path: "refused-at-read" }), proposed: m.one("heddle_claims_takes_total", { path: "proposed" }), waits: m.one("heddle_claims_take_waits_total") };
+    };
+    const before = await paths();
+    expect((await take("henry", "metered")).status).toBe(200);
+    expect((await take("ivy", "metered")).status).toBe(409);
+    const after = await paths();
+    expect(after.atRead - before.atRead).toBe(1);
+    expect(after.proposed - before.proposed).toBe(1);
+    // eight takes of one free key at once: one is proposed and granted; the others arriving while it is in flight
+    // (an fsync'ed commit: all but the first here) wait for it, then every other one is refused at a read
+    const all = await Promise.all(Array.from({ length: 8 }, (_, n) => take(`racer${n}`, "contended")));
+    expect(all.map((r) => r.status).sort()).toEqual([200, 409, 409, 409, 409, 409, 409, 409]);
+    const last = await paths();
+    expect(last.proposed - after.proposed).toBe(1);
+    expect(last.atRead - after.atRead).toBe(7);
+    expect(last.waits - after.waits).toBeGreaterThanOrEqual(1);
+    expect(last.waits - after.waits).toBeLessThanOrEqual(7 * 8);
   });
 
   it("serves all three modes side by side on a governed peer, each answer naming its guarantee", async () => {
