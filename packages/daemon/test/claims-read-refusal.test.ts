@@ -235,6 +235,8 @@ class ScriptedLeader {
   readonly #timers = new Set<{ due: number; fn: () => void }>();
   readonly counts: ReadRefusalCounts = { refusedAtRead: 0, passedAfterRead: 0, proposed: 0, waitedForTake: 0 };
   readonly verbs: ClaimsVerbs;
+  /** When set, a confirmed read fails as a sync past its deadline does. */
+  readFails = false;
 
   constructor(options: ClaimsOptions = {}) {
     this.table = createClaims(options);
@@ -268,7 +270,7 @@ class ScriptedLeader {
           view: () => view,
         },
         controlView: () => ({ appliedIndex: this.proposed.length }),
-        sync: () => Promise.resolve(undefined),
+        sync: () => (this.readFails ? Promise.reject(Object.assign(new Error("sync: no linearizable view within 5 ms (or aborted)"), { name: "OutcomeUnknownError" })) : Promise.resolve(undefined)),
         isLeader: () => true,
         now: () => this.clock,
         timers: {
@@ -340,6 +342,21 @@ describe("a take waiting for another take of its key (claims.md §2: never waits
     expect(first.state).toBe("rejected");
     expect(second.state).toBe("rejected");
     expect(second.error).toBeInstanceOf(ProposalAbortedError);
+    expect(l.proposed).toHaveLength(1);
+  });
+
+  it("a read that runs out of time is a take not proposed, not an unknown outcome", async () => {
+    const l = new ScriptedLeader();
+    track(l.verbs.take(take("a", "k"), { timeoutMs: 5_000 }));
+    await flush();
+    l.proposed[0]!.grant();
+    await flush();
+    l.readFails = true;
+    const refused = track(l.verbs.take(take("b", "k"), { timeoutMs: 5 }));
+    await flush();
+    expect(refused.state).toBe("rejected");
+    expect(refused.error).toBeInstanceOf(ProposalAbortedError);
+    expect((refused.error as Error).message).toMatch(/no confirmed read.*nothing was proposed/);
     expect(l.proposed).toHaveLength(1);
   });
 
