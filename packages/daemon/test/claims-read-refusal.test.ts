@@ -422,3 +422,49 @@ describe("takes that cannot refuse each other are not serialized (claims.md §1 
     expect(reader.value).toMatchObject({ kind: "refused-at-read" });
   });
 });
+
+describe("shared takes on a governed cluster", () => {
+  // The reviewer's case: 12 readers of a `capacity: null` key on the leader were proposed one commit apart
+  // (0, 51, 101 … virtual ms). They cannot refuse each other, so they go to the log together.
+  it("go to the log together without waiting, and are all granted", async () => {
+    const seed = 12;
+    const c = new GovernedCluster({ seed, voters: IDS, claims: { capacity: { doc: null } } });
+    const counts: ReadRefusalCounts = { refusedAtRead: 0, passedAfterRead: 0, proposed: 0, waitedForTake: 0 };
+    try {
+      await c.elect();
+      const leader = c.leader()!;
+      const proposedAt: number[] = [];
+      const g = () => c.gov(leader.id);
+      const verbs = claimsWithReadRefusals(
+        {
+          claims: {
+            take: (r, o) => (proposedAt.push(c.timers.now()), g().claims.take(r, o)),
+            release: (h, k, o) => g().claims.release(h, k, o),
+            releaseAll: (h, o) => g().claims.releaseAll(h, o),
+            releaseScope: (sc, o) => g().claims.releaseScope(sc, o),
+            renew: (h, k, o) => g().claims.renew(h, k, o),
+            view: () => g().claims.view(),
+          },
+          controlView: () => g().controlView(),
+          sync: (o) => g().sync(o),
+          isLeader: () => leader.raft.role.get() === "leader",
+          now: () => c.timers.now(),
+          timers: c.timers,
+        },
+        counts,
+      );
+      const start = c.timers.now();
+      const outcomes = await c.settle(Promise.all(Array.from({ length: 12 }, (_, n) => verbs.take({ holder: `reader${n}`, resources: [{ key: "doc", mode: "shared" }] }, { timeoutMs: 5_000 }))));
+      console.log(`seed ${seed}: 12 shared takes proposed at virtual ms ${proposedAt.map((t) => t - start).join(", ")}; all answered after ${c.timers.now() - start} ms`);
+      expect(proposedAt.map((t) => t - start)).toEqual(Array.from({ length: 12 }, () => 0));
+      expect(counts.waitedForTake).toBe(0);
+      for (const o of outcomes) expect(o).toMatchObject({ kind: "applied", claims: { ok: true } });
+      expect(g().claims.view().holders("doc")).toHaveLength(12);
+    } catch (e) {
+      console.error(`shared takes: seed ${seed} failed`);
+      throw e;
+    } finally {
+      await c.shutdown();
+    }
+  }, 120_000);
+});
