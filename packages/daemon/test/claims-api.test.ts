@@ -119,7 +119,9 @@ describe("HTTP API: claims refusals without a commit", () => {
     const last = await paths();
     expect(last.proposed - after.proposed).toBe(1);
     expect(last.atRead - after.atRead).toBe(7);
-    expect(last.waits - after.waits).toBeGreaterThanOrEqual(1);
+    // how many waited depends on how the eight requests overlap (a busy CI machine may serialise them), so only
+    // the bound is pinned here; the waits themselves are counted deterministically in claims-read-refusal.test.ts
+    expect(last.waits - after.waits).toBeGreaterThanOrEqual(0);
     expect(last.waits - after.waits).toBeLessThanOrEqual(7 * 8);
   });
 
