@@ -80,6 +80,8 @@ function spawnPeer(p: Peer, diagDir: string): void {
   });
 }
 
+const pidOf = (p: Peer): number | undefined => p.proc?.pid;
+
 /** CPU seconds a process has used so far (Linux /proc), or null. */
 function cpuSeconds(pid: number | undefined): number | null {
   if (pid === undefined) return null;
@@ -459,7 +461,7 @@ describe.skipIf(TRIALS === 0)("crash trials: 3 voters + 2 learners as daemons, S
         const tStart = Date.now();
         await start(victim);
         const restartMs = Date.now() - tStart;
-        const restartCpu = cpuSeconds(victim.proc?.pid);
+        const restartCpu = cpuSeconds(pidOf(victim)); // (through a call: TS still narrows victim.proc to the null set above)
         say(`trial ${trial}: peer ${victim.index} answers its API again after ${restartMs} ms (its CPU so far: ${restartCpu ?? "?"} s)`);
         await sleep(300);
         stop = true;
