@@ -6,6 +6,7 @@ import { tcp } from "@libp2p/tcp";
 import { multiaddr } from "@multiformats/multiaddr";
 import { createLibp2p } from "libp2p";
 import { FRAMES_PROTOCOL, generatePeerKey, libp2pSeam, peerIdOf, realTimers, seededRandom, type Libp2pSeam } from "./index.ts";
+import { whenWritable } from "./drain.ts";
 
 /** Real-time pause. */
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -90,7 +91,7 @@ export async function startRawFramePeer(privateKey?: PrivateKey): Promise<RawFra
       return {
         async write(bytes: Uint8Array): Promise<void> {
           stream.send(bytes);
-          if (stream.writableNeedsDrain) await stream.onDrain();
+          await whenWritable(stream); // not stream.onDrain(): see drain.ts
         },
         async close(): Promise<void> {
           await stream.close();

@@ -7,6 +7,7 @@ import { multiaddr } from "@multiformats/multiaddr";
 import { createLibp2p, type Libp2p } from "libp2p";
 import * as lp from "it-length-prefixed";
 import { FrameDecoder } from "./frame-decoder.ts";
+import { whenWritable } from "./drain.ts";
 import { peerIdOf } from "./peer-key.ts";
 import { SeamSubscriberError, sortedIds, type PeerId, type Seam, type SendResult } from "./seam.ts";
 import type { Timers } from "./timers.ts";
@@ -255,8 +256,9 @@ export async function libp2pSeam(opts: Libp2pSeamOptions): Promise<Libp2pSeam> {
     while (o.queue.length > 0 && !o.waitingDrain) {
       if (stream.writableNeedsDrain) {
         o.waitingDrain = true;
-        stream
-          .onDrain()
+        // not stream.onDrain(): after a stream's first drain it resolves at once every time (see drain.ts), and
+        // this loop would spin on it without ever yielding to the event loop
+        whenWritable(stream)
           .then(() => {
             o.waitingDrain = false;
             pump(id);
