@@ -201,6 +201,10 @@ describe("leases and fencing (§2 rules 5, 7)", () => {
     expect(t.renew("a", "invoice-seq", 1000)).toBe(false);
     const b = granted(t.take({ holder: "b", resources: [{ key: "invoice-seq", mode: "exclusive" }] }, 1500));
     expect(b.superseded).toEqual([expect.objectContaining({ holder: "a", token: tokenA, why: "lease-lapsed" })]);
+    // superseding removes the lapsed claim: it is reported once, in the grant, and is gone from the table after
+    expect(t.lapsed()).toEqual([]);
+    expect(t.purge()).toEqual([]);
+    expect((JSON.parse(t.encode()) as { claims: unknown[][] }).claims.map((c) => c[1])).toEqual(["b"]);
     const tokenB = b.grants[0]?.token ?? 0;
     expect(tokenB).toBeGreaterThan(tokenA);
     // the paused holder wakes up and writes with its old token: rejected
