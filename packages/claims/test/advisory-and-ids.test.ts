@@ -7,15 +7,8 @@ import { describe, expect, it } from "vitest";
 import { claimAdvisory, compareCodeUnits, createClaims, dropAdvisory, MAX_SLOT_CLAIMS } from "../src/index.ts";
 import type { AdvisorySlot } from "../src/index.ts";
 import { isWellFormedUtf16 } from "../src/claim-key.ts";
+import { thrown } from "./support/thrown.ts";
 
-const thrown = (f: () => unknown): string => {
-  try {
-    f();
-  } catch (e) {
-    return `${(e as Error).name}: ${(e as Error).message}`;
-  }
-  return "accepted";
-};
 
 describe("claimAdvisory", () => {
   it("refuses bad ids, another peer's slot, bad times and leases; accepts a 1 ms lease", () => {

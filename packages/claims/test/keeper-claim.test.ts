@@ -7,15 +7,8 @@
 import { describe, expect, it } from "vitest";
 import { chooseKeeper, closeKeeperClaim, KEEPER_DEFAULTS, keeperClaimAlive, keeperClaimHolds, renewKeeperClaim } from "../src/index.ts";
 import type { KeeperClaim } from "../src/index.ts";
+import { thrown } from "./support/thrown.ts";
 
-const thrown = (f: () => unknown): string => {
-  try {
-    f();
-  } catch (e) {
-    return `${(e as Error).name}: ${(e as Error).message}`;
-  }
-  return "accepted";
-};
 
 describe("renewKeeperClaim", () => {
   it("a new claim starts now; a renewal keeps claimedAt, activeAt, takenAt and wroteUpTo unless it changes them", () => {

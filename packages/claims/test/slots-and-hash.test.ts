@@ -19,15 +19,8 @@ import {
   writeKeeperClaim,
 } from "../src/index.ts";
 import type { KeeperSlot, KeeperSlots } from "../src/index.ts";
+import { thrown } from "./support/thrown.ts";
 
-const thrown = (f: () => unknown): string => {
-  try {
-    f();
-  } catch (e) {
-    return `${(e as Error).name}: ${(e as Error).message}`;
-  }
-  return "accepted";
-};
 
 describe("slot versions", () => {
   it("an epoch is a safe integer in 0 … 2^31 − 1", () => {
