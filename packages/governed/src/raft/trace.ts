@@ -8,6 +8,7 @@ export type StepDownReason = "higher-term" | "lost-quorum" | "leader-contact" | 
 export type FrameRefusal =
   | "undecodable"
   | "from-self"
+  | "not-member"
   | "term-jump"
   | "above-ceiling"
   | "entry-term-above-frame"
