@@ -59,6 +59,12 @@ export interface HostilePeerOptions {
   /** Frames from the hostile peer the victim's seam delivered so far (`tap`). */
   readonly delivered: () => number;
   readonly seed: number;
+  /**
+   * Frames between two yields to the event loop (default 2,000, then a 1 ms sleep). The victim, the honest peers
+   * and the hostile peer share one process: a smaller value (a `setImmediate` turn) lets timers and I/O — Raft
+   * heartbeats, honest work — interleave with the hostile frames instead of waiting for a pause.
+   */
+  readonly yieldEvery?: number;
 }
 
 /**
@@ -100,6 +106,8 @@ export class HostilePeer {
     const tally = this.tally;
     let batch: Uint8Array[] = [];
     let size = 0;
+    const every = this.#o.yieldEvery;
+    let nextYield = tally.delivered + (every ?? 0);
     const flush = async () => {
       if (size === 0) return;
       const bytes = new Uint8Array(size);
@@ -137,7 +145,12 @@ export class HostilePeer {
       }
       progress(tally.delivered);
       // let the victim and the honest peers run between batches
-      if (tally.delivered % 2_000 < 9) await sleep(1);
+      if (every === undefined) {
+        if (tally.delivered % 2_000 < 9) await sleep(1);
+      } else if (tally.delivered >= nextYield) {
+        nextYield = tally.delivered + every;
+        await new Promise((r) => setImmediate(r));
+      }
     }
     await flush();
     await until(() => this.#o.delivered() === tally.delivered, `victim received ${tally.delivered} frames (has ${this.#o.delivered()})`, this.#o.seed, 120_000);
