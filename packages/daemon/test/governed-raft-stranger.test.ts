@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { GroupId, ReplicaId } from "@heddle/ledger";
-import { encodeMessage, FRAME_REFUSALS, heddleGoverned } from "@heddle/governed";
+import { encodeMessage, FRAME_REFUSALS, heddleGoverned, type RaftNode } from "@heddle/governed";
 import { memoryStore, MemoryNetwork, realTimers, seededRandom } from "@heddle/node";
 
 import { startGovernedPeer } from "../src/governed-peer.ts";
@@ -29,7 +29,7 @@ describe("a governed daemon peer and a roster peer outside the Raft membership",
       config: { policy: { quantum: 10n }, maxHoldingsPerPeer: 1_000n, timers: realTimers, random: seededRandom(2), store: memoryStore() },
     });
     try {
-      const raft = peer.raft as Extract<typeof peer.raft, { role: unknown }>;
+      const raft = peer.raft as RaftNode; // mode.etcd is unset: the embedded member
       for (let i = 0; i < 500 && raft.role.get() !== "leader"; i++) await sleep(10);
       expect(raft.role.get()).toBe("leader");
       const term = peer.term.get();
