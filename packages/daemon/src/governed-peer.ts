@@ -126,6 +126,9 @@ export async function startGovernedPeer(o: {
   logger: Logger;
 }): Promise<GovernedPeer> {
   const term = new WatchCell(0);
+  // The daemon never changes the Raft membership at run time, so its configured voters and learners are every member
+  // there will be: a roster peer outside them is heard on the data-plane channels only, never on Raft (issue 17).
+  const members = new Set<string>([...o.mode.voters, ...o.mode.learners]);
   const raft: RaftNode | EtcdControlLog = o.mode.etcd !== undefined ? await openEtcdLog(o.mode.etcd, o.self) : raftNode({
     cluster: { voters: [...o.mode.voters], learners: [...o.mode.learners] },
     transport: raftChannelTransport(o.seam, (m) => o.logger.warn(m)),
@@ -134,6 +137,7 @@ export async function startGovernedPeer(o: {
     random: Math.random,
     config: o.mode.raft,
     defer: (fn) => void setImmediate(fn),
+    admit: (from) => members.has(from),
   });
   try {
     await raft.started;

@@ -3,6 +3,7 @@
 // itself only observes what nobody else measures: store commit latency, API requests, claims refused.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 import { GroupId } from "@heddle/ledger";
+import { FRAME_REFUSALS } from "@heddle/governed";
 import type { HeddleStore, StoreTx } from "@heddle/node";
 import { treeOf } from "./api.ts";
 import { peerState, type PeerReads } from "./peer-reads.ts";
@@ -180,6 +181,8 @@ export class DaemonMetrics {
       const now = r.raft.role.get();
       for (const x of RAFT_ROLES) g["role"]!.set({ role: x }, x === now ? 1 : 0);
       setCounter(c["leaderChanges"]!, {}, this.#leaderChanges);
+      const refused = r.raft.refusedFrames();
+      for (const reason of FRAME_REFUSALS) setCounter(c["raftRefused"]!, { reason }, refused.get(reason) ?? 0);
       if (r.control !== null) {
         const ai = r.control.controlView().appliedIndex;
         g["applied"]!.set(ai);
@@ -209,6 +212,7 @@ export class DaemonMetrics {
         role: new Gauge({ name: "heddle_raft_role", help: "1 for this member's current Raft role", labelNames: ["role"], registers }),
         claimsHeld: new Gauge({ name: "heddle_claims_held", help: "Claims held in the replicated claims table (local applied prefix)", registers }),
       });
+      this.#counters["raftRefused"] = new Counter({ name: "heddle_raft_frames_refused_total", help: "Raft frames (channel 4) this member refused, by reason (governed.md §4.12; not-member: a roster peer outside the Raft membership)", labelNames: ["reason"], registers });
       this.#counters["leaderChanges"] = new Counter({ name: "heddle_raft_leader_changes_total", help: "Times this member saw the leader change (a new leader after another, or after none)", registers });
       this.#counters["claimsTakes"] = new Counter({
         name: "heddle_claims_takes_total",

@@ -21,6 +21,8 @@ export interface RaftWatches {
   /** The current term: the last one the member made durable (R-P1), so followers see it too. */
   readonly term: Watch<number>;
   readonly membership: Watch<{ readonly voters: readonly string[]; readonly learners: readonly string[] }>;
+  /** Raft frames this member refused so far, by reason (bad input from the network is counted, never thrown). */
+  refusedFrames(): ReadonlyMap<string, number>;
 }
 
 /** Everything the dashboard and `/metrics` read of one peer. */

@@ -26,6 +26,7 @@ export {
 export type { Message, Envelope } from "./raft/message.ts";
 export { encodeMessage, decodeMessage, encodeConfig, decodeConfig, entryBytes, CODEC_VERSION } from "./raft/codec.ts";
 export type { RaftTraceEvent, FrameRefusal, StepDownReason, TransferFailure } from "./raft/trace.ts";
+export { FRAME_REFUSALS } from "./raft/trace.ts";
 export type { RaftRefusal, Outcome, StorageOp, Ready, Progress, RaftCoreOptions } from "./raft/core.ts";
 export { RaftCore, validSingleStep, MAX_TRACE_PER_READY } from "./raft/core.ts";
 export type { Operation, Model, CheckResult, KvInput } from "./raft/linearizability.ts";

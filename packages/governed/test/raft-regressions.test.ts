@@ -1198,3 +1198,62 @@ describe("§5.3 leadership transfer (§4.10, R-T1–R-T3)", () => {
     expect(votesOf(s, b)).toHaveLength(2);
   });
 });
+
+describe("a roster peer outside the Raft membership (issue 17's frame fuzzer; RaftCoreOptions.admit)", () => {
+  const member = (id: string, voters: readonly string[], admit?: (from: string) => boolean): RaftCore =>
+    new RaftCore({ id, bootstrap: { voters, learners: [] }, persisted: persisted(0, []), config: raftConfig({}), random: seededRandom(7), now: 0, ...(admit ? { admit } : {}) });
+  /** f follows a at term 1 with entries 1–2 committed. */
+  function follower(admit?: (from: string) => boolean): RaftCore {
+    const f = member("f", ["a", "b", "f"], admit);
+    f.step("a", append(1, 0, 0, [e(1, 1), e(2, 1)], 2));
+    f.advance(f.ready());
+    expect([f.term, f.leader, f.commitIndex]).toEqual([1, "a", 2]);
+    return f;
+  }
+  // What a stranger "m" (in the seam's roster, in no configuration) sends: a leader frame at the next term whose
+  // entry extends f's log and whose commit index covers it, and a vote carrying the transfer flag.
+  const takeOver = append(2, 2, 1, [e(3, 2, { command: enc.encode("not from the cluster") })], 3);
+  const transferVote = { type: "vote" as const, term: 5, lastLogIndex: 99, lastLogTerm: 4, transfer: true };
+
+  it("without admit, a stranger's valid frames move the term, take the lead and commit an entry no member proposed (R-M4 hears them)", () => {
+    const f = follower();
+    f.step("m", takeOver);
+    f.advance(f.ready());
+    expect([f.term, f.leader, f.commitIndex]).toEqual([2, "m", 3]);
+    expect(new TextDecoder().decode(f.entryAt(3)!.command)).toBe("not from the cluster");
+    f.step("m", transferVote);
+    expect(f.term).toBe(5);
+  });
+
+  it("with admit, every frame of a stranger is refused as not-member and counted; the member's term, leader, log and vote do not move", () => {
+    const f = follower((id) => ["a", "b", "f"].includes(id));
+    for (const m of [takeOver, transferVote, { type: "preVote" as const, term: 2, lastLogIndex: 99, lastLogTerm: 1, round: 1 }, { type: "timeoutNow" as const, term: 1 }]) f.step("m", m);
+    f.step("m", { type: "forward", corrId: 1, key: { client: "auto:a:x", seq: 1 }, command: enc.encode("x") });
+    const rd = f.ready();
+    expect(rd.messages).toEqual([]);
+    expect(rd.hardState).toBeNull();
+    f.advance(rd);
+    expect([f.term, f.leader, f.commitIndex, f.lastIndex]).toEqual([1, "a", 2, 2]);
+    expect(f.refusedFrames.get("not-member")).toBe(5);
+    // the members are still heard
+    f.step("a", append(1, 2, 1, [e(3, 1)], 3));
+    f.advance(f.ready());
+    expect([f.commitIndex, f.lastIndex]).toEqual([3, 3]);
+  });
+
+  it("with admit, a leader does not append a stranger's forwarded command", () => {
+    const a = member("a", ["a"], (id) => id === "a");
+    for (let now = 10; a.state !== "leader" && now < 10_000; now += 10) {
+      a.tick(now);
+      a.advance(a.ready());
+    }
+    expect(a.state).toBe("leader");
+    const last = a.lastIndex;
+    a.step("m", { type: "forward", corrId: 1, key: { client: "auto:a:x", seq: 1 }, command: enc.encode("mint me") });
+    const rd = a.ready();
+    expect(rd.messages).toEqual([]);
+    a.advance(rd);
+    expect(a.lastIndex).toBe(last);
+    expect(a.refusedFrames.get("not-member")).toBe(1);
+  });
+});

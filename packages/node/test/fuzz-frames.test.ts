@@ -1,13 +1,12 @@
-import { setFlagsFromString } from "node:v8";
-import { runInNewContext } from "node:vm";
 import { describe, expect, it } from "vitest";
 import { ReplicaId } from "@heddle/ledger";
-import { peerKeyFromSeed, startLibp2pSeams, startRawFramePeer, sleep, type RawFrameStream } from "@heddle/seam/testing";
-import { heddleStatic, memoryStore, realTimers, seededRandom, type HeddleNode, type Libp2pSeam, type ReservationId, type Seam } from "../src/index.ts";
+import { MAX_SLOT_CLAIMS } from "@heddle/claims";
+import { peerKeyFromSeed, startLibp2pSeams, startRawFramePeer, sleep } from "@heddle/seam/testing";
+import { heddleStatic, memoryStore, realTimers, seededRandom, type HeddleNode, type Libp2pSeam, type ReservationId } from "../src/index.ts";
 import { REJECT_REASONS, type RejectReason } from "../src/index.ts";
 import { FLAT, conservation, e, g } from "./node-sim.ts";
-import { FrameFuzzer, Tally, type Shot } from "./support/frame-fuzz.ts";
-import { MAX_SLOT_CLAIMS } from "@heddle/claims";
+import { FrameFuzzer } from "./support/frame-fuzz.ts";
+import { HostilePeer, heapAfterGc, tap, until as untilSeeded } from "./support/fuzz-harness.ts";
 
 /**
  * Issue 17: a frame fuzzer against a live node over libp2p. A hostile roster peer ("mallory", a raw
@@ -16,7 +15,8 @@ import { MAX_SLOT_CLAIMS } from "@heddle/claims";
  * unhandled rejection; the victim's counters account for every frame mallory's bytes make — each one
  * rejected under the reason the generator predicted or accepted, every stream that ends badly under
  * its seam counter; heap after a forced GC at most 1.5× the heap after warm-up; conservation on every
- * peer throughout, and the three ledgers converge once mallory stops.
+ * peer throughout, and the three ledgers converge once mallory stops. (`@heddle/governed`'s
+ * `fuzz-raft-frames.test.ts` runs the same generator against a governed peer whose Raft member reads tag 4.)
  */
 const FRAMES = Number(process.env.HEDDLE_FUZZ_FRAMES ?? 20_000);
 const SEED = Number(process.env.HEDDLE_SEED ?? 17);
@@ -25,42 +25,8 @@ const SEAM_MAX = 65_536;
 const NODE_MAX = 32_768;
 const MAX_DEMAND_ENTRIES = 64;
 
-setFlagsFromString("--expose-gc");
-const gc = runInNewContext("gc") as () => void;
-const heap = () => {
-  gc();
-  gc();
-  return process.memoryUsage().heapUsed;
-};
-
-async function until(cond: () => boolean, what: string, ms = 60_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error(`timed out: ${what} (seed ${SEED})`);
-    await sleep(20);
-  }
-}
-
-/** Counts the frames `peer` gets through to the node (a transparent wrapper around the seam). */
-function tap(seam: Seam, peer: () => string): { seam: Seam; count: () => number } {
-  let n = 0;
-  return {
-    seam: {
-      get self() { return seam.self; },
-      get maxFrameBytes() { return seam.maxFrameBytes; },
-      get peers() { return seam.peers; },
-      send: (to, f) => seam.send(to, f),
-      broadcast: (f) => seam.broadcast(f),
-      onFrame: (fn) => seam.onFrame((from, f) => {
-        if (from === peer()) n++;
-        fn(from, f);
-      }),
-      onBackpressure: (fn) => seam.onBackpressure(fn),
-      close: () => seam.close(),
-    },
-    count: () => n,
-  };
-}
+const heap = heapAfterGc;
+const until = (cond: () => boolean, what: string, ms?: number) => untilSeeded(cond, what, SEED, ms);
 
 /** Mutations an honest peer makes: demand, a schedule round, reservations opened and completed. */
 function honestStep(node: HeddleNode, open: ReservationId[], rnd: () => number): void {
@@ -124,81 +90,26 @@ describe("frame fuzzer against a live node over libp2p (issue 17, node.md §3.4,
         await sleep(10);
       }
     })();
-    const streams: RawFrameStream[] = [];
     try {
       await until(() => seams.every((s) => s.peers.get().size === 2), "full mesh");
-      const addr = victimSeam.addrs()[0]!;
-      const shared = await mallory.open(addr);
-      await until(() => victimSeam.peers.get().has(mallory.self), "mallory connected");
-
       const fuzzer = new FrameFuzzer(
         { mallory: mallory.self, others: seams.map((s) => s.self), genesis: victim.genesisDigest, nodeMaxFrameBytes: NODE_MAX, seamMaxFrameBytes: SEAM_MAX, maxDemandEntries: MAX_DEMAND_ENTRIES, maxClaimsPerSlot: MAX_SLOT_CLAIMS },
         seededRandom(SEED),
       );
-      const tally = new Tally();
+      const hostile = new HostilePeer({ fuzzer, mallory, addr: victimSeam.addrs()[0]!, victim: victimSeam, delivered: tapped.count, seed: SEED });
+      await hostile.connect();
+      const tally = hostile.tally;
       const seamBase = victimSeam.counters();
       const rejectedBase = victim.metrics().framesRejected;
       const overflowBase = victim.metrics().peer.ledger.valueOverflows;
-      /** Runs one step of the hostile peer, naming it (and where the run was) if it fails. */
-      const step = async <T>(what: string, f: () => Promise<T>): Promise<T> => {
-        try {
-          return await f();
-        } catch (err) {
-          throw new Error(`hostile peer: ${what} failed after ${tally.delivered} frames (victim got ${tapped.count()}, mallory connected: ${victimSeam.peers.get().has(mallory.self)}, seam ${JSON.stringify(victimSeam.counters())}): ${String(err)}`);
-        }
-      };
       let nextReport = 100_000;
-      let openRetries = 0;
       const t0 = Date.now();
-      const send = async (limit: number) => {
-        let batch: Uint8Array[] = [];
-        let size = 0;
-        const flush = async () => {
-          if (size === 0) return;
-          const bytes = new Uint8Array(size);
-          let at = 0;
-          for (const b of batch) {
-            bytes.set(b, at);
-            at += b.length;
-          }
-          batch = [];
-          size = 0;
-          await step("write to the shared stream", () => shared.write(bytes));
-        };
-        while (tally.delivered < limit) {
-          const shot: Shot = fuzzer.next();
-          tally.add(shot);
-          if (shot.stream === "shared") {
-            batch.push(shot.bytes);
-            size += shot.bytes.length;
-            if (size >= 16_384) await flush();
-          } else {
-            await flush();
-            // Opening a stream can time out on a loaded machine; a failed open wrote nothing, so it is simply retried.
-            const s = await step(`open a stream for ${shot.family}`, async () => {
-              for (let attempt = 0; ; attempt++) {
-                try {
-                  return await mallory.open(addr);
-                } catch (err) {
-                  if (attempt >= 5) throw err;
-                  openRetries++;
-                }
-              }
-            });
-            await step(`write ${shot.family}`, () => s.write(shot.bytes));
-            // not awaited: closing a stream the victim aborted may wait for a timeout; its end is counted whenever it comes
-            void s.close().catch(() => {});
-          }
-          if (tally.delivered >= nextReport) {
-            nextReport += 100_000;
-            console.log(`fuzz-frames progress: ${tally.delivered} frames, ${Date.now() - t0}ms, victim got ${tapped.count()}`);
-          }
-          // let the victim and the honest peers run between batches
-          if (tally.delivered % 2_000 < 9) await sleep(1);
-        }
-        await flush();
-        await until(() => tapped.count() === tally.delivered, `victim received ${tally.delivered} frames (has ${tapped.count()})`, 120_000);
+      const progress = (n: number) => {
+        if (n < nextReport) return;
+        nextReport += 100_000;
+        console.log(`fuzz-frames progress: ${n} frames, ${Date.now() - t0}ms, victim got ${tapped.count()}`);
       };
+      const send = (limit: number) => hostile.send(limit, progress);
 
       const check = (when: string) => {
         const seam = victimSeam.counters();
@@ -238,7 +149,7 @@ describe("frame fuzzer against a live node over libp2p (issue 17, node.md §3.4,
       const families = [...tally.families].sort((a, b) => b[1] - a[1]).map(([f, n]) => `${f}=${n}`).join(" ");
       console.log(
         `fuzz-frames seed=${SEED} frames=${tally.delivered} accepted=${tally.accepted} rejected=${tally.rejectedTotal()} ` +
-          `streams: oversize=${tally.ends.oversize} open-retries=${openRetries} endless=${tally.ends.malformed} cut=${tally.ends.cut} clean=${tally.ends.clean} ` +
+          `streams: oversize=${tally.ends.oversize} open-retries=${hostile.openRetries} endless=${tally.ends.malformed} cut=${tally.ends.cut} clean=${tally.ends.clean} ` +
           `value-overflows=${victim.metrics().peer.ledger.valueOverflows - overflowBase} time=${ms}ms heap ${(heapBefore / 2 ** 20).toFixed(1)}→${(heapAfter / 2 ** 20).toFixed(1)} MiB honest rounds=${rounds}\n` +
           `  by reason ${JSON.stringify(tally.rejected)}\n  families ${families}`,
       );
@@ -246,7 +157,6 @@ describe("frame fuzzer against a live node over libp2p (issue 17, node.md §3.4,
     } finally {
       stopLoad = true;
       await load.catch(() => {});
-      for (const s of streams) await s.close().catch(() => {});
       for (const n of nodes) await n.shutdown();
       for (const s of seams) await s.close();
       await mallory.stop();

@@ -162,7 +162,7 @@ async function main(): Promise<void> {
       connected: () => seam.peers.get(),
       lastLiveness: () => liveness,
       control: gov === null || raft === null ? null : daemon.governedControlPlane(gov, raft),
-      raft: raft === null ? null : { role: raft.role, leader: raft.leader, commitIndex: raft.commitIndex, membership: raft.membership, term: raftTerm },
+      raft: raft === null ? null : { role: raft.role, leader: raft.leader, commitIndex: raft.commitIndex, membership: raft.membership, term: raftTerm, refusedFrames: () => raft!.refusedFrames() },
     };
     const metrics = new daemon.DaemonMetrics({ processMetrics: false });
     metrics.attach(reads);

@@ -109,6 +109,14 @@ export interface RaftCoreOptions {
   /** Uniform in [0, 1); the only source of randomness (election timeouts). */
   readonly random: () => number;
   readonly now: number;
+  /**
+   * Who may speak Raft to this member (the transport's authenticated sender). Frames from anyone else are refused
+   * as `not-member` before any rule reads them. Absent: every sender is heard (governed.md §4.8 R-M4: a member that
+   * lags may be led by a leader it has not seen in any configuration). A deployment whose membership cannot change
+   * at run time (the daemon) passes its voters and learners, so a roster peer outside the Raft membership — buggy or
+   * hostile — can neither move this member's term, lead it, win its vote nor have its proposals appended.
+   */
+  readonly admit?: (from: NodeId) => boolean;
 }
 
 const EMPTY = new Uint8Array(0);
@@ -119,6 +127,7 @@ export class RaftCore {
   readonly cfg: RaftConfig;
   readonly #random: () => number;
   readonly #bootstrap: ClusterConfig;
+  readonly #admit: ((from: NodeId) => boolean) | undefined;
 
   #term = 0;
   #votedFor: NodeId | null = null;
@@ -185,6 +194,7 @@ export class RaftCore {
     this.cfg = o.config;
     this.#random = o.random;
     this.#bootstrap = o.bootstrap;
+    this.#admit = o.admit;
     this.#now = o.now;
     this.#maxMessageBytes = o.config.maxMessageBytes;
     this.#dedup = new ProposalDedup(o.config.maxDedupKeys);
@@ -503,6 +513,7 @@ export class RaftCore {
   /** Handles one message from `from` (the transport's authenticated sender). Never throws on bad input. */
   step(from: NodeId, m: Message): void {
     if (from === this.id) return this.#refuse(from, "from-self");
+    if (this.#admit !== undefined && !this.#admit(from)) return this.#refuse(from, "not-member");
     if (m.type === "forward") return this.#onForward(from, m.corrId, m.key, m.command);
     if (m.type === "forwardReply") return this.#onForwardReply(from, m);
     const refusal = this.#hygiene(m);

@@ -91,6 +91,8 @@ export interface RaftNodeOptions {
    * after the I/O callbacks of one event-loop turn instead of waiting for the ~1 ms timer granularity.
    */
   readonly defer?: (fn: () => void) => void;
+  /** Who may speak Raft to this member; frames from anyone else are refused as `not-member` (`RaftCoreOptions.admit`). */
+  readonly admit?: (from: NodeId) => boolean;
 }
 
 function errorFor(r: RaftRefusal): Error {
@@ -172,7 +174,7 @@ class Driver implements RaftNode {
   async #start(): Promise<void> {
     const persisted = await this.#o.storage.load();
     if (this.#closed) throw new NodeShutdownError("closed before start");
-    this.#core = new RaftCore({ id: this.id, bootstrap: this.#o.cluster, persisted, config: this.#cfg, random: this.#o.random, now: this.#o.timers.now() });
+    this.#core = new RaftCore({ id: this.id, bootstrap: this.#o.cluster, persisted, config: this.#cfg, random: this.#o.random, now: this.#o.timers.now(), ...(this.#o.admit !== undefined ? { admit: this.#o.admit } : {}) });
     this.#delivered = this.#core.floor;
     this.#unsubscribe = this.#o.transport.onFrame((from, frame) => this.#onFrame(from, frame));
     this.#tick();

@@ -4,25 +4,30 @@ import type { LogIndex, NodeId } from "./types.ts";
 /** Why a leader or candidate stopped being one. */
 export type StepDownReason = "higher-term" | "lost-quorum" | "leader-contact" | "removed" | "lost-election";
 
+/** Every reason a Raft frame is refused (`RaftNode.refusedFrames`, the trace's `frameRefused`), in one list. */
+export const FRAME_REFUSALS = [
+  "undecodable",
+  "from-self",
+  "not-member",
+  "term-jump",
+  "above-ceiling",
+  "entry-term-above-frame",
+  "non-contiguous-entries",
+  "malformed-entry",
+  "sender-not-voter",
+  "truncate-committed",
+  "snapshot-mismatch",
+  "snapshot-too-large",
+  "snapshot-stale",
+  "future-round",
+  "unknown-peer",
+  "forward-reply-wrong-peer",
+  "timeout-now-not-from-leader",
+  "timeout-now-not-voter",
+] as const;
+
 /** Why a frame was refused (counted per reason in `RaftCore.refusedFrames`). */
-export type FrameRefusal =
-  | "undecodable"
-  | "from-self"
-  | "term-jump"
-  | "above-ceiling"
-  | "entry-term-above-frame"
-  | "non-contiguous-entries"
-  | "malformed-entry"
-  | "sender-not-voter"
-  | "truncate-committed"
-  | "snapshot-mismatch"
-  | "snapshot-too-large"
-  | "snapshot-stale"
-  | "future-round"
-  | "unknown-peer"
-  | "forward-reply-wrong-peer"
-  | "timeout-now-not-from-leader"
-  | "timeout-now-not-voter";
+export type FrameRefusal = (typeof FRAME_REFUSALS)[number];
 
 /** One observable event of the core. */
 export type RaftTraceEvent =

@@ -20,8 +20,25 @@ import { EntitlementLedger } from "@heddle/ledger";
 import { canonicalBytes as canonicalValueBytes, encodeLedgerFrame, readBoardMessage, readClaimsFrame, readLedgerFrame, readLivenessMessage, type LedgerMessage } from "../../src/testing.ts";
 import { REJECT_REASONS, type RejectReason } from "../../src/index.ts";
 
-/** What the victim does with one delivered frame. */
-export type Outcome = RejectReason | "accepted";
+/**
+ * What the victim does with one delivered frame: accepted, rejected by the node under a node.md §4.3 reason, or — on
+ * a channel read outside this package (`ForeignChannel`) — the verdict of that reader, as `name:verdict`.
+ */
+export type Outcome = RejectReason | "accepted" | `${string}:${string}`;
+
+/**
+ * A channel the victim reads with a reader this package does not own (the governed Raft member on tag 4): the
+ * generator asks it for frames its own encoder builds, and for its verdict on any frame body the victim receives.
+ */
+export interface ForeignChannel {
+  readonly tag: number;
+  /** Prefix of this channel's outcomes (`raft` → `raft:undecodable`). */
+  readonly name: string;
+  /** The victim's verdict on one frame body from the hostile peer (the reader's own pure decoder decides). */
+  classify(body: Uint8Array): string;
+  /** A frame body built on purpose (valid, or hostile in a named way) with the verdict it was built to get. */
+  build(random: () => number): { family: string; body: Uint8Array; expect: string | null; corpus: boolean };
+}
 
 /** How a stream the hostile peer wrote ends at the victim's seam. */
 export type StreamEnd = "clean" | "cut" | "oversize" | "malformed";
@@ -41,6 +58,8 @@ export interface FuzzTarget {
   readonly maxDemandEntries: number;
   /** The node's claims limit (`claims.maxClaimsPerSlot`). */
   readonly maxClaimsPerSlot: number;
+  /** A channel a reader outside the node claims on the victim (absent: tag 4 is unclaimed, `unknown-channel`). */
+  readonly foreign?: ForeignChannel;
 }
 
 /** One write: bytes for the shared stream (well-formed prefixes) or for a fresh stream closed afterwards. */
@@ -127,6 +146,8 @@ const tagged = (tag: number, body: Uint8Array): Uint8Array => {
 /** Counts of predicted outcomes, by reason, plus how streams end. */
 export class Tally {
   readonly rejected = Object.fromEntries(REJECT_REASONS.map((r) => [r, 0])) as Record<RejectReason, number>;
+  /** Outcomes on the foreign channel, by `name:verdict`. */
+  readonly foreign = new Map<string, number>();
   accepted = 0;
   /** Accepted ledger frames carrying a value (delta or state): the only frames a join-time check can still refuse. */
   acceptedValues = 0;
@@ -142,10 +163,12 @@ export class Tally {
       if (f.outcome === "accepted") {
         this.accepted++;
         if (f.frame[0] === 1 && (f.frame[2] === 1 || f.frame[2] === 6)) this.acceptedValues++;
-      } else this.rejected[f.outcome]++;
+      } else if (f.outcome.includes(":")) this.foreign.set(f.outcome, (this.foreign.get(f.outcome) ?? 0) + 1);
+      else this.rejected[f.outcome as RejectReason]++;
     }
   }
 
+  /** Frames the node's channels rejected (the foreign channel's verdicts are counted apart). */
   rejectedTotal(): number {
     return Object.values(this.rejected).reduce((a, b) => a + b, 0);
   }
@@ -159,7 +182,7 @@ export class Tally {
 export class FrameFuzzer {
   readonly #t: FuzzTarget;
   readonly #rnd: () => number;
-  readonly #corpus: { family: string; frame: Uint8Array }[] = [];
+  readonly #corpus: { family: string; frame: Uint8Array; expect: Outcome }[] = [];
   readonly #channelMax: number;
 
   constructor(target: FuzzTarget, random: () => number) {
@@ -174,7 +197,11 @@ export class FrameFuzzer {
     if (frame.length === 0) return "unknown-channel";
     const tag = frame[0]!;
     const body = frame.subarray(1);
-    // 1 ledger, 2 demand, 3 liveness, 5 claims (the node's keeper and advisory slots); 4 (Raft) is unclaimed on a static node
+    const foreign = this.#t.foreign;
+    // a foreign reader sees every frame of its tag up to the seam's limit: the node's maxFrameBytes is not its limit
+    if (foreign !== undefined && tag === foreign.tag) return `${foreign.name}:${foreign.classify(body)}`;
+    // 1 ledger, 2 demand, 3 liveness, 5 claims (the node's keeper and advisory slots); 4 (Raft) is unclaimed on a static
+    // node (on a governed one the Raft member reads it: `foreign`)
     if (tag < 1 || tag > 5 || tag === 4) return "unknown-channel";
     if (body.length > this.#channelMax) return "oversize";
     const m = this.#t.mallory;
@@ -280,11 +307,103 @@ export class FrameFuzzer {
     return { v: 1, kind: "board", replica, clock: BigInt(this.#int(2 ** 31)) * (1n << 32n) + BigInt(this.#int(2 ** 31)), entries };
   }
 
-  #validFrame(): { family: string; frame: Uint8Array } {
+  /** A frame the victim accepts — or, on the foreign channel, one its encoder built, with the verdict it gets. */
+  #validFrame(): { family: string; frame: Uint8Array; expect: Outcome } {
+    const foreign = this.#t.foreign;
+    if (foreign !== undefined && this.#rnd() < 0.2) {
+      for (;;) {
+        const b = foreign.build(this.#rnd);
+        if (b.corpus && b.expect !== null) return { family: `${foreign.name}-${b.family}`, frame: tagged(foreign.tag, b.body), expect: `${foreign.name}:${b.expect}` };
+      }
+    }
     const x = this.#rnd();
-    if (x < 0.6) return { family: "ledger", frame: tagged(1, encodeLedgerFrame(this.#ledgerMessage(), this.#t.mallory, this.#t.genesis)) };
-    if (x < 0.85) return { family: "demand", frame: tagged(2, canonicalBytes(this.#board(this.#int(this.#t.maxDemandEntries + 1)))) };
-    return { family: "liveness", frame: tagged(3, canonicalBytes({ v: 1, kind: this.#rnd() < 0.5 ? "ping" : "pong" })) };
+    if (x < 0.5) return { family: "ledger", frame: tagged(1, encodeLedgerFrame(this.#ledgerMessage(), this.#t.mallory, this.#t.genesis)), expect: "accepted" };
+    if (x < 0.72) return { family: "demand", frame: tagged(2, canonicalBytes(this.#board(this.#int(this.#t.maxDemandEntries + 1)))), expect: "accepted" };
+    if (x < 0.87) {
+      const keeper = this.#rnd() < 0.5;
+      return { family: keeper ? "claims-keeper" : "claims-advisory", frame: this.#claimsFrame(keeper, this.#t.mallory, 1 + this.#int(6), () => 1 + this.#int(12)), expect: "accepted" };
+    }
+    return { family: "liveness", frame: tagged(3, canonicalBytes({ v: 1, kind: this.#rnd() < 0.5 ? "ping" : "pong" })), expect: "accepted" };
+  }
+
+  /** A safe-integer time (ms) of a claim, often at the bounds. */
+  #time(): number {
+    const x = this.#rnd();
+    return x < 0.1 ? 0 : x < 0.2 ? Number.MAX_SAFE_INTEGER - 1 : this.#int(2 ** 45);
+  }
+
+  /**
+   * A claims frame (channel 5) carrying `peer`'s keeper or advisory slot of `n` claims on distinct ids of `idLen()`
+   * characters, sorted, with well-ordered times: valid unless an argument makes it hostile.
+   */
+  #claimsFrame(keeper: boolean, peer: string, n: number, idLen: () => number, version = this.#slotVersion()): Uint8Array {
+    const off = this.#int(1000);
+    const ids = [...new Set(Array.from({ length: n }, (_, k) => (off + k).toString(36).padStart(idLen(), "y")))].sort();
+    const rows = ids.map((id) => {
+      const at = this.#time();
+      const later = Math.min(Number.MAX_SAFE_INTEGER, at + 1 + this.#int(1_000_000));
+      if (!keeper) return [id, at, later];
+      const opt = (): number | null => (this.#rnd() < 0.5 ? null : this.#time());
+      return [id, at, later, this.#time(), opt(), this.#rnd() < 0.5 ? null : later, opt()];
+    });
+    const slot = JSON.stringify({ format: keeper ? "heddle-keeper/1" : "heddle-advisory/1", peer, version, claims: rows });
+    return tagged(5, enc.encode(JSON.stringify({ v: 1, kind: keeper ? "keeper" : "advisory", slot })));
+  }
+
+  /** A slot version (a canonical decimal string), often at 2^63 − 1. */
+  #slotVersion(): string {
+    const x = this.#rnd();
+    return x < 0.15 ? INT64_MAX.toString() : x < 0.25 ? "0" : String(BigInt(this.#int(2 ** 31)) * (1n << 32n) + BigInt(this.#int(2 ** 31)));
+  }
+
+  /**
+   * Valid-but-hostile claims frames (channel 5): claim counts at `maxClaimsPerSlot` and one past, ids at the
+   * claims package's 1,024-character limit and one past, times at 2^53 − 1 and 2^53, versions at 2^63 − 1 and
+   * 2^63, another peer's slot, a keeper slot sent as advisory, an expiry not after its claim.
+   */
+  #hostileClaims(): { family: string; frame: Uint8Array; expect: Outcome | null } {
+    const t = this.#t;
+    const keeper = this.#rnd() < 0.5;
+    switch (this.#int(7)) {
+      case 0: {
+        const over = this.#rnd() < 0.5;
+        const f = this.#claimsFrame(keeper, t.mallory, t.maxClaimsPerSlot + (over ? 1 : 0), () => 3);
+        if (f.length - 1 <= this.#channelMax) return { family: over ? "claims-count+1" : "claims-count-max", frame: f, expect: over ? "too-many-entries" : "accepted" };
+        // the limit does not fit one frame (the default 4,096 claims in 32 KiB): as many claims as a frame holds
+        const n = Math.floor((t.maxClaimsPerSlot * this.#channelMax * 0.8) / f.length);
+        return { family: "claims-count-frame-full", frame: this.#claimsFrame(keeper, t.mallory, n, () => 3), expect: "accepted" };
+      }
+      case 1: {
+        const over = this.#rnd() < 0.5;
+        const f = this.#claimsFrame(keeper, t.mallory, 1 + this.#int(3), () => (over ? 1025 : 1024));
+        return { family: over ? "claims-id-1025" : "claims-id-1024", frame: f, expect: over ? "bad-value" : "accepted" };
+      }
+      case 2: {
+        const over = this.#rnd() < 0.5;
+        const v = over ? (1n << 63n).toString() : INT64_MAX.toString();
+        return { family: over ? "claims-version-2^63" : "claims-version-max", frame: this.#claimsFrame(keeper, t.mallory, 1 + this.#int(3), () => 4, v), expect: over ? "bad-value" : "accepted" };
+      }
+      case 3: {
+        // a time at 2^53 − 1 (safe) or 2^53 (not): written into the text, as JSON cannot tell them apart once parsed
+        const over = this.#rnd() < 0.5;
+        const at = Number.MAX_SAFE_INTEGER - 1;
+        const rows = keeper ? [["k", at, at, at, null, null, "T"]] : [["k", at, "T"]];
+        const slot = JSON.stringify({ format: keeper ? "heddle-keeper/1" : "heddle-advisory/1", peer: t.mallory, version: "7", claims: rows }).replace('"T"', over ? "9007199254740992" : "9007199254740991");
+        return { family: over ? "claims-time-2^53" : "claims-time-max", frame: tagged(5, enc.encode(JSON.stringify({ v: 1, kind: keeper ? "keeper" : "advisory", slot }))), expect: over ? "bad-value" : "accepted" };
+      }
+      case 4:
+        return { family: "claims-not-author", frame: this.#claimsFrame(keeper, this.#pick(t.others), 1 + this.#int(4), () => 6), expect: "not-author" };
+      case 5: {
+        // a keeper slot on the advisory kind (or the reverse): the other decoder refuses it
+        const f = this.#claimsFrame(keeper, t.mallory, 1 + this.#int(3), () => 5);
+        const text = new TextDecoder().decode(f.subarray(1)).replace(keeper ? '"kind":"keeper"' : '"kind":"advisory"', keeper ? '"kind":"advisory"' : '"kind":"keeper"');
+        return { family: "claims-kind-swapped", frame: tagged(5, enc.encode(text)), expect: "bad-value" };
+      }
+      default: {
+        const slot = JSON.stringify({ format: "heddle-advisory/1", peer: t.mallory, version: "9", claims: [["i", 50, 50]] });
+        return { family: "claims-expiry-not-after", frame: tagged(5, enc.encode(JSON.stringify({ v: 1, kind: "advisory", slot }))), expect: "bad-value" };
+      }
+    }
   }
 
   #frame(): { family: string; frame: Uint8Array; expect: Outcome | null } {
@@ -294,16 +413,24 @@ export class FrameFuzzer {
       const v = this.#validFrame();
       // a valid frame is remembered, so later mutations start from a fresh mix of valid frames
       this.#corpus[this.#int(this.#corpus.length)] = v;
-      return { ...v, expect: "accepted" };
+      return v;
     }
     if (x < 0.5) return this.#mutated();
     if (x < 0.55) {
       const tag = this.#pick([1, 2, 3, 4, 5, 0, 6 + this.#int(250)]);
-      return { family: `random-bytes`, frame: tagged(tag, this.#bytes(this.#int(200))), expect: tag === 4 || tag >= 6 || tag === 0 ? "unknown-channel" : null };
+      const unclaimed = tag >= 6 || tag === 0 || (tag === 4 && t.foreign === undefined);
+      return { family: `random-bytes`, frame: tagged(tag, this.#bytes(this.#int(200))), expect: unclaimed ? "unknown-channel" : null };
     }
     if (x < 0.6) {
-      // Raft (4) and claims (5) are unclaimed on a static node; tags 0 and 6–255 are never claimed
+      const foreign = t.foreign;
+      if (foreign !== undefined && this.#rnd() < 0.6) {
+        // frames the foreign channel's own encoder built, valid or hostile in a named way
+        const b = foreign.build(this.#rnd);
+        return { family: `${foreign.name}-${b.family}`, frame: tagged(foreign.tag, b.body), expect: b.expect === null ? null : `${foreign.name}:${b.expect}` };
+      }
+      // Raft (4) is unclaimed on a static node; tags 0 and 6–255 are never claimed
       const tag = this.#pick([4, 4, 5, 5, 0, 6 + this.#int(250)]);
+      if (tag === 4 && foreign !== undefined) return { family: "raft-random", frame: tagged(4, this.#bytes(this.#int(100))), expect: null };
       const body = tag === 4 ? new Uint8Array([1, this.#int(12), ...this.#bytes(this.#int(60))]) : this.#bytes(this.#int(100));
       return { family: tag === 4 ? "raft" : tag === 5 ? "claims" : "unknown-tag", frame: tagged(tag, body), expect: tag === 5 ? null : "unknown-channel" };
     }
@@ -356,7 +483,8 @@ export class FrameFuzzer {
       f[1] = this.#pick([0, 7, 8, 128, 255]);
       return { family: "unknown-kind", frame: tagged(1, f), expect: "schema" };
     }
-    if (x < 0.93) return this.#jsonShuffled();
+    if (x < 0.89) return this.#jsonShuffled();
+    if (x < 0.95) return this.#hostileClaims();
     return { family: "ledger-large-value", frame: tagged(1, encodeLedgerFrame(this.#largeDelta(), t.mallory, t.genesis)), expect: null };
   }
 
