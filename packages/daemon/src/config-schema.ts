@@ -69,6 +69,7 @@ export const NodeTuningSchema = Obj({
   maxFrameBytes: Type.Optional(Type.Integer({ minimum: 4096, maximum: 16 * 1_048_576 })),
   maxGrantsPerSchedule: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000_000 })),
   compactAfterPatches: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000_000 })),
+  compactAfterPatchBytes: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_073_741_824 })),
 });
 
 const Ms = (description: string, max = 86_400_000) => Type.Optional(Type.Integer({ minimum: 1, maximum: max, description }));

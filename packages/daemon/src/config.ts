@@ -59,6 +59,7 @@ export interface NodeTuning {
   readonly maxFrameBytes?: number;
   readonly maxGrantsPerSchedule: number;
   readonly compactAfterPatches?: number;
+  readonly compactAfterPatchBytes?: number;
 }
 
 /** Named limits of the API and the daemon (each enforced; see the README's limits table). */
@@ -218,6 +219,7 @@ export function parseConfig(doc: unknown, file: string | null = null): DaemonCon
       ...(n.maxFrameBytes !== undefined ? { maxFrameBytes: n.maxFrameBytes } : {}),
       maxGrantsPerSchedule: n.maxGrantsPerSchedule ?? CONFIG_DEFAULTS.maxGrantsPerSchedule,
       ...(n.compactAfterPatches !== undefined ? { compactAfterPatches: n.compactAfterPatches } : {}),
+      ...(n.compactAfterPatchBytes !== undefined ? { compactAfterPatchBytes: n.compactAfterPatchBytes } : {}),
     },
     claims,
     schedulerIntervalMs: d.scheduler?.intervalMs ?? CONFIG_DEFAULTS.schedulerIntervalMs,

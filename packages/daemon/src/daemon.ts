@@ -126,6 +126,7 @@ export function nodeConfigOf(c: DaemonConfig, store: HeddleConfig["store"]): Hed
     maxGrantsPerSchedule: n.maxGrantsPerSchedule,
     ...(n.maxFrameBytes !== undefined ? { maxFrameBytes: n.maxFrameBytes } : {}),
     ...(n.compactAfterPatches !== undefined ? { compactAfterPatches: n.compactAfterPatches } : {}),
+    ...(n.compactAfterPatchBytes !== undefined ? { compactAfterPatchBytes: n.compactAfterPatchBytes } : {}),
     claims: c.claims,
   };
 }

@@ -24,6 +24,8 @@ import { initCluster } from "../src/index.ts";
 const TRIALS = Number(process.env.HEDDLE_CRASH_TRIALS ?? 20);
 const SEED = Number(process.env.HEDDLE_SEED ?? 1717);
 const VERBOSE = process.env.HEDDLE_CRASH_VERBOSE !== undefined && process.env.HEDDLE_CRASH_VERBOSE !== "0";
+/** HEDDLE_CRASH_KEEP=1 keeps the stores and logs of a passed run too (to profile restarts on a store with history). */
+const KEEP = process.env.HEDDLE_CRASH_KEEP !== undefined && process.env.HEDDLE_CRASH_KEEP !== "0";
 const MAIN = fileURLToPath(new URL("../../cli/src/main.ts", import.meta.url));
 /** Node's compile cache for the daemons (keyed by file content, so sharing it across runs is safe). */
 const COMPILE_CACHE = join(tmpdir(), "heddle-crash-trials-compile-cache");
@@ -484,7 +486,8 @@ describe.skipIf(TRIALS === 0)("crash trials: 3 voters + 2 learners as daemons, S
         p.proc?.kill("SIGKILL");
         p.client.close();
       }
-      if (passed) rmSync(dir, { recursive: true, force: true });
+      if (passed && !KEEP) rmSync(dir, { recursive: true, force: true });
+      else if (passed) console.log(`crash-trials passed (seed ${SEED}): stores and daemon logs kept in ${dir} (HEDDLE_CRASH_KEEP)`);
       else console.log(`crash-trials failed (seed ${SEED}): stores and daemon logs kept in ${dir} (logs/peer-<i>.log)`);
     }
   }, 300_000 + TRIALS * 120_000); // a guard, not a figure: a restart under heavy load (load ≈ 25 on 2 cores) took 48 s here

@@ -35,6 +35,13 @@ export interface HeddleConfig {
   readonly maxDemandEntries?: number;
   readonly maxGrantsPerSchedule?: number;
   readonly compactAfterPatches?: number;
+  /**
+   * Extension (node.md §9.3): the store is also compacted once the patch rows since its snapshot hold more bytes than
+   * this or than the snapshot itself, whichever is larger — so a restart decodes at most about twice the state's
+   * size, however long the history. A row count alone does not bound that: an own patch re-publishes its witness
+   * (ledger.md §7.1, e.g. every mint the peer holds), so rows grow with history. Default 1 MiB.
+   */
+  readonly compactAfterPatchBytes?: number;
   readonly rejectLogIntervalMs?: number;
   /** Extension (node.md §5.3 ⟨1.1⟩): acks to one sender are coalesced over this window; default 10. */
   readonly ackDelayMs?: number;
@@ -68,6 +75,7 @@ export const HEDDLE_CONFIG_DEFAULTS = Object.freeze({
   maxDemandEntries: DEMAND_BOARD_DEFAULTS.maxDemandEntries,
   maxGrantsPerSchedule: 100_000,
   compactAfterPatches: 10_000,
+  compactAfterPatchBytes: 1_048_576,
   rejectLogIntervalMs: 60_000,
   ackDelayMs: REPLICATION_DEFAULTS.ackDelayMs,
   reorderGraceMs: REPLICATION_DEFAULTS.reorderGraceMs,
@@ -136,6 +144,7 @@ export function resolveHeddleConfig(c: HeddleConfig): ResolvedHeddleConfig {
     maxDemandEntries: positiveInt(c.maxDemandEntries ?? d.maxDemandEntries, "maxDemandEntries"),
     maxGrantsPerSchedule: positiveInt(c.maxGrantsPerSchedule ?? d.maxGrantsPerSchedule, "maxGrantsPerSchedule"),
     compactAfterPatches: positiveInt(c.compactAfterPatches ?? d.compactAfterPatches, "compactAfterPatches"),
+    compactAfterPatchBytes: positiveInt(c.compactAfterPatchBytes ?? d.compactAfterPatchBytes, "compactAfterPatchBytes"),
     rejectLogIntervalMs: positiveInt(c.rejectLogIntervalMs ?? d.rejectLogIntervalMs, "rejectLogIntervalMs"),
     ackDelayMs: nonNegativeInt(c.ackDelayMs ?? d.ackDelayMs, "ackDelayMs"),
     reorderGraceMs: nonNegativeInt(c.reorderGraceMs ?? d.reorderGraceMs, "reorderGraceMs"),

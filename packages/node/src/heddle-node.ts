@@ -124,6 +124,10 @@ export interface NodeParts {
   readonly restored: readonly ReservationRow[];
   /** Patch rows in the store not covered by its snapshot, at boot. */
   readonly rowsAtBoot: number;
+  /** Their bytes, at boot. */
+  readonly rowBytesAtBoot: number;
+  /** The bytes of the store's snapshot at boot (0: none). */
+  readonly snapshotBytesAtBoot: number;
 }
 
 /**
@@ -200,6 +204,10 @@ export class Node implements HeddleNode {
   #failed = false;
   #shut = false;
   #rows: number;
+  /** Bytes of the patch rows not covered by the store's snapshot. */
+  #rowBytes: number;
+  /** Bytes of the store's snapshot (the state's size when it was last compacted). */
+  #snapshotBytes: number;
   #conflictsAt = -1;
   #conflictsKey = "[]";
   #m = { schedules: 0, grants: 0, grantedUnits: 0n, delegateRefusals: 0, commits: 0, commitFailures: 0, lastCommitMs: 0, compactions: 0 };
@@ -212,6 +220,8 @@ export class Node implements HeddleNode {
     this.epoch = p.epoch;
     this.genesisDigest = p.genesisDigest;
     this.#rows = p.rowsAtBoot;
+    this.#rowBytes = p.rowBytesAtBoot;
+    this.#snapshotBytes = p.snapshotBytesAtBoot;
     this.#replica = new LedgerReplica(p.initial);
     this.#ledger = new ReplicaWatch(this.#replica);
     this.#table = new ReservationTable({ self: p.self, epoch: p.epoch, restored: p.restored });
@@ -557,21 +567,33 @@ export class Node implements HeddleNode {
     }
     this.#merged = null;
     this.#rows += patches.length;
+    for (const row of patches) this.#rowBytes += row.body.length;
     this.#m.commits++;
     this.#m.lastCommitMs = this.#c.timers.now() - t0;
     return true;
   }
 
+  /**
+   * Compacts the store (§9.3) once its patch rows pass `compactAfterPatches` rows, or hold more bytes than both
+   * `compactAfterPatchBytes` and the snapshot: restart work (snapshot + rows) then stays within about twice the
+   * state's size plus that floor, and each compaction writes no more than the row bytes since the last one.
+   */
   #compactOnce(): void {
-    if (this.#failed || this.#shut || this.#rows <= this.#c.compactAfterPatches) return;
+    if (this.#failed || this.#shut) return;
+    const byRows = this.#rows > this.#c.compactAfterPatches;
+    const byBytes = this.#rowBytes > Math.max(this.#c.compactAfterPatchBytes, this.#snapshotBytes);
+    if (!byRows && !byBytes) return;
+    const state = patchBytes(this.#replica.snapshot());
     try {
-      this.#p.store.compact(patchBytes(this.#replica.snapshot()));
+      this.#p.store.compact(state);
     } catch (error) {
       this.#failClosed(error);
       return;
     }
     this.#merged = null;
     this.#rows = 0;
+    this.#rowBytes = 0;
+    this.#snapshotBytes = state.length;
     this.#m.compactions++;
   }
 
@@ -596,7 +618,7 @@ export class Node implements HeddleNode {
         return;
       case "anti-entropy":
         // §9.3: merged values are persisted at least every anti-entropy interval; §14: conflicts re-checked.
-        if (this.#merged !== null && !this.#failed) this.#commit({});
+        if (this.#merged !== null && !this.#failed && this.#commit({})) this.#compactOnce();
         if (this.#replica.changes !== this.#conflictsAt) {
           this.#conflictsAt = this.#replica.changes;
           const conflicts = this.#replica.validate();

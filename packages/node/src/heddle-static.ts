@@ -150,6 +150,8 @@ export function heddleStatic(opts: StaticOptions): HeddleNode {
       roster,
       restored: persisted.reservations,
       rowsAtBoot: persisted.patches.length,
+      rowBytesAtBoot: persisted.patches.reduce((n, p) => n + p.length, 0),
+      snapshotBytesAtBoot: persisted.snapshot?.length ?? 0,
     });
   } catch (e) {
     store.close();

@@ -1,8 +1,8 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { EntitlementLedger, GroupId, LedgerOverflowError, LedgerReplica, Rational, ReplicaId, Weight } from "@heddle/ledger";
+import { EntitlementLedger, GroupId, LedgerOverflowError, LedgerReplica, MintId, Rational, ReplicaId, Weight } from "@heddle/ledger";
 import { HeddlePolicy, type Demand, type Grant } from "@heddle/policy";
-import { StoreMismatchError, heddleStatic, staticGenesis } from "../src/index.ts";
+import { StoreMismatchError, heddleStatic, staticGenesis, type HeddleStore } from "../src/index.ts";
 import { boundMetrics, planSchedule, policyEdges } from "../src/testing.ts";
 import { Cluster, D, HUNGRY, e, g, r, rec } from "./node-sim.ts";
 
@@ -117,6 +117,58 @@ describe("durability details (§9.3)", () => {
     c.restart("a");
     expect(a().ledger.get().encode()).toBe(before);
     expect(a().openReservations().map((x) => x.id)).toEqual(open.ok ? [open.id] : []);
+    await c.shutdown();
+  });
+
+  it("restart work is bounded by the state's size, not the history's length: rows are compacted by bytes too (issue 17)", async () => {
+    // Issue 17: an own patch re-publishes its witness (ledger.md §7.1), every mint its peer holds among it, so with
+    // many mints each row is large and grows with history; a row count (compactAfterPatches) alone let a crash-trials
+    // voter decode megabytes of rows at every restart. Counted here: the bytes a restart is handed to decode.
+    const FLOOR = 16_384;
+    const boots: { snapshot: number; rowBytes: number }[] = [];
+    let written = 0;
+    const counting = (inner: HeddleStore): HeddleStore => ({
+      get durable() {
+        return inner.durable;
+      },
+      boot(self, genesis) {
+        const b = inner.boot(self, genesis);
+        boots.push({ snapshot: b.persisted.snapshot?.length ?? 0, rowBytes: b.persisted.patches.reduce((n, p) => n + p.length, 0) });
+        return b;
+      },
+      commit(tx) {
+        inner.commit(tx);
+        for (const p of tx.patches ?? []) written += p.body.length;
+      },
+      compact: (state) => inner.compact(state),
+      close: () => inner.close(),
+    });
+    const c = new Cluster({ seed: 44, supply: { a: 1_000n }, config: { compactAfterPatchBytes: FLOOR }, wrapStore: (_id, s) => counting(s) });
+    const a = () => c.n("a");
+    // 150 mints held by a, published as governed mode's control plane does
+    for (let i = 0; i < 150; i++) {
+      const m = EntitlementLedger.EMPTY.mint(MintId(`m${i}`), g("root"), r("a"), 1n);
+      if (!m.ok) throw new Error(m.refusal.kind);
+      a().controlSink().publish(m.patch);
+    }
+    a().advertise(e("e1"), HUNGRY);
+    a().schedule(g("root"));
+    for (let i = 0; i < 60; i++) {
+      const res = a().reserve(g("g1"), 3n);
+      if (!res.ok) throw new Error(res.refusal.kind);
+      a().complete(res.id, 1n);
+    }
+    const before = a().ledger.get().encode();
+    const state = new TextEncoder().encode(before).length;
+    // the history is many times the state (so a row-count rule alone, at its default 10 000, would replay all of it)
+    expect(written).toBeGreaterThan(10 * (2 * state + FLOOR));
+    c.crash("a");
+    c.restart("a");
+    expect(a().ledger.get().encode()).toBe(before);
+    const boot = boots.at(-1)!;
+    expect(boot.rowBytes).toBeLessThanOrEqual(Math.max(FLOOR, boot.snapshot));
+    expect(boot.snapshot + boot.rowBytes).toBeLessThanOrEqual(2 * state + FLOOR);
+    expect(a().metrics().compactions).toBe(0); // a fresh node object; its predecessor compacted
     await c.shutdown();
   });
 

@@ -26,13 +26,20 @@
  * proposes a barrier. `available` turns `false` when etcd has not answered for `unavailableAfterMs`; the governed
  * node's writer gate stays closed while it is.
  */
-import { Etcd3 } from "etcd3";
-import type { IKeyValue, IOptions, IRequestOp, Watcher } from "etcd3";
+import { createRequire } from "node:module";
+import type { Etcd3, IKeyValue, IOptions, IRequestOp, Watcher } from "etcd3";
 import { WatchCell } from "@heddle/node";
 import type { Watch } from "@heddle/node";
 import { LeadershipLostError, NodeShutdownError, ProposalAbortedError } from "../raft/errors.ts";
 import type { Committed, LogIndex, NodeId, ProposalKey, Role } from "../raft/types.ts";
 import type { ControlLog } from "../control/control-log.ts";
+
+/**
+ * etcd3 — with gRPC, protobufjs and their dependencies about 400 CommonJS modules, ≈ 0.3 CPU-s to load — is
+ * required when an etcd log is first made, not when this package is imported: a daemon on its own Raft log (every
+ * `heddle start` without `mode.etcd`) loads `@heddle/governed` at each start and never uses etcd (issue 17).
+ */
+const etcd3 = (): typeof import("etcd3") => createRequire(import.meta.url)("etcd3") as typeof import("etcd3");
 
 /** The key prefix when none is configured. */
 export const DEFAULT_ETCD_PREFIX = "heddle/control/";
@@ -244,7 +251,7 @@ class EtcdLog implements EtcdControlLog {
         };
       }
       if (o.auth !== undefined) (opts as { auth?: IOptions["auth"] }).auth = { username: o.auth.username, password: o.auth.password };
-      this.#client = new Etcd3(opts);
+      this.#client = new (etcd3().Etcd3)(opts);
       this.#ownClient = true;
     }
     const where = o.client !== undefined ? "the given client" : (o.endpoints ?? []).join(", ");
