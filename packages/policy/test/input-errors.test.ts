@@ -3,7 +3,7 @@
 // accepted value is accepted, the first refused one is refused. Written from Stryker's surviving mutants.
 import { describe, expect, it } from "vitest";
 import { AttachmentId, MAX, Rational } from "@heddle/ledger";
-import { HeddlePolicy, PolicyInputError, validatePolicyConfig } from "../src/index.ts";
+import { HeddlePolicy, PolicyInputError, PolicyInvariantError, validatePolicyConfig } from "../src/index.ts";
 import type { PolicyConfig, PolicyEdge } from "../src/index.ts";
 import { validateMaxGrants } from "../src/pick.ts";
 import { edge } from "./edge-builder.ts";
@@ -138,5 +138,19 @@ describe("counts and sleeper credit", () => {
     expect(refusal(() => wakeOffset(Rational.ZERO, Rational.ZERO, edge("a").record.weight, 2 as unknown as bigint))).toBe(
       "sleeperCredit must be a bigint ≥ 0, got 2",
     );
+  });
+});
+
+describe("the error classes of the public surface (policy.md §1)", () => {
+  it("PolicyInputError is a TypeError, PolicyInvariantError an Error, each named for itself", () => {
+    const input = new PolicyInputError("bad");
+    expect(input).toBeInstanceOf(TypeError);
+    expect(input.name).toBe("PolicyInputError");
+    expect(String(input)).toBe("PolicyInputError: bad");
+    const invariant = new PolicyInvariantError("broken");
+    expect(invariant).toBeInstanceOf(Error);
+    expect(invariant).not.toBeInstanceOf(TypeError);
+    expect(invariant.name).toBe("PolicyInvariantError");
+    expect(String(invariant)).toBe("PolicyInvariantError: broken");
   });
 });
