@@ -16,6 +16,7 @@ import {
   ProposalAbortedError,
   RaftConfigError,
   RaftRestoreError,
+  raftConfig,
 } from "../src/index.ts";
 
 describe("Raft errors (governed.md §4.1)", () => {
@@ -48,5 +49,14 @@ describe("Raft errors (governed.md §4.1)", () => {
     expect(new NotLeaderError("x")).toBeInstanceOf(LeadershipLostError);
     for (const e of [new PayloadTooLargeError("x"), new NodeShutdownError("x"), new OverloadedError("x"), new ProposalAbortedError("x")])
       expect(e).not.toBeInstanceOf(LeadershipLostError);
+  });
+});
+
+describe("raftConfig refusals (governed.md §4.1 table)", () => {
+  it("the commit notice must come sooner than the heartbeat: commitNoticeMs < heartbeatMs, both ends", () => {
+    expect(() => raftConfig({ commitNoticeMs: 50 })).toThrow(new RaftConfigError("commitNoticeMs (50) must be < heartbeatMs (50)"));
+    expect(() => raftConfig({ heartbeatMs: 20, commitNoticeMs: 20 })).toThrow(RaftConfigError);
+    expect(raftConfig({ commitNoticeMs: 49 }).commitNoticeMs).toBe(49);
+    expect(raftConfig({ commitNoticeMs: 0 }).commitNoticeMs).toBe(0);
   });
 });
