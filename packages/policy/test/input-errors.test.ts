@@ -154,3 +154,16 @@ describe("the error classes of the public surface (policy.md §1)", () => {
     expect(String(invariant)).toBe("PolicyInvariantError: broken");
   });
 });
+
+describe("edge shape and the unbounded cap", () => {
+  it("a non-object edge is refused as bad input, not a crash", () => {
+    for (const v of [42, "a", true]) expect(refusal(() => pick([v as unknown as PolicyEdge], Q1, 1n))).toBe("policy edge must be an object");
+  });
+
+  it("perChildOutstandingCap = I64_MAX means unbounded (§3.4), even while outstanding is transiently negative (§3.3)", () => {
+    // issued 0, spent 5: outstanding −5; a bounded cap of 2^63 − 1 would need MAX − (−5), which leaves int64
+    const e = edge("a", { spent: 5n, demand: [10n, 10n] });
+    expect(pick([e], { quantum: 4n, perChildOutstandingCap: MAX }, 100n)).toEqual({ attachment: "a", amount: 4n });
+    expect(allocate([e], { quantum: 4n, perChildOutstandingCap: MAX }, 100n, 10).reduce((s, g) => s + g.amount, 0n)).toBe(15n);
+  });
+});
