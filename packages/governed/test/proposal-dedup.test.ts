@@ -223,3 +223,19 @@ describe("leader-side dedup cache (R-D4)", () => {
     expect(hits).toBeGreaterThan(100); // the runs did coalesce retries, in flight and committed
   });
 });
+
+describe("the cache coalesces only the exact command (R-D4: a key reused for a different command is a miss)", () => {
+  it("one byte changed, a byte added or a byte dropped under the same key is a miss; the same bytes are a hit", () => {
+    const d = new ProposalDedup(8);
+    const key = { client: "w", seq: 3 };
+    const original: LogEntry = { index: 5, term: 2, kind: "app", key, command: Uint8Array.of(1, 2, 3), stampedAt: 0 };
+    d.remember(original);
+    const at = (i: number): LogEntry | undefined => (i === 5 ? original : undefined);
+    expect(d.lookup(key, Uint8Array.of(1, 2, 3), at)).toBe(original);
+    expect(d.lookup(key, Uint8Array.of(1, 2, 4), at)).toBeUndefined();
+    expect(d.lookup(key, Uint8Array.of(9, 2, 3), at)).toBeUndefined();
+    expect(d.lookup(key, Uint8Array.of(1, 2, 3, 4), at)).toBeUndefined();
+    expect(d.lookup(key, Uint8Array.of(1, 2), at)).toBeUndefined();
+    expect(d.lookup(key, new Uint8Array(0), at)).toBeUndefined();
+  });
+});

@@ -96,6 +96,25 @@ describe("incremental engine = repeated pick", () => {
     }
   });
 
+  it("after holdings fall below several quanta, every trimmed candidate competes on its trimmed deadline", () => {
+    // quantum 13 > holdings 12, so the engine watches quanta from the start. a takes 4, d takes 6; with 2 left,
+    // a, b, c and e (quanta 4, 4, 12, 7) are all trimmed to 2 while d's old quantum-6 record is still queued
+    // above a's and b's. Eligible at V = 45/11: a (ev 4), b (2), d (4). Trimmed deadlines: b 2 + 2 = 4,
+    // d 4 + 2/2 = 5, a 4 + 2 = 6, so the third grant is b:2; judged by their untrimmed quanta a and b would
+    // sit at 8 and 6, and d would win.
+    const edges = [
+      edge("a", { gauge: [0n, 0n], demand: [18n, 4n] }),
+      edge("b", { gauge: [2n, 0n], demand: [12n, 4n] }),
+      edge("c", { w: [1n, 2n], gauge: [7n, 0n], demand: [12n, 12n] }),
+      edge("d", { w: 2n, gauge: [1n, 0n], demand: [8n, 6n] }),
+      edge("e", { gauge: [5n, 0n], demand: [9n, 7n] }),
+    ];
+    const config = { quantum: 13n };
+    expect(show(allocateByRepeatedPick(edges, config, 12n, 100))).toEqual(["a:4", "d:6", "b:2"]);
+    expect(show(allocateWithEngine(edges, config, 12n, 100)!)).toEqual(["a:4", "d:6", "b:2"]);
+    expect(show(HeddlePolicy.allocate(edges, config, 12n, 100))).toEqual(["a:4", "d:6", "b:2"]);
+  });
+
   it("identical across rounds while demands switch on and off, spends and returns land", () => {
     const roundArb = fc.record({
       h: fc.bigInt({ min: 0n, max: 120n }),

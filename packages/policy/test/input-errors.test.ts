@@ -3,7 +3,7 @@
 // accepted value is accepted, the first refused one is refused. Written from Stryker's surviving mutants.
 import { describe, expect, it } from "vitest";
 import { AttachmentId, MAX, Rational } from "@heddle/ledger";
-import { HeddlePolicy, PolicyInputError, validatePolicyConfig } from "../src/index.ts";
+import { HeddlePolicy, PolicyInputError, PolicyInvariantError, validatePolicyConfig } from "../src/index.ts";
 import type { PolicyConfig, PolicyEdge } from "../src/index.ts";
 import { validateMaxGrants } from "../src/pick.ts";
 import { edge } from "./edge-builder.ts";
@@ -138,5 +138,32 @@ describe("counts and sleeper credit", () => {
     expect(refusal(() => wakeOffset(Rational.ZERO, Rational.ZERO, edge("a").record.weight, 2 as unknown as bigint))).toBe(
       "sleeperCredit must be a bigint ≥ 0, got 2",
     );
+  });
+});
+
+describe("the error classes of the public surface (policy.md §1)", () => {
+  it("PolicyInputError is a TypeError, PolicyInvariantError an Error, each named for itself", () => {
+    const input = new PolicyInputError("bad");
+    expect(input).toBeInstanceOf(TypeError);
+    expect(input.name).toBe("PolicyInputError");
+    expect(String(input)).toBe("PolicyInputError: bad");
+    const invariant = new PolicyInvariantError("broken");
+    expect(invariant).toBeInstanceOf(Error);
+    expect(invariant).not.toBeInstanceOf(TypeError);
+    expect(invariant.name).toBe("PolicyInvariantError");
+    expect(String(invariant)).toBe("PolicyInvariantError: broken");
+  });
+});
+
+describe("edge shape and the unbounded cap", () => {
+  it("a non-object edge is refused as bad input, not a crash", () => {
+    for (const v of [42, "a", true]) expect(refusal(() => pick([v as unknown as PolicyEdge], Q1, 1n))).toBe("policy edge must be an object");
+  });
+
+  it("perChildOutstandingCap = I64_MAX means unbounded (§3.4), even while outstanding is transiently negative (§3.3)", () => {
+    // issued 0, spent 5: outstanding −5; a bounded cap of 2^63 − 1 would need MAX − (−5), which leaves int64
+    const e = edge("a", { spent: 5n, demand: [10n, 10n] });
+    expect(pick([e], { quantum: 4n, perChildOutstandingCap: MAX }, 100n)).toEqual({ attachment: "a", amount: 4n });
+    expect(allocate([e], { quantum: 4n, perChildOutstandingCap: MAX }, 100n, 10).reduce((s, g) => s + g.amount, 0n)).toBe(15n);
   });
 });
