@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
 import { AttachmentId, GroupId, ReplicaId, Weight } from "@heddle/ledger";
-import { heddleStatic, memoryStore, MemoryNetwork, realTimers, REJECT_REASONS, seededRandom, type Libp2pSeam, type RejectReason, type ReservationId } from "@heddle/node";
-import { peerKeyFromSeed, startLibp2pSeams, startRawFramePeer, sleep } from "@heddle/seam/testing";
+import { heddleStatic, memoryStore, MemoryNetwork, realTimers, REJECT_REASONS, seededRandom, type RejectReason, type ReservationId } from "@heddle/node";
+import { sleep } from "@heddle/seam/testing";
 import { heddleGoverned, memoryRaftStorage, raftChannelTransport, raftNode, type GovernedHeddleNode, type RaftNode, type RaftStorage } from "../src/index.ts";
 import { FrameFuzzer } from "../../node/test/support/frame-fuzz.ts";
-import { HostilePeer, heapAfterGc, tap, until as untilSeeded } from "../../node/test/support/fuzz-harness.ts";
+import { HostilePeer, heapAfterGc, startFuzzCast, until as untilSeeded } from "../../node/test/support/fuzz-harness.ts";
 import { conservation } from "../../node/test/node-sim.ts";
 import { raftFuzzChannel } from "./support/raft-frame-fuzz.ts";
 
@@ -67,12 +67,7 @@ describe("frame fuzzer against a governed peer's Raft member and data plane over
     const unhandled: unknown[] = [];
     const onUnhandled = (err: unknown) => unhandled.push(err);
     process.on("unhandledRejection", onUnhandled);
-    const keys = await Promise.all([0, 1, 2, 3].map((k) => peerKeyFromSeed(SEED * 10 + k)));
-    const { seams } = await startLibp2pSeams(3, { maxFrameBytes: () => SEAM_MAX, keys: keys.slice(0, 3) });
-    const victimSeam = seams[0]! as Libp2pSeam;
-    const mallory = await startRawFramePeer(keys[3]);
-    victimSeam.addRosterEntry({ id: mallory.self, addrs: [] });
-    const tapped = tap(victimSeam, () => mallory.self);
+    const { seams, victimSeam, mallory, tapped } = await startFuzzCast(SEED, SEAM_MAX);
     const ids = seams.map((s) => s.self);
     const members = new Set(ids);
     /** Leaders seen per term: Raft's election safety says one at most. */

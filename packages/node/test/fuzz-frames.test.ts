@@ -1,12 +1,12 @@
 import { describe, expect, it } from "vitest";
 import { ReplicaId } from "@heddle/ledger";
 import { MAX_SLOT_CLAIMS } from "@heddle/claims";
-import { peerKeyFromSeed, startLibp2pSeams, startRawFramePeer, sleep } from "@heddle/seam/testing";
-import { heddleStatic, memoryStore, realTimers, seededRandom, type HeddleNode, type Libp2pSeam, type ReservationId } from "../src/index.ts";
+import { sleep } from "@heddle/seam/testing";
+import { heddleStatic, memoryStore, realTimers, seededRandom, type HeddleNode, type ReservationId } from "../src/index.ts";
 import { REJECT_REASONS, type RejectReason } from "../src/index.ts";
 import { FLAT, conservation, e, g } from "./node-sim.ts";
 import { FrameFuzzer } from "./support/frame-fuzz.ts";
-import { HostilePeer, heapAfterGc, tap, until as untilSeeded } from "./support/fuzz-harness.ts";
+import { HostilePeer, heapAfterGc, startFuzzCast, until as untilSeeded } from "./support/fuzz-harness.ts";
 
 /**
  * Issue 17: a frame fuzzer against a live node over libp2p. A hostile roster peer ("mallory", a raw
@@ -47,13 +47,7 @@ describe("frame fuzzer against a live node over libp2p (issue 17, node.md §3.4,
     const unhandled: unknown[] = [];
     const onUnhandled = (err: unknown) => unhandled.push(err);
     process.on("unhandledRejection", onUnhandled);
-    // keys from the seed: peer ids are inside frames, so the same seed replays the same bytes
-    const keys = await Promise.all([0, 1, 2, 3].map((k) => peerKeyFromSeed(SEED * 10 + k)));
-    const { seams } = await startLibp2pSeams(3, { maxFrameBytes: () => SEAM_MAX, keys: keys.slice(0, 3) });
-    const victimSeam = seams[0]! as Libp2pSeam;
-    const mallory = await startRawFramePeer(keys[3]);
-    victimSeam.addRosterEntry({ id: mallory.self, addrs: [] });
-    const tapped = tap(victimSeam, () => mallory.self);
+    const { seams, victimSeam, mallory, tapped } = await startFuzzCast(SEED, SEAM_MAX);
     const supply = new Map(seams.map((s) => [ReplicaId(s.self), 1_000n]));
     const nodes = seams.map((seam, k) =>
       heddleStatic({

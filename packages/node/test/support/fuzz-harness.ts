@@ -5,7 +5,7 @@
  */
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
-import { sleep, type RawFramePeer, type RawFrameStream } from "@heddle/seam/testing";
+import { peerKeyFromSeed, sleep, startLibp2pSeams, startRawFramePeer, type RawFramePeer, type RawFrameStream } from "@heddle/seam/testing";
 import type { Libp2pSeam, Seam } from "../../src/index.ts";
 import { Tally, type FrameFuzzer, type Shot } from "./frame-fuzz.ts";
 
@@ -155,4 +155,19 @@ export class HostilePeer {
     await flush();
     await until(() => this.#o.delivered() === tally.delivered, `victim received ${tally.delivered} frames (has ${this.#o.delivered()})`, this.#o.seed, 120_000);
   }
+}
+
+/**
+ * The fuzzers' cast over libp2p on 127.0.0.1: three honest seams (the first is the victim) and Mallory, a raw frames
+ * peer on the victim's roster, with keys derived from `seed` (peer ids are inside frames, so the same seed replays the
+ * same bytes). `tapped.seam` is the victim's seam as its node should see it: it counts what Mallory delivers.
+ */
+export async function startFuzzCast(seed: number, maxFrameBytes: number): Promise<{ seams: Libp2pSeam[]; victimSeam: Libp2pSeam; mallory: RawFramePeer; tapped: ReturnType<typeof tap> }> {
+  const keys = await Promise.all([0, 1, 2, 3].map((k) => peerKeyFromSeed(seed * 10 + k)));
+  const { seams } = await startLibp2pSeams(3, { maxFrameBytes: () => maxFrameBytes, keys: keys.slice(0, 3) });
+  const victimSeam = seams[0]! as Libp2pSeam;
+  const mallory = await startRawFramePeer(keys[3]);
+  victimSeam.addRosterEntry({ id: mallory.self, addrs: [] });
+  const tapped = tap(victimSeam, () => mallory.self);
+  return { seams: seams as Libp2pSeam[], victimSeam, mallory, tapped };
 }
