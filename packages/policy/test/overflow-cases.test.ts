@@ -85,4 +85,31 @@ describe("allocate throws LedgerOverflowError wherever repeated pick does", () =
       8n,
     );
   });
+
+  it("cap room above 2^63 − 1: a cap of 10 over an outstanding near −2^63 (§3.4's capRoom = cap − outstanding)", () => {
+    // spent 2^63 − 3 leaves outstanding −2^63 + 3, need 2^63 − 1 (in range), but capRoom 2^63 + 7 is not:
+    // the first pick throws. The holdings (20) are large enough that room − holdings is back in range.
+    bothOverflow(
+      [edge("a", { gauge: null, spent: MAX - 2n, demand: [2n, 5n] }), edge("b", { demand: [30n, 3n] })],
+      { quantum: 3n, perChildOutstandingCap: 10n },
+      20n,
+    );
+  });
+
+  it("committed service leaves int64 during the round: issued above the base issuance, a negative return", () => {
+    // committed = (2^63 − 21) − (−15) = 2^63 − 6; the second grant of 3 makes it 2^63 and the literal loop
+    // throws as it applies that grant. The base issuance (0: the rest is relocation credit, §3.3 allows
+    // baseIssued ≤ issued) and every other value are small, so only the committed counter can overflow.
+    bothOverflow(
+      [edge("a", { gauge: null, issued: MAX - 20n, base: 0n, returned: -15n, spent: MAX - 5n, demand: [100n, 100n] })],
+      { quantum: 3n },
+      10n,
+    );
+  });
+
+  it("outstanding leaves int64 during the round: a negative spend and a target above 2^63 − 1", () => {
+    // outstanding = 10 − (−(2^63 − 16)) = 2^63 − 6, need = (2^63 + 49) − outstanding = 55 (in range); the
+    // second grant of 3 takes outstanding to 2^63 and the loop throws there.
+    bothOverflow([edge("a", { gauge: null, issued: 10n, spent: -(MAX - 15n), demand: [MAX + 50n, 100n] })], { quantum: 3n }, 10n);
+  });
 });
