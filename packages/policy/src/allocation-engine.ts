@@ -237,10 +237,13 @@ export class AllocationEngine {
       // Over the round this edge's issuance rises by at most h: every integer it derives must stay in range.
       if (
         issued + h > MAX ||
+        // Stryker disable next-line ConditionalExpression,EqualityOperator,ArithmeticOperator: implied by `issued + h > MAX` above, as validated edges have baseIssued ≤ issued; `>=` only declines more rounds, which the literal loop then decides
         e.baseIssued + h > MAX ||
         !inRange(committed + h) ||
         !inRange(outstanding + h) ||
+        // Stryker disable next-line ArithmeticOperator: never true here (0 < need ≤ MAX and 0 < h ≤ MAX), so need + h can only decline more rounds, which the literal loop then decides
         !inRange(need - h) ||
+        // Stryker disable next-line ConditionalExpression,ArithmeticOperator: never true here (room = cap − outstanding is in range and ≥ untrimmed > 0, h ≤ MAX); a changed sum can only decline more rounds
         (cap !== null && !inRange(cap - outstanding - h))
       ) {
         return null;
@@ -291,6 +294,7 @@ export class AllocationEngine {
     }
     const inTree: Entry[] = [];
     for (const entry of engine.entries) {
+      // Stryker disable next-line UpdateOperator: versions only need to differ between one entry's successive tree placements; here and in place() they move one way each, so −1 is as good as +1
       entry.version++;
       if (entry.untrimmed > h) {
         entry.place = "bound";
@@ -319,6 +323,7 @@ export class AllocationEngine {
 
   /** Files a live candidate in the tree or, when the holdings trim its quantum, in the side list. */
   private place(entry: Entry): void {
+    // Stryker disable next-line UpdateOperator: a strictly monotone sequence either way (see prepare); only equality with an older heap record is ever tested
     entry.version++;
     if (entry.untrimmed > this.holdings) {
       entry.place = "bound";
@@ -384,8 +389,10 @@ export class AllocationEngine {
     this.activateHeapIfNeeded();
     for (let top = this.heap.peek(); top !== null && top.untrimmed > this.holdings; top = this.heap.peek()) {
       this.heap.pop();
+      // Stryker disable next-line CallExpression: left in the tree, the entry's untrimmed deadline is strictly later than its trimmed one in the side list (same eligibility test), so the scan below still picks it wherever the tree would, and a side-list winner takes every remaining unit and ends the round
       this.tree.remove(top);
       top.place = "bound";
+      // Stryker disable next-line UpdateOperator: a "bound" entry never returns to the tree, and heap records are only valid for place "tree"
       top.version++;
       this.bound.push(top);
     }
