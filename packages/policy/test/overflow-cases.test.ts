@@ -112,4 +112,31 @@ describe("allocate throws LedgerOverflowError wherever repeated pick does", () =
     // second grant of 3 takes outstanding to 2^63 and the loop throws there.
     bothOverflow([edge("a", { gauge: null, issued: 10n, spent: -(MAX - 15n), demand: [MAX + 50n, 100n] })], { quantum: 3n }, 10n);
   });
+
+  it("the first eligibility test overflows: a floor in 65536ths beside a weight of 65536/3", () => {
+    // pick's first `ev ≤ V` comparison multiplies ev(a)'s numerator by V's denominator, about 2^74.4. Only the
+    // bound's last conjunct (the ev-against-V products) declines this round; the other five hold.
+    bothOverflow(
+      [
+        edge("a", { gauge: [Rational.of(-10413645n, 65536n), 0n], issued: 94080578n, returned: 2539422n, spent: 91541156n, demand: [60n, 7n] }),
+        edge("b", { w: [65536n, 3n], gauge: [-9n, 0n], issued: 10251708n, spent: 10251708n, demand: [189n, 1n] }),
+      ],
+      { quantum: 5n },
+      5n,
+    );
+  });
+
+  it("the first eligibility test overflows just past 2^63: a floor in 64ths and an offset in fifths on one edge", () => {
+    // ev(a) = 4740381313/64 − 3·101856984 + 46715235467264/5 (denominator 320) against V: the product is
+    // 12 437 969 666 786 980 160 ≈ 2^63.43. The largest per-edge denominator is a's (320; b's is 4): a bound
+    // that took the last edge's instead of the largest would let the round through.
+    bothOverflow(
+      [
+        edge("a", { w: [1n, 3n], gauge: [Rational.of(4740381313n, 64n), 0n], issued: 101856984n, spent: 101856984n, demand: [27n, 7n], offset: Rational.of(46715235467264n, 5n) }),
+        edge("b", { w: 4n, gauge: [-5656427n, 0n], demand: [189n, 1n] }),
+      ],
+      { quantum: 6n },
+      31n,
+    );
+  });
 });
