@@ -121,10 +121,12 @@ class QuantumHeap {
  * most `h/w` per edge; denominators stay divisors of the round's lcms). When this holds, exact unbounded
  * arithmetic decides exactly as checked arithmetic does, so the engine may use it.
  *
- * The third and sixth conjuncts imply the other four (docs/mutation.md, "the overflow bound"): with at
- * least one candidate, `Lall` is a multiple of every `wn·wd` and every `d`, `A ≥ 3`, `S ≤ Amax·SW`, and
- * `SW·Lw = 1` only for a lone weight-1 candidate, where the third is the first. The four are kept as the
- * per-intermediate bounds they were derived from; mutants confined to them cannot change a decision.
+ * The sixth conjunct alone bounds every value the round passes to checked arithmetic: `ev`, deadlines and
+ * their comparisons by `Amax·dmax²`, the running `Σ w·ev` by `S·Lall·emax`, `V` and `ev` against `V` by
+ * `Amax·dmax·Lall·SW·Lw`, and each of those is at most the sixth's product, because `Lall` is a multiple of
+ * every `wn·wd` and every `d`, `S ≤ Amax·SW` and `emax ≤ dmax·Lw` (docs/mutation.md, policy, third session).
+ * The other five are kept as the per-intermediate bounds they were derived from; a mutant confined to them
+ * cannot change a decision.
  */
 function roundIsOverflowFree(
   candidates: readonly { e: PolicyEdge; d: bigint }[],
@@ -160,7 +162,9 @@ function roundIsOverflowFree(
     if (w.den > wmax) wmax = w.den;
     // Stryker disable next-line all: wdmax feeds only the fourth conjunct, which the sixth implies (see above)
     if (w.den > wdmax) wdmax = w.den;
+    // Stryker disable next-line all: emax feeds only the third conjunct, which the sixth makes redundant (see above)
     if (w.den * d > emax) emax = w.den * d;
+    // Stryker disable next-line all: S feeds only the third and fifth conjuncts, which the sixth makes redundant (see above)
     S += ceilDiv(w.num * A, w.den);
     SW += ceilDiv(w.num, w.den);
   }
@@ -171,6 +175,7 @@ function roundIsOverflowFree(
     2n * Amax * dmax * dmax <= MAX &&
     // Stryker disable next-line all: the second conjunct is implied by the sixth (see above)
     wmax * Amax * dmax <= MAX &&
+    // Stryker disable next-line all: the third conjunct is made redundant by the sixth (see above)
     2n * S * Lall * emax <= MAX &&
     // Stryker disable next-line all: the fourth conjunct is implied by the sixth (see above)
     2n * SW * Lw * wdmax <= MAX &&
