@@ -24,8 +24,8 @@ function roundIs(edges: readonly PolicyEdge[], config: PolicyConfig, h: bigint, 
 
 describe("allocate keeps the incremental engine's books", () => {
   it("a candidate that won after the holdings fell below the quantum is still trimmed by them later", () => {
-    // Quantum 6, holdings 10: b's quantum is 1 (maxGrant), a's 2. After the fifth grant 4 < 6 units remain,
-    // and a wins once more after that (ev 5 → 7). With 1 unit left both sit at ev 7 = V; a's quantum 2 is
+    // Quantum 6, holdings 10: b's quantum is 1 (maxGrant), a's 2. After the fourth grant fewer than 6 units
+    // remain, and a wins once more after that (ev 5 → 7, the sixth grant). With 1 unit left both sit at ev 7 = V; a's quantum 2 is
     // trimmed to the 1 unit, so its deadline is 7 + 1 = 8, level with b's, and the tie goes to "a" < "b".
     // Judged by its untrimmed quantum a would sit at 9 and b would take the last unit.
     roundIs(
