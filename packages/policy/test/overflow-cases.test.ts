@@ -85,4 +85,58 @@ describe("allocate throws LedgerOverflowError wherever repeated pick does", () =
       8n,
     );
   });
+
+  it("cap room above 2^63 − 1: a cap of 10 over an outstanding near −2^63 (§3.4's capRoom = cap − outstanding)", () => {
+    // spent 2^63 − 3 leaves outstanding −2^63 + 3, need 2^63 − 1 (in range), but capRoom 2^63 + 7 is not:
+    // the first pick throws. The holdings (20) are large enough that room − holdings is back in range.
+    bothOverflow(
+      [edge("a", { gauge: null, spent: MAX - 2n, demand: [2n, 5n] }), edge("b", { demand: [30n, 3n] })],
+      { quantum: 3n, perChildOutstandingCap: 10n },
+      20n,
+    );
+  });
+
+  it("committed service leaves int64 during the round: issued above the base issuance, a negative return", () => {
+    // committed = (2^63 − 21) − (−15) = 2^63 − 6; the second grant of 3 makes it 2^63 and the literal loop
+    // throws as it applies that grant. The base issuance (0: the rest is relocation credit, §3.3 allows
+    // baseIssued ≤ issued) and every other value are small, so only the committed counter can overflow.
+    bothOverflow(
+      [edge("a", { gauge: null, issued: MAX - 20n, base: 0n, returned: -15n, spent: MAX - 5n, demand: [100n, 100n] })],
+      { quantum: 3n },
+      10n,
+    );
+  });
+
+  it("outstanding leaves int64 during the round: a negative spend and a target above 2^63 − 1", () => {
+    // outstanding = 10 − (−(2^63 − 16)) = 2^63 − 6, need = (2^63 + 49) − outstanding = 55 (in range); the
+    // second grant of 3 takes outstanding to 2^63 and the loop throws there.
+    bothOverflow([edge("a", { gauge: null, issued: 10n, spent: -(MAX - 15n), demand: [MAX + 50n, 100n] })], { quantum: 3n }, 10n);
+  });
+
+  it("the first eligibility test overflows: a floor in 65536ths beside a weight of 65536/3", () => {
+    // pick's first `ev ≤ V` comparison multiplies ev(a)'s numerator by V's denominator, about 2^74.4. Only the
+    // bound's last conjunct (the ev-against-V products) declines this round; the other five hold.
+    bothOverflow(
+      [
+        edge("a", { gauge: [Rational.of(-10413645n, 65536n), 0n], issued: 94080578n, returned: 2539422n, spent: 91541156n, demand: [60n, 7n] }),
+        edge("b", { w: [65536n, 3n], gauge: [-9n, 0n], issued: 10251708n, spent: 10251708n, demand: [189n, 1n] }),
+      ],
+      { quantum: 5n },
+      5n,
+    );
+  });
+
+  it("the first eligibility test overflows just past 2^63: a floor in 64ths and an offset in fifths on one edge", () => {
+    // ev(a) = 4740381313/64 − 3·101856984 + 46715235467264/5 (denominator 320) against V: the product is
+    // 12 437 969 666 786 980 160 ≈ 2^63.43. The largest per-edge denominator is a's (320; b's is 4): a bound
+    // that took the last edge's instead of the largest would let the round through.
+    bothOverflow(
+      [
+        edge("a", { w: [1n, 3n], gauge: [Rational.of(4740381313n, 64n), 0n], issued: 101856984n, spent: 101856984n, demand: [27n, 7n], offset: Rational.of(46715235467264n, 5n) }),
+        edge("b", { w: 4n, gauge: [-5656427n, 0n], demand: [189n, 1n] }),
+      ],
+      { quantum: 6n },
+      31n,
+    );
+  });
 });

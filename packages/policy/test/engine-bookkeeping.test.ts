@@ -1,0 +1,113 @@
+/**
+ * Rounds where `allocate` (policy.md §7: the grants of repeated `pick`) depends on the incremental engine
+ * keeping its own books straight: a candidate whose quantum the falling holdings trim must compete on the
+ * trimmed deadline (§5 step 1 trims `q` by `localHoldings`, step 4 ranks by `ev + q/w`), and the earliest
+ * eligible deadline must be found however the candidates were rearranged. Each round was found by planting
+ * a Stryker survivor (issue 19) in a copy of the engine and searching seeded small rounds for one where the
+ * planted engine and the literal loop disagree; each expected list is the literal loop's.
+ */
+import { describe, expect, it } from "vitest";
+import { HeddlePolicy } from "../src/index.ts";
+import type { Grant, PolicyConfig, PolicyEdge } from "../src/index.ts";
+import { allocateByRepeatedPick } from "../src/reference-allocation.ts";
+import { DeadlineTree } from "../src/deadline-tree.ts";
+import type { DeadlineNode } from "../src/deadline-tree.ts";
+import { edge } from "./edge-builder.ts";
+
+const show = (gs: readonly Grant[]): string[] => gs.map((g) => `${g.attachment}:${g.amount}`);
+
+/** `allocate` returns `expected`, and so does the literal loop of §7. */
+function roundIs(edges: readonly PolicyEdge[], config: PolicyConfig, h: bigint, expected: string[]): void {
+  expect(show(allocateByRepeatedPick(edges, config, h, 1000))).toEqual(expected);
+  expect(show(HeddlePolicy.allocate(edges, config, h, 1000))).toEqual(expected);
+}
+
+describe("allocate keeps the incremental engine's books", () => {
+  it("a candidate that won after the holdings fell below the quantum is still trimmed by them later", () => {
+    // Quantum 6, holdings 10: b's quantum is 1 (maxGrant), a's 2. After the fourth grant fewer than 6 units
+    // remain, and a wins once more after that (ev 5 → 7, the sixth grant). With 1 unit left both sit at ev 7 = V; a's quantum 2 is
+    // trimmed to the 1 unit, so its deadline is 7 + 1 = 8, level with b's, and the tie goes to "a" < "b".
+    // Judged by its untrimmed quantum a would sit at 9 and b would take the last unit.
+    roundIs(
+      [edge("b", { gauge: [2n, 0n], demand: [29n, 1n] }), edge("a", { gauge: [3n, 0n], demand: [22n, 2n] })],
+      { quantum: 6n },
+      10n,
+      ["b:1", "b:1", "a:2", "b:1", "b:1", "a:2", "b:1", "a:1"],
+    );
+  });
+
+  it("after the first winner moves on, the earliest eligible deadline is found among the rest", () => {
+    // Seven edges, given out of id order. g (ev 0, weight 3) takes 8 first; then V = 85/21 and the eligible
+    // deadlines are a 3 + 2/(3/2) = 13/3, e 4 + 1 = 5, g 8/3 + 8/3 = 16/3, c 3 + 4 = 7, b 0 + 6/(1/2) = 12:
+    // a wins, then e, then g. (Planted: the tree's rotation without refreshing the new subtree root's
+    // earliest deadline hides a, and e, g and b are granted instead.)
+    roundIs(
+      [
+        edge("c", { gauge: [3n, 0n], demand: [18n, 4n] }),
+        edge("b", { w: [1n, 2n], gauge: [0n, 0n], demand: [13n, 6n] }),
+        edge("d", { w: 2n, gauge: [7n, 0n], demand: [21n, 3n] }),
+        edge("e", { gauge: [4n, 0n], demand: [1n, 1n] }),
+        edge("f", { w: [3n, 2n], gauge: [6n, 0n], demand: [26n, 13n] }),
+        edge("g", { w: 3n, gauge: [0n, 0n], demand: [21n, 9n] }),
+        edge("a", { w: [3n, 2n], gauge: [3n, 0n], demand: [3n, 2n] }),
+      ],
+      { quantum: 8n },
+      19n,
+      ["g:8", "a:2", "e:1", "g:8"],
+    );
+  });
+});
+
+/** A tree node `id` with key `key` and deadline `deadline`. */
+function node(id: string, key: bigint, deadline: bigint): DeadlineNode {
+  const n = { key, deadline, id, left: null, right: null, height: 1 } as unknown as DeadlineNode;
+  n.best = n;
+  return n;
+}
+
+/**
+ * Runs `ops` ("+id key deadline" inserts, "-id" removals) and, after each, checks `earliestEligible(t)` at
+ * every threshold from below the least key to the greatest against a scan of the live nodes: the smallest
+ * `(deadline, id)` with `key ≤ t`, or null.
+ */
+function treeAgreesWithScan(ops: readonly string[]): void {
+  const tree = new DeadlineTree();
+  const live = new Map<string, DeadlineNode>();
+  for (const op of ops) {
+    const [what, a, b] = op.split(" ");
+    const id = what!.slice(1);
+    if (what!.startsWith("+")) {
+      const n = node(id, BigInt(a!), BigInt(b!));
+      tree.insert(n);
+      live.set(id, n);
+    } else {
+      tree.remove(live.get(id)!);
+      live.delete(id);
+    }
+    const keys = [...live.values()].map((n) => n.key);
+    const lo = keys.reduce((m, k) => (k < m ? k : m), 0n) - 1n;
+    const hi = keys.reduce((m, k) => (k > m ? k : m), 0n);
+    for (let t = lo; t <= hi; t++) {
+      let want: DeadlineNode | null = null;
+      for (const n of live.values()) {
+        if (n.key > t) continue;
+        if (want === null || n.deadline < want.deadline || (n.deadline === want.deadline && n.id < want.id)) want = n;
+      }
+      expect(tree.earliestEligible(t)?.id ?? null, `after ${op}, threshold ${t}`).toBe(want?.id ?? null);
+    }
+    expect(tree.size).toBe(live.size);
+  }
+}
+
+describe("DeadlineTree: the earliest eligible deadline survives every rebalancing", () => {
+  it("a left-heavy insert rotates right and the new subtree root still knows its subtree's earliest deadline", () => {
+    // Inserting key 1 under 4 under 10 rotates 4 up; the earliest deadline at or below 16 is n11's 6, not n4's 8.
+    treeAgreesWithScan(["+n9 16 8", "+n11 10 6", "+n10 17 4", "+n3 4 9", "+n4 1 8"]);
+  });
+
+  it("after a right rotation, a node removed from the tree is never answered", () => {
+    // The rotation moves the old root down; its cached earliest deadline must be recomputed, or n0 (deadline 1)
+    // is still reported at threshold 18 after its removal.
+    treeAgreesWithScan(["+n4 18 13", "+n2 4 10", "+n7 1 6", "+n1 14 7", "+n3 18 6", "+n5 11 15", "+n0 8 1", "-n0"]);
+  });
+});
