@@ -4,16 +4,19 @@
  * runs it, or `HEDDLE_GAP_STORE=wal`: the log store on the I/O pool); clients write continuously to the leader and
  * every member publishes a snapshot of its state every `HEDDLE_GAP_EVERY` applied indexes. Prints one JSON line:
  * the leader's compactions, the longest silence from a leader towards a follower that overlaps one of its own
- * compactions, the longest silence overall, how many times leadership moved, writes/s, and the CPU-seconds used.
+ * compactions, the longest silence overall, the longest own compaction (saveSnapshot through discardThrough), the
+ * longest event-loop stall (`monitorEventLoopDelay`: a stall silences every member whatever the driver does), how
+ * many times leadership was taken and why leaders stepped down (trace), writes/s, and the CPU-seconds used. `HEDDLE_GAP_SLOW_SNAPSHOT_MS` adds that
+ * many ms (a timer, not CPU) to every `saveSnapshot`, standing in for a slow disk.
  *
  * Usage: node packages/governed/bench/compaction-gap.ts [seconds=20]
  *   env HEDDLE_GAP_STORE=sqlite|wal, HEDDLE_GAP_EVERY (default 400), HEDDLE_GAP_STATE_KB (default 2048),
- *   HEDDLE_GAP_CLIENTS (default 16)
+ *   HEDDLE_GAP_CLIENTS (default 16), HEDDLE_GAP_SLOW_SNAPSHOT_MS (default 0)
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { performance } from "node:perf_hooks";
+import { monitorEventLoopDelay, performance } from "node:perf_hooks";
 import { MemoryNetwork, realTimers } from "@heddle/seam";
 import { raftChannelTransport, raftNode, sqliteRaftStorage, walRaftStorage } from "../src/index.ts";
 import type { ClusterConfig, RaftNode, RaftStorage, RaftTransport } from "../src/index.ts";
@@ -24,6 +27,7 @@ const store = process.env.HEDDLE_GAP_STORE === "wal" ? "wal" : "sqlite";
 const every = Number(process.env.HEDDLE_GAP_EVERY ?? 400);
 const stateKb = Number(process.env.HEDDLE_GAP_STATE_KB ?? 2048);
 const clients = Number(process.env.HEDDLE_GAP_CLIENTS ?? 16);
+const slowSnapshotMs = Number(process.env.HEDDLE_GAP_SLOW_SNAPSHOT_MS ?? 0);
 const ids = ["n1", "n2", "n3"];
 const cluster: ClusterConfig = { voters: ids, learners: [] };
 const dir = mkdtempSync(join(tmpdir(), "heddle-compaction-gap-"));
@@ -41,6 +45,7 @@ const members = new Map<string, Watched>();
 let longestDuringCompaction = 0;
 let longestOverall = 0;
 let leaderChanges = 0;
+const stepDowns: Record<string, number> = {};
 
 const overlapsCompaction = (w: Watched, from: number, to: number): boolean =>
   (w.compactingSince !== null && w.compactingSince < to) || w.compactions.some((c) => c.start < to && c.end > from);
@@ -79,6 +84,7 @@ function watchedStorage(id: string, inner: RaftStorage): RaftStorage {
     saveSnapshot: async (s) => {
       const w = members.get(id)!;
       w.compactingSince = performance.now();
+      if (slowSnapshotMs > 0) await new Promise((r) => setTimeout(r, slowSnapshotMs));
       await inner.saveSnapshot(s);
     },
     discardThrough: async (i) => {
@@ -106,6 +112,9 @@ for (const id of ids) {
       w.lastSend.clear();
     }
   });
+  void (async () => {
+    for await (const t of node.trace) if (t.type === "stepDown") stepDowns[t.reason] = (stepDowns[t.reason] ?? 0) + 1;
+  })();
   void (async () => {
     for await (const c of node.committedFrom(1)) {
       w.kv.apply(c);
@@ -135,6 +144,8 @@ async function client(c: number): Promise<void> {
   }
 }
 
+const loop = monitorEventLoopDelay({ resolution: 10 });
+loop.enable();
 const cpu0 = process.cpuUsage();
 const t0 = performance.now();
 const running = Array.from({ length: clients }, (_, c) => client(c));
@@ -142,17 +153,22 @@ await sleep(seconds * 1000);
 stop = true;
 const elapsed = (performance.now() - t0) / 1000;
 const cpu = process.cpuUsage(cpu0);
+loop.disable();
 await Promise.race([Promise.all(running), sleep(2000)]);
-const leaderCompactions = [...members.values()].reduce((n, w) => n + w.compactions.length, 0);
+const all = [...members.values()].flatMap((w) => w.compactions);
 console.log(JSON.stringify({
   store,
   seconds: Math.round(elapsed),
   snapshotEvery: every,
   stateKb,
-  compactions: leaderCompactions,
+  slowSnapshotMs,
+  compactions: all.length,
+  longestCompactionMs: Math.round(Math.max(0, ...all.map((c) => c.end - c.start))),
   longestSilenceDuringCompactionMs: Math.round(longestDuringCompaction),
   longestSilenceMs: Math.round(longestOverall),
+  longestLoopStallMs: Math.round(loop.max / 1e6),
   leaderships: leaderChanges,
+  stepDowns,
   writesPerSec: Math.round(writes / elapsed),
   cpuSeconds: Math.round((cpu.user + cpu.system) / 1e4) / 100,
 }));
