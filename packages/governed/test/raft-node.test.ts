@@ -7,6 +7,7 @@ import { DatabaseSync } from "node:sqlite";
 import { MemoryNetwork, seededRandom } from "@heddle/seam";
 import { VirtualTimers } from "@heddle/seam/testing";
 import {
+  decodeMessage,
   LeadershipLostError,
   LeadershipTransferError,
   memoryRaftStorage,
@@ -18,7 +19,7 @@ import {
   sqliteRaftStorage,
   walRaftStorage,
 } from "../src/index.ts";
-import type { ClusterConfig, Committed, LogEntry, RaftNode, RaftStorage } from "../src/index.ts";
+import type { ClusterConfig, Committed, LogEntry, Message, RaftNode, RaftStorage, RaftTransport } from "../src/index.ts";
 import { KvMachine, kvCommand } from "./support/kv-machine.ts";
 
 const tick = (): Promise<void> => new Promise((r) => setImmediate(r));
@@ -38,10 +39,24 @@ class Cluster {
     this.net = new MemoryNetwork({ timers: this.timers, random: seededRandom(seed * 1000), faults: { dropRate: 0, duplicateRate: 0, delayMs: [1, 3] } });
   }
 
-  /** Starts `id` (again, after `net.crash(id)`, when it ran before) over `storage`. */
-  add(id: string, cluster: ClusterConfig, storage: RaftStorage = memoryRaftStorage()): RaftNode {
+  /** Starts `id` (again, after `net.crash(id)`, when it ran before) over `storage`; `sent` sees each frame it sends. */
+  add(id: string, cluster: ClusterConfig, storage: RaftStorage = memoryRaftStorage(), sent?: (to: string, m: Message) => void): RaftNode {
     const seam = this.nodes.has(id) ? this.net.restart(id) : this.net.join(id);
-    const node = raftNode({ cluster, transport: raftChannelTransport(seam), storage, timers: this.timers, random: seededRandom(this.seed * 1000 + id.charCodeAt(1)) });
+    const inner = raftChannelTransport(seam);
+    const transport: RaftTransport = sent === undefined ? inner : {
+      self: inner.self,
+      peers: inner.peers,
+      get maxPayloadBytes() {
+        return inner.maxPayloadBytes;
+      },
+      onFrame: (fn) => inner.onFrame(fn),
+      send: (to, frame) => {
+        const m = decodeMessage(frame);
+        if (m !== null) sent(to, m);
+        inner.send(to, frame);
+      },
+    };
+    const node = raftNode({ cluster, transport, storage, timers: this.timers, random: seededRandom(this.seed * 1000 + id.charCodeAt(1)) });
     this.nodes.set(id, node);
     this.stores.set(id, storage);
     const kv = new KvMachine();
@@ -87,6 +102,38 @@ class Cluster {
 }
 
 const ABC: ClusterConfig = { voters: ["n1", "n2", "n3"], learners: [] };
+
+/**
+ * An in-memory store that logs its calls, records any call that starts while another is still running (the
+ * driver must never overlap them), and — while `hold.on` — keeps each `saveSnapshot` pending until released.
+ */
+function watchedStore(overlaps: string[]): { store: RaftStorage; base: ReturnType<typeof memoryRaftStorage>; calls: string[]; hold: { on: boolean; release: (() => void)[] } } {
+  const base = memoryRaftStorage();
+  const calls: string[] = [];
+  const hold = { on: false, release: [] as (() => void)[] };
+  let busy: string | null = null;
+  const run = async (name: string, write: () => Promise<void>, held = false): Promise<void> => {
+    if (busy !== null) overlaps.push(`${name} started while ${busy} ran`);
+    busy = name;
+    calls.push(name);
+    try {
+      if (held) await new Promise<void>((r) => hold.release.push(r));
+      await write();
+    } finally {
+      busy = null;
+    }
+  };
+  const store: RaftStorage = {
+    load: () => base.load(),
+    saveTermAndVote: (t, v) => run(`term ${t}`, () => base.saveTermAndVote(t, v)),
+    append: (es) => run(`append ${es.map((e) => e.index).join(",")}`, () => base.append(es)),
+    truncateFrom: (i) => run(`truncateFrom ${i}`, () => base.truncateFrom(i)),
+    saveSnapshot: (sn) => run(`saveSnapshot ${sn.lastIndex}`, () => base.saveSnapshot(sn), hold.on),
+    discardThrough: (i) => run(`discardThrough ${i}`, () => base.discardThrough(i)),
+    close: () => base.close(),
+  };
+  return { store, base, calls, hold };
+}
 
 describe("raftNode driver", () => {
   it("elects, commits from leader and follower (forwarding), and streams each committed index once, in order", async () => {
@@ -355,6 +402,97 @@ describe("raftNode driver", () => {
     expect(c.nodes.get("n1")!.refusedFrames().get("undecodable")).toBe(2);
     const leader = c.leader()!;
     await c.settle(leader.propose(kvCommand({ op: "put", key: "still", value: "fine" }), null));
+    for (const n of c.nodes.values()) await n.close();
+  });
+
+  it("a leader's own compaction runs in the background: while its snapshot write is slow it keeps sending, and no follower campaigns (issue 15)", async () => {
+    const c = new Cluster(19);
+    const overlaps: string[] = [];
+    const stores = new Map<string, ReturnType<typeof watchedStore>>();
+    const sends: { at: number; from: string; to: string }[] = [];
+    for (const id of ABC.voters) {
+      const w = watchedStore(overlaps);
+      stores.set(id, w);
+      c.add(id, ABC, w.store, (to) => sends.push({ at: c.timers.now(), from: id, to }));
+    }
+    await c.until(() => c.leader() !== undefined);
+    const leader = c.leader()!;
+    for (let i = 0; i < 10; i++) await c.settle(leader.propose(kvCommand({ op: "put", key: `k${i}`, value: "v" }), null));
+    const kv = c.kvs.get(leader.id)!;
+    await c.until(() => kv.applied === leader.commitIndex.get());
+    const through = kv.applied;
+    const lw = stores.get(leader.id)!;
+    lw.hold.on = true;
+    const roles = new Map([...c.nodes].map(([id, n]) => [id, n.role.get()] as const));
+    const roleChanges: string[] = [];
+    const start = c.timers.now();
+    leader.publishSnapshot({ throughIndex: through, state: kv.snapshot() });
+    // three of the longest election timeouts (virtual time) with the snapshot write held; a proposal arrives meanwhile
+    let during: Promise<{ index: number }> | null = null;
+    for (let t = 0; t < 900; t++) {
+      if (t === 100) during = leader.propose(kvCommand({ op: "put", key: "during", value: "hold" }), null);
+      await c.run(1);
+      for (const [id, n] of c.nodes) {
+        if (n.role.get() === roles.get(id)) continue;
+        roleChanges.push(`${id}: ${roles.get(id)} -> ${n.role.get()} at +${c.timers.now() - start} ms`);
+        roles.set(id, n.role.get());
+      }
+    }
+    expect(lw.hold.release.length, "the snapshot write was in flight all along").toBe(1);
+    for (const f of ABC.voters.filter((id) => id !== leader.id)) {
+      const at = [start, ...sends.filter((x) => x.from === leader.id && x.to === f && x.at >= start).map((x) => x.at), c.timers.now()];
+      const silence = Math.max(...at.slice(1).map((t, i) => t - at[i]!));
+      expect(silence, `longest silence towards ${f} (virtual ms)`).toBeLessThan(150); // electionTimeoutMinMs
+    }
+    expect(roleChanges, "a follower campaigned or the leader stepped down during the compaction").toEqual([]);
+    // the entry proposed meanwhile commits on the followers' copies while the leader's own append waits its turn
+    const d = await c.settle(during!);
+    expect(lw.hold.release.length).toBe(1);
+    lw.hold.on = false;
+    for (const r of lw.hold.release.splice(0)) r();
+    await c.run(50);
+    const disk = lw.base.snapshotOf();
+    expect(disk.snapshot?.lastIndex).toBe(through);
+    expect(disk.entries.every((e) => e.index > through)).toBe(true);
+    expect(disk.entries.map((e) => e.index)).toContain(d.index);
+    // in the order the core asked for, one at a time: the snapshot, the discard, then the later append
+    const calls = lw.calls;
+    const save = calls.indexOf(`saveSnapshot ${through}`);
+    expect(calls[save + 1]).toBe(`discardThrough ${through}`);
+    const written = calls.findIndex((x) => x.startsWith("append ") && x.slice(7).split(",").map(Number).includes(d.index));
+    expect(written).toBeGreaterThan(save + 1);
+    expect(overlaps).toEqual([]);
+    for (const n of c.nodes.values()) await n.close();
+  });
+
+  it("a follower acknowledges an InstallSnapshot only once the snapshot is durable: that write stays blocking", async () => {
+    const c = new Cluster(23);
+    for (const id of ABC.voters) c.add(id, ABC);
+    await c.until(() => c.leader() !== undefined);
+    const leader = c.leader()!;
+    for (let i = 0; i < 20; i++) await c.settle(leader.propose(kvCommand({ op: "put", key: `k${i}`, value: "v" }), null));
+    const kv = c.kvs.get(leader.id)!;
+    await c.until(() => kv.applied === leader.commitIndex.get());
+    leader.publishSnapshot({ throughIndex: kv.applied, state: kv.snapshot() });
+    await c.run(20);
+    const overlaps: string[] = [];
+    const w = watchedStore(overlaps);
+    w.hold.on = true;
+    const acks: boolean[] = [];
+    c.add("n4", { voters: [], learners: [] }, w.store, (_to, m) => {
+      if (m.type === "snapshotReply") acks.push(m.done);
+    });
+    const joined = leader.changeMembership({ voters: ABC.voters, learners: ["n4"] });
+    await c.until(() => w.hold.release.length === 1);
+    await c.run(500); // the leader re-sends the snapshot meanwhile
+    expect(acks.includes(true), "acknowledged before the snapshot was durable").toBe(false);
+    w.hold.on = false;
+    for (const r of w.hold.release.splice(0)) r();
+    await c.until(() => acks.includes(true));
+    await c.settle(joined);
+    await c.until(() => c.kvs.get("n4")!.applied >= leader.commitIndex.get());
+    expect(c.kvs.get("n4")!.stateText()).toBe(kv.stateText());
+    expect(overlaps).toEqual([]);
     for (const n of c.nodes.values()) await n.close();
   });
 

@@ -1,7 +1,7 @@
 /** The named Raft regression tests of governed.md §5.3, as deterministic interaction scripts on the pure core. */
 import { describe, expect, it } from "vitest";
 import { seededRandom } from "@heddle/seam";
-import { raftConfig, RaftConfigError, RaftCore, RaftRestoreError } from "../src/index.ts";
+import { isLocalStep, raftConfig, RaftConfigError, RaftCore, RaftRestoreError } from "../src/index.ts";
 import type { ClusterConfig, LogEntry, PersistedState, RaftTraceEvent } from "../src/index.ts";
 import { kvCommand } from "./support/kv-machine.ts";
 import { isolate, persistReady, Script } from "./support/script.ts";
@@ -872,6 +872,27 @@ describe("§5.3 snapshots and compaction", () => {
     expect(rd.messages[0]!.message).toMatchObject({ type: "snapshotReply", done: true, lastIndex: 5 });
     expect(f.floor).toBe(0);
     expect(f.commitIndex).toBe(10);
+  });
+
+  it("the node's own compaction is marked local; an install in the same ready supersedes it, so local steps never touch what the install writes", () => {
+    const f = lone("f", ["a", "f", "c"]);
+    f.step("a", append(1, 0, 0, Array.from({ length: 10 }, (_, i) => e(i + 1, 1)), 5));
+    f.advance(f.ready()); // applies 1..5
+    expect(f.compact(3, new Uint8Array([3]))).toBe(true);
+    let rd = f.ready();
+    expect(rd.storage.map((op) => [op.op, isLocalStep(op)])).toEqual([["snapshot", true], ["discardThrough", true]]);
+    f.advance(rd);
+    expect(f.compact(5, new Uint8Array([5]))).toBe(true);
+    f.step("a", { type: "snapshot", term: 1, lastIndex: 12, lastTerm: 1, config: null, total: 3, offset: 0, data: new Uint8Array([1, 2, 3]) });
+    rd = f.ready();
+    expect(rd.storage.some(isLocalStep)).toBe(false);
+    expect(rd.storage.map((op) => op.op)).toEqual(["snapshot", "truncateFrom", "discardThrough"]);
+    expect(rd.storage[0]).toMatchObject({ op: "snapshot", snapshot: { lastIndex: 12 } });
+    expect(rd.storage[1]).toEqual({ op: "truncateFrom", index: 6 });
+    expect(rd.storage[2]).toEqual({ op: "discardThrough", index: 12 });
+    expect(rd.messages.map((m) => m.message)).toContainEqual(expect.objectContaining({ type: "snapshotReply", done: true }));
+    f.advance(rd);
+    expect(f.floor).toBe(12);
   });
 
   it("a restart in the middle of compaction restores the same state at every crash point", () => {

@@ -8,7 +8,8 @@
  * order (each durable before the next), then send `messages`, then hand `committed` to the state machine, then
  * call `advance`. `earlyMessages` (a leader's AppendEntries/InstallSnapshot when no term/vote change is pending)
  * may be sent before persisting: the leader counts itself toward commitment only once `advance` reports its own
- * append durable (R-R4), so overlapping the leader's fsync with the followers' is safe.
+ * append durable (R-R4), so overlapping the leader's fsync with the followers' is safe. Storage steps marked
+ * `local` (the node's own compaction, `StorageOp`) may be written after the messages, in the background.
  */
 import { APPEND_OVERHEAD_BYTES, entryBytes, forwardBytes, SNAPSHOT_OVERHEAD_BYTES } from "./codec.ts";
 import type { RaftConfig } from "./config.ts";
@@ -36,12 +37,25 @@ export type Outcome =
   | { readonly id: number; readonly ok: true; readonly index: LogIndex; readonly term: number }
   | { readonly id: number; readonly ok: false; readonly refusal: RaftRefusal };
 
-/** One storage step, to be made durable in order. */
+/**
+ * One storage step, to be made durable in order. `local` marks this node's own compaction (`compact`): a snapshot
+ * of applied — hence committed — state and the discard of the log prefix it covers. Nothing this node sends, and
+ * nothing it counts toward commitment, depends on those two being durable: until the snapshot is saved the
+ * entries stay durable in the log, and the prefix is discarded only after. A ready's local steps touch only
+ * indexes at or below the applied index, which none of its other steps touch (appends and truncations lie above
+ * the commit index; an install drops the compaction it supersedes), so the driver may write them after the
+ * ready's other steps and its messages — in the background, still one storage call at a time and in ready order.
+ */
 export type StorageOp =
-  | { readonly op: "snapshot"; readonly snapshot: StoredSnapshot }
-  | { readonly op: "discardThrough"; readonly index: LogIndex }
+  | { readonly op: "snapshot"; readonly snapshot: StoredSnapshot; readonly local?: true }
+  | { readonly op: "discardThrough"; readonly index: LogIndex; readonly local?: true }
   | { readonly op: "truncateFrom"; readonly index: LogIndex }
   | { readonly op: "append"; readonly entries: readonly LogEntry[] };
+
+/** True for a step of this node's own compaction (`local`, see `StorageOp`). */
+export function isLocalStep(op: StorageOp): boolean {
+  return (op.op === "snapshot" || op.op === "discardThrough") && op.local === true;
+}
 
 /** Everything the driver must do for one turn of the core. */
 export interface Ready {
@@ -505,7 +519,7 @@ export class RaftCore {
     const snap: StoredSnapshot = { lastIndex: throughIndex, lastTerm, config: this.#configAt(throughIndex), state };
     this.#log = this.#log.slice(throughIndex - this.floor);
     this.#snapshot = snap;
-    this.#ops.push({ op: "snapshot", snapshot: snap }, { op: "discardThrough", index: throughIndex });
+    this.#ops.push({ op: "snapshot", snapshot: snap, local: true }, { op: "discardThrough", index: throughIndex, local: true });
     this.#emit({ type: "compacted", throughIndex });
     return true;
   }
@@ -667,11 +681,12 @@ export class RaftCore {
 
   /**
    * True when `rd` (just taken) may be acknowledged before its writes are durable — leader pipelining: a leader's
-   * ready with no hard state whose storage is appends alone. Its messages may all go out at once (none depends on
-   * the leader's own durability: the leader counts itself toward commitment only once told, R-R4).
+   * ready with no hard state whose storage is appends (and its own `local` compaction) alone. Its messages may all
+   * go out at once (none depends on the leader's own durability: the leader counts itself toward commitment only
+   * once told, R-R4).
    */
   pipelinable(rd: Ready): boolean {
-    return this.#state === "leader" && rd.hardState === null && rd.storage.length > 0 && rd.storage.every((op) => op.op === "append");
+    return this.#state === "leader" && rd.hardState === null && rd.storage.some((op) => op.op === "append") && rd.storage.every((op) => op.op === "append" || isLocalStep(op));
   }
 
   /**
@@ -687,7 +702,9 @@ export class RaftCore {
     for (const op of rd.storage) {
       if (op.op === "append" && op.entries.length > 0) p = op.entries[op.entries.length - 1]!.index;
       else if (op.op === "truncateFrom") p = Math.min(p, op.index - 1);
-      else if (op.op === "snapshot") p = Math.max(p, op.snapshot.lastIndex);
+      // a local compaction may still be in flight (written in the background), and it covers only committed
+      // indexes: it never adds to what this node counts as its own durable log
+      else if (op.op === "snapshot" && op.local !== true) p = Math.max(p, op.snapshot.lastIndex);
     }
     p = Math.min(p, this.#truncFloorSinceReady - 1, this.lastIndex);
     this.#persistedLast = Math.max(this.#persistedLast, p);
@@ -1335,6 +1352,9 @@ export class RaftCore {
   #install(s: StoredSnapshot): void {
     const keep = s.lastIndex <= this.lastIndex && this.termAt(s.lastIndex) === s.lastTerm;
     const oldFloor = this.floor;
+    // a compaction not yet taken is superseded (s.lastIndex > commit >= applied >= its index): dropping it keeps
+    // the ready's local steps free of any index this install writes, so they may still be written after it
+    this.#ops = this.#ops.filter((op) => !isLocalStep(op));
     this.#ops.push({ op: "snapshot", snapshot: s });
     if (keep) {
       this.#log = this.#log.slice(s.lastIndex - oldFloor);

@@ -11,14 +11,24 @@
  * sync is still running; appends queued meanwhile go to storage as one call. The leader counts its own entries
  * toward commitment only once written (`appendsDurable`). Every other ready waits for those writes, then
  * persists, then sends — storage calls are never concurrent and stay in order.
+ *
+ * Compaction in the background (issue 15): a node's own compaction (`saveSnapshot` + `discardThrough` of a
+ * snapshot its state machine published, the `local` steps of a ready) is queued behind the pipelined appends and
+ * written like them, while the node keeps sending. No message depends on it: the snapshot covers applied, hence
+ * committed, entries that stay durable in the log until the snapshot is saved, and the prefix is discarded only
+ * after (R-P4); the leader never counts it toward commitment. Blocking it silenced a leader for a whole snapshot
+ * write (711 ms under load in a process test) — no heartbeats, so followers timed out and took over. What does
+ * depend on a snapshot write stays blocking: a follower's acknowledgement of an InstallSnapshot is sent only once
+ * the installed snapshot is durable (those steps are not `local`). A later ready that must persist before it
+ * sends waits for every queued write first, so storage calls still never overlap and stay in ready order.
  */
 import { WatchCell } from "@heddle/seam";
 import type { Timers, Watch } from "@heddle/seam";
 import { decodeMessage, encodeMessage } from "./codec.ts";
 import { raftConfig } from "./config.ts";
 import type { RaftConfig } from "./config.ts";
-import { RaftCore } from "./core.ts";
-import type { Outcome, RaftRefusal, Ready } from "./core.ts";
+import { isLocalStep, RaftCore } from "./core.ts";
+import type { Outcome, RaftRefusal, Ready, StorageOp } from "./core.ts";
 import {
   InvalidMembershipError,
   LeadershipLostError,
@@ -34,7 +44,7 @@ import type { RaftStorage } from "./storage.ts";
 import type { RaftTraceEvent } from "./trace.ts";
 import type { RaftTransport } from "./transport.ts";
 import { sameConfig } from "./types.ts";
-import type { ClusterConfig, Committed, LogEntry, LogIndex, NodeId, ProposalKey, Role } from "./types.ts";
+import type { ClusterConfig, Committed, HardState, LogEntry, LogIndex, NodeId, ProposalKey, Role } from "./types.ts";
 
 /** Most trace events buffered for a slow `trace` reader; older ones are dropped (and counted). */
 export const MAX_TRACE_BUFFER = 4096;
@@ -124,6 +134,14 @@ function errorFor(r: RaftRefusal): Error {
   }
 }
 
+/**
+ * Storage work acknowledged before it is durable: a leader's pipelined appends (the ready, and the term it was
+ * taken in) or a node's own compaction steps.
+ */
+type DeferredWrite =
+  | { readonly kind: "append"; readonly rd: Ready; readonly term: number }
+  | { readonly kind: "compaction"; readonly ops: readonly StorageOp[] };
+
 interface Pending {
   resolve(o: Outcome & { ok: true }): void;
   reject(e: Error): void;
@@ -147,9 +165,10 @@ class Driver implements RaftNode {
   #closed = false;
   #scheduled = false;
   #running: Promise<void> | null = null;
-  /** Leader readies acknowledged before their appends are durable (pipelining), oldest first. */
-  readonly #appendQueue: { rd: Ready; term: number }[] = [];
-  #appendWriter: Promise<void> | null = null;
+  /** Writes acknowledged before they are durable (pipelined appends, own compactions), oldest first. */
+  readonly #deferred: DeferredWrite[] = [];
+  /** The deferred write in flight, if any: at most one storage call runs at a time. */
+  #writer: Promise<void> | null = null;
   #tickHandle: unknown = null;
   #nextId = 1;
   readonly #pending = new Map<number, Pending>();
@@ -226,24 +245,29 @@ class Driver implements RaftNode {
     while (!this.#closed && core.hasReady()) {
       core.setMaxMessageBytes(this.#o.transport.maxPayloadBytes ?? this.#cfg.maxMessageBytes);
       const rd = core.ready();
+      // the node's own compaction goes after the ready's other steps (they never touch its indexes, `StorageOp`)
+      const compaction = rd.storage.filter(isLocalStep);
       if (core.pipelinable(rd)) {
         // leader pipelining: send at once, write in the background; the next ready need not wait for this sync
         for (const env of rd.earlyMessages) this.#o.transport.send(env.to, encodeMessage(env.message));
-        this.#appendQueue.push({ rd, term: core.term });
-        this.#writeAppends();
+        this.#deferred.push({ kind: "append", rd, term: core.term });
+        if (compaction.length > 0) this.#deferred.push({ kind: "compaction", ops: compaction });
+        this.#writeDeferred();
         for (const env of rd.messages) this.#o.transport.send(env.to, encodeMessage(env.message));
         for (const t of rd.trace) this.#pushTrace(t);
         core.advance(rd, { appendsPending: true });
         this.#afterReady(rd);
         continue;
       }
+      const now = compaction.length > 0 ? rd.storage.filter((op) => !isLocalStep(op)) : rd.storage;
       try {
         for (const env of rd.earlyMessages) this.#o.transport.send(env.to, encodeMessage(env.message));
-        if (rd.hardState !== null || rd.storage.length > 0) {
-          // storage calls stay in the order the readies were taken (a ready that writes nothing need not wait:
-          // its commits were counted from durable copies, and only a leader has appends in flight)
-          await this.#appendsWritten();
-          await this.#persist(rd);
+        if (rd.hardState !== null || now.length > 0) {
+          // storage calls stay in the order the readies were taken (a ready that writes nothing before it sends
+          // need not wait: its commits were counted from durable copies, and what is queued is pipelined
+          // appends, which only a leader has, and compactions, which nothing sent depends on)
+          await this.#deferredWritten();
+          await this.#persist(rd.hardState, now);
         }
       } catch (e) {
         this.#failStop(e as Error);
@@ -251,6 +275,10 @@ class Driver implements RaftNode {
       }
       if (this.#closed) return;
       for (const env of rd.messages) this.#o.transport.send(env.to, encodeMessage(env.message));
+      if (compaction.length > 0) {
+        this.#deferred.push({ kind: "compaction", ops: compaction });
+        this.#writeDeferred();
+      }
       for (const t of rd.trace) this.#pushTrace(t);
       core.advance(rd);
       this.#afterReady(rd);
@@ -258,39 +286,51 @@ class Driver implements RaftNode {
   }
 
   /**
-   * Writes the queued leader appends: everything queued while the previous write was in flight goes in one
-   * storage call (group commit across pipelined readies), then the core hears which are durable.
+   * Writes the deferred storage work, one call at a time, oldest first: pipelined appends queued together (while
+   * the previous call was in flight) go in one storage call (group commit across readies), after which the core
+   * hears which are durable; a compaction's steps run in their order.
    */
-  #writeAppends(): void {
-    if (this.#appendWriter !== null || this.#appendQueue.length === 0 || this.#closed) return;
-    const batch = this.#appendQueue.splice(0);
-    const entries: LogEntry[] = [];
-    for (const { rd } of batch) for (const op of rd.storage) if (op.op === "append") for (const e of op.entries) entries.push(e);
-    this.#appendWriter = this.#o.storage.append(entries).then(
+  #writeDeferred(): void {
+    if (this.#writer !== null || this.#deferred.length === 0 || this.#closed) return;
+    let write: Promise<void>;
+    let appended: { rd: Ready; term: number }[] = [];
+    const head = this.#deferred[0]!;
+    if (head.kind === "append") {
+      let n = 1;
+      while (n < this.#deferred.length && this.#deferred[n]!.kind === "append") n++;
+      appended = this.#deferred.splice(0, n) as { rd: Ready; term: number }[];
+      const entries: LogEntry[] = [];
+      for (const { rd } of appended) for (const op of rd.storage) if (op.op === "append") for (const e of op.entries) entries.push(e);
+      write = this.#o.storage.append(entries);
+    } else {
+      this.#deferred.shift();
+      write = this.#persist(null, head.ops);
+    }
+    this.#writer = write.then(
       () => {
-        this.#appendWriter = null;
+        this.#writer = null;
         if (this.#closed || this.#core === null) return;
-        for (const b of batch) this.#core.appendsDurable(b.rd, b.term);
-        this.#writeAppends();
-        this.#schedule();
+        for (const b of appended) this.#core.appendsDurable(b.rd, b.term);
+        this.#writeDeferred();
+        if (appended.length > 0) this.#schedule();
       },
       (e: unknown) => {
-        this.#appendWriter = null;
+        this.#writer = null;
         this.#failStop(e as Error);
       },
     );
   }
 
-  /** Resolves once no pipelined append is queued or being written. */
-  async #appendsWritten(): Promise<void> {
-    while (this.#appendWriter !== null) await this.#appendWriter;
+  /** Resolves once no deferred write is queued or being written. */
+  async #deferredWritten(): Promise<void> {
+    while (this.#writer !== null) await this.#writer;
     if (this.#fatal !== null) throw this.#fatal;
   }
 
-  async #persist(rd: Ready): Promise<void> {
+  async #persist(hardState: HardState | null, ops: readonly StorageOp[]): Promise<void> {
     const s = this.#o.storage;
-    if (rd.hardState !== null) await s.saveTermAndVote(rd.hardState.term, rd.hardState.votedFor);
-    for (const op of rd.storage) {
+    if (hardState !== null) await s.saveTermAndVote(hardState.term, hardState.votedFor);
+    for (const op of ops) {
       switch (op.op) {
         case "snapshot":
           await s.saveSnapshot(op.snapshot);
@@ -474,7 +514,7 @@ class Driver implements RaftNode {
     this.#deliverWaiters.clear();
     this.#traceWaiters.clear();
     if (this.#running !== null) await this.#running.catch(() => {});
-    if (this.#appendWriter !== null) await this.#appendWriter.catch(() => {});
+    if (this.#writer !== null) await this.#writer.catch(() => {});
     await this.#o.storage.close();
   }
 }
