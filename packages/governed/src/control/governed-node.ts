@@ -67,6 +67,11 @@ export interface GovernedOptions {
    * the log prefix; `0` never compacts. Default {@link DEFAULT_SNAPSHOT_EVERY}.
    */
   readonly snapshotEvery?: number;
+  /**
+   * Extension: applied indexes an `idem:` client's outcome is remembered for (`ControlStateOptions`); default
+   * `DEFAULT_IDEMPOTENCY_WINDOW`. It decides outcomes, so it MUST be equal on every peer of the log, like `claims`.
+   */
+  readonly idempotencyWindow?: number;
 }
 
 /** What `revoke` answers in v1: it reclaims nothing, always (governed.md §3.12). */
@@ -179,7 +184,8 @@ function validateOptions(o: GovernedOptions): void {
  */
 export function heddleGoverned(opts: GovernedOptions): GovernedHeddleNode {
   validateOptions(opts);
-  const state = new ControlState({ root: opts.root, claims: opts.claims }); // RangeError on a bad claims option
+  // RangeError on a bad claims option or window
+  const state = new ControlState({ root: opts.root, claims: opts.claims, ...(opts.idempotencyWindow === undefined ? {} : { idempotencyWindow: opts.idempotencyWindow }) });
   const node = heddleStatic({ seam: opts.seam, self: opts.self, root: opts.root, supply: new Map(), topology: [], config: opts.config });
   return new GovernedNode(opts, state, node);
 }
