@@ -135,9 +135,9 @@ describe("idem: retention (examples)", () => {
     expect(d.st.mintedTotal()).toBe(1n);
   });
 
-  it("the default window is 100 000 indexes and a window below 1 is refused", () => {
+  it("the default window is 10 000 indexes and a window below 1 is refused", () => {
     expect(state().keyRetention()).toEqual({ entries: DEFAULT_IDEMPOTENCY_WINDOW, forgottenThrough: 0, sessions: 0 });
-    expect(DEFAULT_IDEMPOTENCY_WINDOW).toBe(100_000);
+    expect(DEFAULT_IDEMPOTENCY_WINDOW).toBe(10_000);
     expect(() => state(0)).toThrow(RangeError);
     expect(() => state(1.5)).toThrow(RangeError);
   });

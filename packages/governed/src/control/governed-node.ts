@@ -69,7 +69,7 @@ export interface GovernedOptions {
   readonly snapshotEvery?: number;
   /**
    * Extension: applied indexes an `idem:` client's outcome is remembered for (`ControlStateOptions`); default
-   * `DEFAULT_IDEMPOTENCY_WINDOW`. It decides outcomes, so it MUST be equal on every peer of the log, like `claims`.
+   * `DEFAULT_IDEMPOTENCY_WINDOW` (10 000). It decides outcomes, so it MUST be equal on every peer of the log, like `claims`.
    */
   readonly idempotencyWindow?: number;
 }
