@@ -513,7 +513,7 @@ export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
     });
     return { appliedIndex: cv.appliedIndex, mintedTotal: cv.mintedTotal().toString(), minted: toWire(cv.minted()), edges };
   });
-  app.get(`${API_PREFIX}/control/outcome`, { schema: { ...tags("control"), summary: "The outcome of an earlier act, by ProposalKey or Idempotency-Key", querystring: S.OutcomeQuery } }, async (req, reply) => {
+  app.get(`${API_PREFIX}/control/outcome`, { schema: { ...tags("control"), summary: "The outcome of an earlier act, by ProposalKey or Idempotency-Key (an Idempotency-Key is remembered for the last 10 000 control-log entries)", querystring: S.OutcomeQuery } }, async (req, reply) => {
     const cp = ctx.control;
     if (cp === null) return reply.code(409).send(STATIC_MODE);
     const q = req.query as { client?: string; seq?: string; idempotencyKey?: string };
