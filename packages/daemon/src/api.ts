@@ -513,7 +513,7 @@ export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
     });
     return { appliedIndex: cv.appliedIndex, mintedTotal: cv.mintedTotal().toString(), minted: toWire(cv.minted()), edges };
   });
-  app.get(`${API_PREFIX}/control/outcome`, { schema: { ...tags("control"), summary: "The outcome of an earlier act, by ProposalKey or Idempotency-Key", querystring: S.OutcomeQuery } }, async (req, reply) => {
+  app.get(`${API_PREFIX}/control/outcome`, { schema: { ...tags("control"), summary: "The outcome of an earlier act, by ProposalKey or Idempotency-Key (an Idempotency-Key is remembered for the last 10 000 control-log entries)", querystring: S.OutcomeQuery } }, async (req, reply) => {
     const cp = ctx.control;
     if (cp === null) return reply.code(409).send(STATIC_MODE);
     const q = req.query as { client?: string; seq?: string; idempotencyKey?: string };
@@ -521,7 +521,19 @@ export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
     if (q.idempotencyKey !== undefined) key = proposalKeyOf(q.idempotencyKey);
     else if (q.client !== undefined && q.seq !== undefined) key = { client: q.client, seq: Number(q.seq) };
     else return sendInvalid(reply, "querystring", [{ field: "idempotencyKey", problem: "give idempotencyKey, or client and seq" }]);
-    const o = cp.controlView().outcomeOf(key);
+    const cv = cp.controlView();
+    const o = cv.outcomeOf(key);
+    const kr = cv.keyRetention?.();
+    if (o === "unknown" && q.idempotencyKey !== undefined && kr !== undefined) {
+      // an Idempotency-Key is remembered for the last N entries only, and nothing of a forgotten one is kept:
+      // "never used" and "forgotten" look alike once anything was forgotten, so say which it can be
+      const retention = { entries: kr.entries, forgottenThrough: kr.forgottenThrough, appliedIndex: cv.appliedIndex };
+      const message =
+        kr.forgottenThrough === 0
+          ? "no act was applied under this Idempotency-Key on this peer's applied prefix"
+          : `no outcome recorded under this Idempotency-Key in the last ${kr.entries} control-log entries: it was never used, or used at an index ≤ ${kr.forgottenThrough} and forgotten; a call with it now is a new act`;
+      return reply.code(404).send({ error: "not-found", message, key, retention });
+    }
     if (o === "unknown" || o === "pruned") return reply.code(404).send({ error: "not-found", message: `no recorded outcome for this key (${o})`, key });
     return { key, outcome: toWire(o) };
   });

@@ -86,6 +86,11 @@ export interface ControlView {
   mintedTotal(): bigint;
   readonly roster: RosterView;
   outcomeOf(key: ProposalKey): ControlOutcome | "unknown" | "pruned";
+  /**
+   * How long `Idempotency-Key` sessions (`idem:` clients) are remembered: the last `entries` applied indexes;
+   * everything recorded at or below `forgottenThrough` is gone; `sessions` are held now (governed README).
+   */
+  keyRetention?(): { readonly entries: number; readonly forgottenThrough: number; readonly sessions: number };
 }
 
 /** The Raft member's state, for status and leader transfer. */

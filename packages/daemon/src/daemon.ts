@@ -56,6 +56,12 @@ export interface StartDaemonOptions {
    * that isolates HTTP cost from fsync cost with `memoryStore()`). Not settable from a config file.
    */
   readonly store?: HeddleStore;
+  /**
+   * How many control-log entries an `Idempotency-Key` is remembered for (`GovernedOptions.idempotencyWindow`,
+   * default 10 000). Embedding only (tests that cross the window): it decides outcomes, so every peer of a cluster
+   * must use the same value, which is why no config file sets it.
+   */
+  readonly idempotencyWindow?: number;
 }
 
 /** A running daemon. */
@@ -212,7 +218,7 @@ export async function startDaemon(configOrPath: DaemonConfig | string, opts: Sta
         data = node;
         partitionEvents = node.partitionEvents;
       } else {
-        const peer = await startGovernedPeer({ heddleGoverned, seam, self: ReplicaId(self), mode, storeDir: config.storeDir, config: nodeConfigOf(config, store), logger });
+        const peer = await startGovernedPeer({ heddleGoverned, seam, self: ReplicaId(self), mode, storeDir: config.storeDir, config: nodeConfigOf(config, store), logger, ...(opts.idempotencyWindow === undefined ? {} : { idempotencyWindow: opts.idempotencyWindow }) });
         cleanups.push(() => peer.close());
         data = peer.node;
         control = peer.control;

@@ -4,7 +4,7 @@
 import { randomUUID } from "node:crypto";
 import { join } from "node:path";
 import type { AttachmentId, AttachmentRecord, ReplicaId } from "@heddle/ledger";
-import { raftChannelTransport, raftNode, sqliteRaftStorage, type ControlLog, type EtcdControlLog, type RaftNode, type RaftStorage } from "@heddle/governed";
+import { IDEMPOTENCY_CLIENT_PREFIX, raftChannelTransport, raftNode, sqliteRaftStorage, type ControlLog, type EtcdControlLog, type RaftNode, type RaftStorage } from "@heddle/governed";
 import { realTimers, WatchCell, type EventStream, type HeddleConfig, type PartitionEvent, type Seam, type Watch } from "@heddle/node";
 import { claimsWithReadRefusals, type ReadRefusalCounts } from "./claims-at-read.ts";
 import type { GovernedMode } from "./config.ts";
@@ -26,7 +26,7 @@ export interface GovernedNodeLike
 }
 
 /** `heddleGoverned`'s signature (governed.md §2.1), as the daemon calls it. */
-export type HeddleGovernedFn = (opts: { seam: Seam; self: ReplicaId; root: GovernedMode["root"]; config: HeddleConfig; raft: ControlLog; incarnation: string }) => GovernedNodeLike;
+export type HeddleGovernedFn = (opts: { seam: Seam; self: ReplicaId; root: GovernedMode["root"]; config: HeddleConfig; raft: ControlLog; incarnation: string; idempotencyWindow?: number }) => GovernedNodeLike;
 
 /** An error the API maps to 409 `refused` with `refusal.kind = "not-leader"`. */
 export class NotLeaderHereError extends Error {
@@ -124,6 +124,8 @@ export async function startGovernedPeer(o: {
   storeDir: string;
   config: HeddleConfig;
   logger: Logger;
+  /** Tests only: `GovernedOptions.idempotencyWindow` (default 10 000; equal on every peer). */
+  idempotencyWindow?: number;
 }): Promise<GovernedPeer> {
   const term = new WatchCell(0);
   // The daemon never changes the Raft membership at run time, so its configured voters and learners are every member
@@ -138,6 +140,9 @@ export async function startGovernedPeer(o: {
     config: o.mode.raft,
     defer: (fn) => void setImmediate(fn),
     admit: (from) => members.has(from),
+    // an Idempotency-Key's outcome is forgotten after its window while its entry may still be in the log: its
+    // retries are appended and answered by the control state, never pointed at an entry nobody can answer for
+    coalesce: (key) => !key.client.startsWith(IDEMPOTENCY_CLIENT_PREFIX),
   });
   try {
     await raft.started;
@@ -147,7 +152,7 @@ export async function startGovernedPeer(o: {
   }
   let node: GovernedNodeLike;
   try {
-    node = o.heddleGoverned({ seam: o.seam, self: o.self, root: o.mode.root, config: o.config, raft, incarnation: randomUUID() });
+    node = o.heddleGoverned({ seam: o.seam, self: o.self, root: o.mode.root, config: o.config, raft, incarnation: randomUUID(), ...(o.idempotencyWindow === undefined ? {} : { idempotencyWindow: o.idempotencyWindow }) });
   } catch (e) {
     await raft.close().catch(() => {});
     throw e;

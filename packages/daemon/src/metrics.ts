@@ -188,6 +188,8 @@ export class DaemonMetrics {
         g["applied"]!.set(ai);
         g["lag"]!.set(Math.max(0, ci - ai));
         g["claimsHeld"]!.set(r.control.claims.view().open().length);
+        const kr = r.control.controlView().keyRetention?.();
+        if (kr !== undefined) g["idemSessions"]!.set(kr.sessions);
         const rp = r.control.claimsReadPath?.();
         if (rp !== undefined) {
           setCounter(c["claimsTakes"]!, { path: "refused-at-read" }, rp.refusedAtRead);
@@ -211,6 +213,7 @@ export class DaemonMetrics {
         lag: new Gauge({ name: "heddle_raft_apply_lag", help: "Committed but not yet applied entries (commit index − applied index)", registers }),
         role: new Gauge({ name: "heddle_raft_role", help: "1 for this member's current Raft role", labelNames: ["role"], registers }),
         claimsHeld: new Gauge({ name: "heddle_claims_held", help: "Claims held in the replicated claims table (local applied prefix)", registers }),
+        idemSessions: new Gauge({ name: "heddle_idempotency_sessions", help: "Idempotency-Key sessions the control state remembers (outcomes within the last N control-log entries)", registers }),
       });
       this.#counters["raftRefused"] = new Counter({ name: "heddle_raft_frames_refused_total", help: "Raft frames (channel 4) this member refused, by reason (governed.md §4.12; not-member: a roster peer outside the Raft membership)", labelNames: ["reason"], registers });
       this.#counters["leaderChanges"] = new Counter({ name: "heddle_raft_leader_changes_total", help: "Times this member saw the leader change (a new leader after another, or after none)", registers });

@@ -50,8 +50,8 @@ export type { GovernedOptions, GovernedHeddleNode, GovernedClaims, RevocationSea
 export { heddleGoverned, DEFAULT_CALL_TIMEOUT_MS, DEFAULT_SNAPSHOT_EVERY, PROPOSE_ATTEMPTS, PROPOSE_ATTEMPT_TIMEOUT_MS, PROPOSE_RETRY_BACKOFF_MS } from "./control/governed-node.ts";
 export type { CallOptions } from "./control/call-arguments.ts";
 export type { ControlLog } from "./control/control-log.ts";
-export type { ControlView, ControlStateOptions, AppliedStep } from "./control/control-state.ts";
-export { ControlState, CONTROL_STATE_FORMAT, mintIdOf } from "./control/control-state.ts";
+export type { ControlView, ControlStateOptions, AppliedStep, KeyRetention } from "./control/control-state.ts";
+export { ControlState, CONTROL_STATE_FORMAT, mintIdOf, IDEMPOTENCY_CLIENT_PREFIX, DEFAULT_IDEMPOTENCY_WINDOW } from "./control/control-state.ts";
 export type { ControlOutcome, ControlConflict, ClaimsResult, Amount } from "./control/outcome.ts";
 export { outcomeJson, outcomeFromJson, OutcomeDecodeError } from "./control/outcome.ts";
 export type { ControlEnvelope, ControlCommand, EncodedLedgerFragment, DecodedEntry } from "./control/envelope.ts";

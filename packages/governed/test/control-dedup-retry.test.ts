@@ -4,9 +4,11 @@
  * with the index of the entry that already carries the key. When that entry was applied here before the retry
  * began, no later apply step will ever name the key again, so the retry must be answered from the outcome recorded
  * at that index — not left waiting for an apply that never comes (it used to time out with `OutcomeUnknownError`).
+ * An `idem:` key's outcome is forgotten past its retention window while its entry can still be in the log, so a
+ * Raft node under the daemon leaves `idem:` keys out of the cache, and one that does not fails such a retry at once.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { OutcomeUnknownError } from "../src/index.ts";
+import { IDEMPOTENCY_CLIENT_PREFIX, OutcomeUnknownError } from "../src/index.ts";
 import type { ControlOutcome, ProposalKey } from "../src/index.ts";
 import { GovernedCluster, r } from "./support/governed-cluster.ts";
 import type { GovPeer } from "./support/governed-cluster.ts";
@@ -102,5 +104,50 @@ describe("keyed retries coalesced by the leader's dedup cache (R-D4) resolve fro
     await c.run(100);
     expect(carrying(leader, k)).toBe(2); // the misuse's retry was coalesced with the misuse's entry
     expect(leader.gov.controlView().mintedTotal()).toBe(5n);
+  }, 60_000);
+});
+
+describe("idem: keys past their retention window meet the leader's dedup cache", () => {
+  const WINDOW = 3;
+  const idemCluster = (seed: number, coalesce?: (k: ProposalKey) => boolean): GovernedCluster => {
+    const c = new GovernedCluster({ seed, voters: ["n1", "n2", "n3"], idempotencyWindow: WINDOW, ...(coalesce === undefined ? {} : { coalesce }) });
+    cleanups.push(() => c.shutdown());
+    return c;
+  };
+  /** `n` more applied control entries, none under an idem: key. */
+  const push = async (c: GovernedCluster, p: GovPeer, n: number): Promise<void> => {
+    for (let i = 0; i < n; i++) expect((await c.settle(p.gov.enroll(r("n1")))).kind).toBe("applied");
+  };
+
+  it("with idem: keys left out of the cache (as the daemon builds it), a late retry is appended, decided anew, and mints nothing twice", async () => {
+    const c = idemCluster(51, (k) => !k.client.startsWith(IDEMPOTENCY_CLIENT_PREFIX));
+    const leader = await c.elect();
+    const key = { client: "idem:late", seq: 1 };
+    const first = await c.settle(leader.gov.mint(r("n1"), 100n, { key }));
+    expect(first).toMatchObject({ kind: "applied", noop: false });
+    // a retry in flight or just applied is appended too, and replays the recorded outcome
+    expect(await c.settle(leader.gov.mint(r("n1"), 100n, { key, timeoutMs: 3_000 }), 5_000)).toEqual(first);
+    expect(carrying(leader, key)).toBe(2);
+    await push(c, leader, WINDOW + 1);
+    expect(leader.gov.controlView().outcomeOf(key)).toBe("unknown");
+    const late = await c.settle(leader.gov.mint(r("n1"), 100n, { key, timeoutMs: 3_000 }), 5_000);
+    expect(late).toMatchObject({ kind: "applied", noop: true, mintId: first.kind === "applied" ? first.mintId : "" });
+    expect(late.index).toBeGreaterThan(first.index!);
+    for (const p of c.live()) expect(p.gov.controlView().mintedTotal()).toBe(100n);
+  }, 60_000);
+
+  it("with a cache that coalesces idem: keys, a late retry pointed at a forgotten entry fails at once with OutcomeUnknownError saying why", async () => {
+    const c = idemCluster(52);
+    const leader = await c.elect();
+    const key = { client: "idem:late", seq: 1 };
+    const first = await c.settle(leader.gov.mint(r("n1"), 100n, { key }));
+    await push(c, leader, WINDOW + 1);
+    const started = c.timers.now();
+    const late = leader.gov.mint(r("n1"), 100n, { key, timeoutMs: 20_000 });
+    await expect(c.settle(late, 25_000)).rejects.toThrow(OutcomeUnknownError);
+    await expect(late).rejects.toThrow(new RegExp(`coalesced this retry with the entry at ${first.index}`));
+    expect(c.timers.now() - started).toBeLessThan(20_000); // answered, not timed out
+    expect(carrying(leader, key)).toBe(1);
+    for (const p of c.live()) expect(p.gov.controlView().mintedTotal()).toBe(100n);
   }, 60_000);
 });

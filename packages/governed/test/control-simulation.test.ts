@@ -21,7 +21,7 @@ async function run(seed: number, o: { runMs?: number; operators?: number } = {})
 
 describe("control-plane simulation: 3 voters + 2 learners, faults, keyed retries (governed.md §5.2, §5.4 C14)", () => {
   it(`keeps equal ControlStates at equal indexes, converges, mints exactly what was acknowledged, never overlaps grants, and stays linearizable over ${SEEDS} seeds`, async () => {
-    const totals = { runs: 0, applied: 0, commands: 0, acked: 0, conflicts: 0, unknownRetried: 0, crashes: 0, installs: 0, syncs: 0, grants: 0, dataPlaneGrants: 0 };
+    const totals = { runs: 0, applied: 0, commands: 0, acked: 0, conflicts: 0, unknownRetried: 0, crashes: 0, installs: 0, syncs: 0, grants: 0, dataPlaneGrants: 0, idemKeys: 0, idemHeld: 0, idemRedecided: 0 };
     for (let seed = FIRST; seed < FIRST + SEEDS; seed++) {
       const r = await run(seed);
       totals.runs++;
@@ -40,6 +40,9 @@ describe("control-plane simulation: 3 voters + 2 learners, faults, keyed retries
       expect(totals.syncs).toBeGreaterThan(totals.runs);
       expect(totals.grants).toBeGreaterThan(totals.runs);
       expect(totals.dataPlaneGrants).toBeGreaterThan(totals.runs);
+      // idem: sessions were forgotten while the states stayed equal
+      expect(totals.idemKeys).toBeGreaterThan(totals.runs);
+      expect(totals.idemHeld).toBeLessThan(totals.idemKeys / 2);
     }
   }, 120_000 + SEEDS * 20_000);
 

@@ -238,4 +238,17 @@ describe("the cache coalesces only the exact command (R-D4: a key reused for a d
     expect(d.lookup(key, Uint8Array.of(1, 2), at)).toBeUndefined();
     expect(d.lookup(key, new Uint8Array(0), at)).toBeUndefined();
   });
+
+  it("coalesces only the keys its predicate admits: the others are neither remembered nor answered", () => {
+    const d = new ProposalDedup(8, (k) => !k.client.startsWith("idem:"));
+    const entry = (index: number, client: string): LogEntry => ({ index, term: 1, kind: "app", key: { client, seq: 1 }, command: Uint8Array.of(index), stampedAt: 0 });
+    const kept = entry(1, "w");
+    const skipped = entry(2, "idem:x");
+    d.remember(kept);
+    d.remember(skipped);
+    expect(d.size).toBe(1);
+    const at = (i: number): LogEntry | undefined => [kept, skipped][i - 1];
+    expect(d.lookup(kept.key, kept.command, at)).toBe(kept);
+    expect(d.lookup(skipped.key, skipped.command, at)).toBeUndefined();
+  });
 });

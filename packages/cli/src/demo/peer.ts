@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { readFileSync } from "node:fs";
 import { AttachmentId, GroupId, ReplicaId, Weight } from "@heddle/ledger";
 import type { EntitlementLedger } from "@heddle/ledger";
-import { heddleGoverned, OutcomeUnknownError, raftChannelTransport, raftNode, sqliteRaftStorage } from "@heddle/governed";
+import { heddleGoverned, IDEMPOTENCY_CLIENT_PREFIX, OutcomeUnknownError, raftChannelTransport, raftNode, sqliteRaftStorage } from "@heddle/governed";
 import type { CallOptions, ControlOutcome, GovernedHeddleNode, RaftNode } from "@heddle/governed";
 import {
   edgeId,
@@ -112,6 +112,8 @@ async function main(): Promise<void> {
       timers: realTimers,
       random,
       defer: setImmediate,
+      // the HTTP API's Idempotency-Key retries are answered by the control state, never by the leader's cache
+      coalesce: (key) => !key.client.startsWith(IDEMPOTENCY_CLIENT_PREFIX),
     });
     gov = heddleGoverned({ seam, self: ReplicaId(seam.self), root: GroupId(ROOT), config, raft, incarnation: crypto.randomUUID(), snapshotEvery: 256 });
     node = gov;

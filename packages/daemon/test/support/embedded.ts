@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { HeddleClient } from "@heddle/client";
-import { initCluster, loadConfig, silentLogger, startDaemon, type DaemonConfig, type InitOptions, type RunningDaemon } from "../../src/index.ts";
+import { initCluster, loadConfig, silentLogger, startDaemon, type DaemonConfig, type InitOptions, type RunningDaemon, type StartDaemonOptions } from "../../src/index.ts";
 
 /** `config` with its API and libp2p on port 0 (the OS picks free ports). */
 export function onEphemeralPorts(c: DaemonConfig): DaemonConfig {
@@ -11,11 +11,11 @@ export function onEphemeralPorts(c: DaemonConfig): DaemonConfig {
 }
 
 /** A one-peer static cluster in a temp folder, running in-process; `close()` stops it and removes the folder. */
-export async function soloDaemon(init: Partial<InitOptions> = {}, patch: (c: DaemonConfig) => DaemonConfig = (c) => c) {
+export async function soloDaemon(init: Partial<InitOptions> = {}, patch: (c: DaemonConfig) => DaemonConfig = (c) => c, start: Omit<StartDaemonOptions, "logger"> = {}) {
   const dir = mkdtempSync(join(tmpdir(), "heddle-daemon-test-"));
   const [peer] = await initCluster({ dir: join(dir, "c"), peers: 1, mode: "static", ...init });
   const config = patch(onEphemeralPorts(loadConfig(peer!.config)));
-  const daemon: RunningDaemon = await startDaemon(config, { logger: silentLogger });
+  const daemon: RunningDaemon = await startDaemon(config, { logger: silentLogger, ...start });
   const client = new HeddleClient({ url: daemon.url, token: daemon.token });
   return {
     dir,

@@ -27,11 +27,46 @@ import type { RosterTransition, RosterView } from "./roster.ts";
 /** The format tag of a `ControlState` snapshot; a decoder refuses any other. */
 export const CONTROL_STATE_FORMAT = "heddle-control-state/1";
 
+/**
+ * The prefix of windowed clients: a session whose client starts with it is remembered only while its recorded
+ * outcomes are among the last `idempotencyWindow` applied indexes (see `ControlState`). The daemon maps each HTTP
+ * `Idempotency-Key` to one such client (`idem:<sha256 prefix>`, seq 1), so a keyed call costs one session each.
+ */
+export const IDEMPOTENCY_CLIENT_PREFIX = "idem:";
+
+/**
+ * How many applied indexes a windowed client's outcome is remembered for, by default: a retry under an
+ * `idem:` key within the last 10 000 control-log entries replays its outcome, an older one is a new call. Measured
+ * (governed README): a session costs ~205 B of snapshot and ~10–16 µs of decode CPU, so 10 000 caps them near 2 MB
+ * — below the 4.0 MB the crash trials reached unbounded — where 100 000 would allow 20 MB; and 10 000 entries of a
+ * low-rate control log are hours of retries (the daemon remembers as many reserve results).
+ */
+export const DEFAULT_IDEMPOTENCY_WINDOW = 10_000;
+
 /** The construction constants every peer of one log shares (governed.md §3.5). */
 export interface ControlStateOptions {
   readonly root: GroupId;
   /** The replicated claims table's options; identical on every peer, unchanged for the life of the log. */
   readonly claims?: ClaimsOptions;
+  /**
+   * Extension: applied indexes an `idem:` client's outcome is remembered for (≥ 1; default
+   * {@link DEFAULT_IDEMPOTENCY_WINDOW}). It decides outcomes (a retry past it is a new act), so like `root` and
+   * `claims` it MUST be equal on every peer and unchanged for the life of the log; a snapshot does not carry it.
+   */
+  readonly idempotencyWindow?: number;
+}
+
+/** What the state remembers of windowed (`idem:`) clients now: `ControlState.keyRetention()`. */
+export interface KeyRetention {
+  /** The window: an `idem:` outcome is remembered while its index is among the last `entries` applied. */
+  readonly entries: number;
+  /**
+   * Every `idem:` outcome recorded at an index ≤ this is forgotten (`max(0, appliedIndex − entries)`); 0 means
+   * none ever was, so an `idem:` key without an outcome was never used in this log.
+   */
+  readonly forgottenThrough: LogIndex;
+  /** `idem:` sessions held now (each holds at least one outcome inside the window). */
+  readonly sessions: number;
 }
 
 /** The read-only view of the applied prefix (governed.md §2.2). Reads are of the local applied prefix, not linearizable. */
@@ -44,8 +79,13 @@ export interface ControlView {
   minted(): ReadonlyMap<MintId, MintRecord>;
   mintedTotal(): Amount;
   readonly roster: RosterView;
-  /** The recorded outcome of `key`; `'pruned'` once its client's floor passed it; `'unknown'` if not applied here. */
+  /**
+   * The recorded outcome of `key`; `'pruned'` once its client's floor passed it; `'unknown'` if not applied here —
+   * or, for an `idem:` client, recorded at an index ≤ `keyRetention().forgottenThrough` and forgotten since.
+   */
   outcomeOf(key: ProposalKey): ControlOutcome | "unknown" | "pruned";
+  /** Extension: the retention window of `idem:` clients and what it holds now. */
+  keyRetention(): KeyRetention;
 }
 
 /** What applying one committed item did: the effects the shell carries out, in order, within the same step. */
@@ -100,6 +140,21 @@ export function mintIdOf(key: ProposalKey): MintId {
   return MintId(`mint:${key.client}:${key.seq}`);
 }
 
+/** A recorded outcome of a windowed client, in the order its index was applied. */
+interface WindowedOutcome {
+  readonly index: LogIndex;
+  readonly client: string;
+  readonly seq: number;
+}
+
+function windowOf(v: number | undefined): number {
+  if (v === undefined) return DEFAULT_IDEMPOTENCY_WINDOW;
+  if (!Number.isSafeInteger(v) || v < 1) throw new RangeError(`idempotencyWindow: must be a safe integer ≥ 1, got ${v}`);
+  return v;
+}
+
+const windowed = (client: string): boolean => client.startsWith(IDEMPOTENCY_CLIENT_PREFIX);
+
 function claimsOptionsOf(options: ClaimsOptions | undefined): ClaimsOptions {
   if (options?.scopeEnded !== undefined) {
     throw new RangeError("claims.scopeEnded: the replicated claims table has no scope liveness; a scope ends only by a committed releaseScope");
@@ -110,6 +165,23 @@ function claimsOptionsOf(options: ClaimsOptions | undefined): ClaimsOptions {
 /**
  * `ControlState` of governed.md §3.2. Mutated only by `apply`, in index order; two peers that applied the same
  * prefix hold equal states (`encode()` gives equal bytes — the property the simulations check after every step).
+ *
+ * Retention of windowed sessions (an extension of §3.10, whose "one record per process incarnation" does not hold
+ * for the daemon's one-session-per-`Idempotency-Key` mapping): after every apply step at index `i` (entry,
+ * internal, install), an outcome recorded under an `idem:` client at an index ≤ `i − window` is dropped, and an
+ * `idem:` session left without outcomes is deleted (its floor with it). The retained set is therefore a function
+ * of the recorded outcomes and `appliedIndex` alone — never of when a peer restored a snapshot or how often it
+ * applies — so a peer that replayed and one that installed a snapshot hold equal states; the rule reads only
+ * indexes already in `heddle-control-state/1` snapshots, so the format is unchanged and older snapshots (taken
+ * without pruning) restore as they are and converge at the next step. Each recorded outcome has its own index (the
+ * entry that decided it), so an index-ordered queue makes a step's pruning cost the number of outcomes it drops.
+ * A retry under a forgotten key is decided again as a new act: `mint` then finds its `mintIdOf(key)` already
+ * minted and answers a noop (never a second mint); the other verbs' own noop rules make most late duplicates
+ * harmless (governed README, "Idempotency-key retention"). Auto and explicit clients are untouched (§3.10).
+ *
+ * Why a window of indexes rather than a count of sessions or a clock: a count would make a busy period forget a
+ * quiet key sooner, and a clock is not an input to the state machine (§3.5); log indexes are, and "remembered for
+ * the last N control-log entries" is a promise an operator can check against `appliedIndex`.
  */
 export class ControlState implements ControlView {
   readonly root: GroupId;
@@ -125,6 +197,14 @@ export class ControlState implements ControlView {
   #projectionText: string | null = null;
   #roster = new Roster();
   #sessions = new Map<string, Session>();
+  readonly #window: number;
+  /** Outcomes recorded under windowed clients, by ascending index (some already dropped by a floor). */
+  #windowQueue: WindowedOutcome[] = [];
+  #windowHead = 0;
+  /** Windowed sessions held now. */
+  #windowedSessions = 0;
+  /** Windowed sessions a restored snapshot holds without outcomes: deleted by the next step's pruning. */
+  #emptyWindowed: string[] = [];
   #claims: ClaimsTable;
   #claimsNow = 0;
   #halted: ControlPlaneHaltedError | null = null;
@@ -133,6 +213,7 @@ export class ControlState implements ControlView {
     this.root = GroupId(options.root);
     this.#claimsOptions = claimsOptionsOf(options.claims);
     this.#claims = createClaims(this.#claimsOptions);
+    this.#window = windowOf(options.idempotencyWindow);
   }
 
   // ---------------------------------------------------------------------------------------------- reads
@@ -209,6 +290,10 @@ export class ControlState implements ControlView {
     return { kind: "conflict", index, key, conflict: { reason: "keyReuse", key } };
   }
 
+  keyRetention(): KeyRetention {
+    return { entries: this.#window, forgottenThrough: Math.max(0, this.appliedIndex - this.#window), sessions: this.#windowedSessions };
+  }
+
   /** What the session table holds for `client`: its floor and the highest recorded seq (the incarnation tripwire). */
   sessionOf(client: string): { readonly floor: number; readonly highestSeq: number } | undefined {
     const s = this.#sessions.get(client);
@@ -232,11 +317,18 @@ export class ControlState implements ControlView {
       switch (item.kind) {
         case "internal":
           this.#roster.advance(index);
+          this.#pruneWindow();
           return { index, kind: "internal", envelope: null, outcome: null, decided: false, publish: [], enrolled: [] };
-        case "install":
-          return this.#install(index, item.snapshot.state);
-        case "entry":
-          return this.#entry(item.entry);
+        case "install": {
+          const step = this.#install(index, item.snapshot.state);
+          this.#pruneWindow();
+          return step;
+        }
+        case "entry": {
+          const step = this.#entry(item.entry);
+          this.#pruneWindow();
+          return step;
+        }
       }
     } catch (e) {
       this.#halted = e instanceof ControlPlaneHaltedError ? e : new ControlPlaneHaltedError(index, e);
@@ -263,13 +355,18 @@ export class ControlState implements ControlView {
     if (s === undefined) {
       s = { floor: 0, outcomes: new Map() };
       this.#sessions.set(key.client, s);
+      if (windowed(key.client)) this.#windowedSessions++;
     }
     if (env.ackFloor > s.floor) {
       s.floor = env.ackFloor;
       for (const seq of [...s.outcomes.keys()]) if (seq < s.floor) s.outcomes.delete(seq);
     }
     // §3.3 step 5
-    if (key.seq < s.floor) return { ...none, outcome: { kind: "conflict", index, key, conflict: { reason: "stale", key } }, decided: false };
+    if (key.seq < s.floor) {
+      // a windowed session keeps nothing without an outcome (its floor goes with it)
+      if (s.outcomes.size === 0 && windowed(key.client)) this.#dropSession(key.client);
+      return { ...none, outcome: { kind: "conflict", index, key, conflict: { reason: "stale", key } }, decided: false };
+    }
     const digest = digestOf(env.cmd);
     const prior = s.outcomes.get(key.seq);
     if (prior !== undefined) {
@@ -278,6 +375,7 @@ export class ControlState implements ControlView {
     }
     const d2 = this.#decide(env, key, index, entry.stampedAt);
     s.outcomes.set(key.seq, { digest, outcome: d2.outcome });
+    if (windowed(key.client)) this.#windowQueue.push({ index, client: key.client, seq: key.seq });
     return { index, kind: "control", envelope: env, outcome: d2.outcome, decided: true, publish: d2.publish, enrolled: d2.enrolled };
   }
 
@@ -298,9 +396,17 @@ export class ControlState implements ControlView {
     const cmd: ControlCommand = env.cmd;
     switch (cmd.op) {
       case "mint": {
+        const id = mintIdOf(key);
+        // A mint id is minted once: the session answers a retry inside its window, but a windowed key past it (or a
+        // session record lost any other way) reaches here again. Same record → the act already happened (noop, with
+        // its id); another record under the same key → keyReuse, as the session would have answered.
+        const existing = this.#mints.get(id);
+        if (existing !== undefined) {
+          if (existing.holder === cmd.holder && existing.amount === cmd.amount) return applied([], { noop: true, mintId: id });
+          return conflict({ reason: "keyReuse", key });
+        }
         const total = this.#mintedTotal + cmd.amount;
         if (total > MAX) return conflict({ reason: "overflow", what: "mintedTotal" });
-        const id = mintIdOf(key);
         const patch = this.#project("mint", this.#projection.mint(id, this.root, cmd.holder, cmd.amount));
         this.#mints.set(id, Object.freeze({ root: this.root, holder: cmd.holder, amount: cmd.amount }));
         this.#mintedTotal = total;
@@ -442,6 +548,36 @@ export class ControlState implements ControlView {
     this.#projection = this.#projection.join(r.patch);
     this.#projectionText = null;
     return r.patch;
+  }
+
+  // ---------------------------------------------------------------------------------------------- retention
+
+  /** Drops windowed outcomes at indexes ≤ appliedIndex − window, and windowed sessions left without outcomes. */
+  #pruneWindow(): void {
+    for (const client of this.#emptyWindowed.splice(0)) {
+      const s = this.#sessions.get(client);
+      if (s !== undefined && s.outcomes.size === 0) this.#dropSession(client);
+    }
+    const through = this.appliedIndex - this.#window;
+    const q = this.#windowQueue;
+    let h = this.#windowHead;
+    while (h < q.length && q[h]!.index <= through) {
+      const w = q[h++]!;
+      const s = this.#sessions.get(w.client);
+      // the outcome may be gone already (a floor dropped it), or be a later one under the same key
+      if (s === undefined || s.outcomes.get(w.seq)?.outcome.index !== w.index) continue;
+      s.outcomes.delete(w.seq);
+      if (s.outcomes.size === 0) this.#dropSession(w.client);
+    }
+    if (h > 1024 && h * 2 > q.length) {
+      this.#windowQueue = q.slice(h);
+      h = 0;
+    }
+    this.#windowHead = h;
+  }
+
+  #dropSession(client: string): void {
+    if (this.#sessions.delete(client) && windowed(client)) this.#windowedSessions--;
   }
 
   // ---------------------------------------------------------------------------------------------- snapshots (R-S4)
@@ -590,6 +726,21 @@ export class ControlState implements ControlView {
     }
     const claimsNow = int(doc.claimsNow, "claimsNow");
     if (claims.now !== claimsNow) bad(`claimsNow ${claimsNow} differs from the claims table's now ${claims.now}`);
+    // the retention queue, rebuilt from the recorded indexes (a recorded outcome always carries its entry's index)
+    const queue: WindowedOutcome[] = [];
+    const emptyWindowed: string[] = [];
+    let windowedSessions = 0;
+    for (const [client, s] of sessions) {
+      if (!windowed(client)) continue;
+      windowedSessions++;
+      if (s.outcomes.size === 0) emptyWindowed.push(client);
+      for (const [seq, o] of s.outcomes) {
+        const at = o.outcome.index;
+        if (at === null || at > applied) return bad(`an outcome of ${client} recorded at index ${at}, applied through ${applied}`);
+        queue.push({ index: at, client, seq });
+      }
+    }
+    queue.sort((a, b) => a.index - b.index);
     this.#records = records;
     this.#lifecycle = lifecycle;
     this.#inbound = inbound;
@@ -599,6 +750,10 @@ export class ControlState implements ControlView {
     this.#projectionText = null;
     this.#roster = roster;
     this.#sessions = sessions;
+    this.#windowQueue = queue;
+    this.#windowHead = 0;
+    this.#windowedSessions = windowedSessions;
+    this.#emptyWindowed = emptyWindowed;
     this.#claims = claims;
     this.#claimsNow = claimsNow;
     if (this.stateText() !== text) bad("not the canonical encoding of the state it holds");

@@ -16,7 +16,7 @@ import type { ControlLog } from "./control-log.ts";
 import type { Committed, LogIndex, ProposalKey } from "../raft/types.ts";
 import { AUTO_CLIENT_PREFIX, amountArg, callOptionsArg, claimsStringArg, edgeArg, groupArg, recordArg, replicaArg, takeArg } from "./call-arguments.ts";
 import type { CallOptions } from "./call-arguments.ts";
-import { ControlState } from "./control-state.ts";
+import { ControlState, IDEMPOTENCY_CLIENT_PREFIX } from "./control-state.ts";
 import type { AppliedStep, ControlView } from "./control-state.ts";
 import { encodeEnvelope, MAX_CONTROL_ENTRY_BYTES } from "./envelope.ts";
 import type { ControlCommand } from "./envelope.ts";
@@ -67,6 +67,11 @@ export interface GovernedOptions {
    * the log prefix; `0` never compacts. Default {@link DEFAULT_SNAPSHOT_EVERY}.
    */
   readonly snapshotEvery?: number;
+  /**
+   * Extension: applied indexes an `idem:` client's outcome is remembered for (`ControlStateOptions`); default
+   * `DEFAULT_IDEMPOTENCY_WINDOW` (10 000). It decides outcomes, so it MUST be equal on every peer of the log, like `claims`.
+   */
+  readonly idempotencyWindow?: number;
 }
 
 /** What `revoke` answers in v1: it reclaims nothing, always (governed.md §3.12). */
@@ -179,7 +184,8 @@ function validateOptions(o: GovernedOptions): void {
  */
 export function heddleGoverned(opts: GovernedOptions): GovernedHeddleNode {
   validateOptions(opts);
-  const state = new ControlState({ root: opts.root, claims: opts.claims }); // RangeError on a bad claims option
+  // RangeError on a bad claims option or window
+  const state = new ControlState({ root: opts.root, claims: opts.claims, ...(opts.idempotencyWindow === undefined ? {} : { idempotencyWindow: opts.idempotencyWindow }) });
   const node = heddleStatic({ seam: opts.seam, self: opts.self, root: opts.root, supply: new Map(), topology: [], config: opts.config });
   return new GovernedNode(opts, state, node);
 }
@@ -498,7 +504,14 @@ class GovernedNode implements GovernedHeddleNode {
    */
   #answerFromRecord(key: ProposalKey, cmd: ControlCommand, index: LogIndex): void {
     const o = this.#state.replayOf(key, cmd, index);
-    if (o !== null) this.#resolve(key, o);
+    if (o !== null) return this.#resolve(key, o);
+    // an idem: outcome forgotten past its window while the leader's cache still pointed the retry at its entry
+    // (a Raft node built without `coalesce` excluding idem: keys): say so now rather than at the caller's timeout
+    if (key.client.startsWith(IDEMPOTENCY_CLIENT_PREFIX) && index <= this.#state.keyRetention().forgottenThrough) {
+      const ws = this.#waiters.get(keyId(key));
+      const why = `${cmd.op}: the log leader coalesced this retry with the entry at ${index}, whose outcome is older than the idempotency window (${this.#state.keyRetention().entries} entries) and forgotten; build the Raft node with coalesce excluding "${IDEMPOTENCY_CLIENT_PREFIX}" keys`;
+      for (const w of [...(ws ?? [])]) w.reject(new OutcomeUnknownError(why, key));
+    }
   }
 
   /** The incarnation tripwire (§3.10, R-D3): this process's auto client id holds a seq it never issued. */

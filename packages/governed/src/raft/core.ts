@@ -131,6 +131,8 @@ export interface RaftCoreOptions {
    * hostile — can neither move this member's term, lead it, win its vote nor have its proposals appended.
    */
   readonly admit?: (from: NodeId) => boolean;
+  /** Keys the leader's dedup cache (R-D4) may coalesce; default all (`ProposalDedup`). */
+  readonly coalesce?: (key: ProposalKey) => boolean;
 }
 
 const EMPTY = new Uint8Array(0);
@@ -211,7 +213,7 @@ export class RaftCore {
     this.#admit = o.admit;
     this.#now = o.now;
     this.#maxMessageBytes = o.config.maxMessageBytes;
-    this.#dedup = new ProposalDedup(o.config.maxDedupKeys);
+    this.#dedup = new ProposalDedup(o.config.maxDedupKeys, o.coalesce);
     this.#restore(o.persisted);
     this.#config = this.#bootstrap;
     this.#recomputeConfig();

@@ -25,9 +25,16 @@ function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
 export class ProposalDedup {
   readonly limit: number;
   readonly #index = new Map<string, LogIndex>();
+  readonly #coalesces: (key: ProposalKey) => boolean;
 
-  constructor(limit: number) {
+  /**
+   * `coalesces` picks the keys the cache may answer (default: all). A key whose state-machine record can be
+   * forgotten while its entry is still in the log (the control plane's `idem:` clients) must not be coalesced:
+   * the retry would be pointed at an entry whose outcome nobody can read any more.
+   */
+  constructor(limit: number, coalesces: (key: ProposalKey) => boolean = () => true) {
     this.limit = limit;
+    this.#coalesces = coalesces;
   }
 
   /** Number of keys remembered. */
@@ -37,7 +44,7 @@ export class ProposalDedup {
 
   /** Remembers `e` if it is a keyed application entry, forgetting the oldest key beyond the limit. */
   remember(e: LogEntry): void {
-    if (this.limit === 0 || e.kind !== "app" || e.key === null) return;
+    if (this.limit === 0 || e.kind !== "app" || e.key === null || !this.#coalesces(e.key)) return;
     const id = keyId(e.key);
     this.#index.delete(id);
     this.#index.set(id, e.index);

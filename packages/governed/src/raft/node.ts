@@ -103,6 +103,12 @@ export interface RaftNodeOptions {
   readonly defer?: (fn: () => void) => void;
   /** Who may speak Raft to this member; frames from anyone else are refused as `not-member` (`RaftCoreOptions.admit`). */
   readonly admit?: (from: NodeId) => boolean;
+  /**
+   * Keys the leader's dedup cache (R-D4) may coalesce; default all. Under `heddleGoverned`, pass
+   * `(k) => !k.client.startsWith(IDEMPOTENCY_CLIENT_PREFIX)`: an `idem:` outcome is forgotten after its window
+   * while its entry may still be in the log, and a retry coalesced with that entry could not be answered.
+   */
+  readonly coalesce?: (key: ProposalKey) => boolean;
 }
 
 function errorFor(r: RaftRefusal): Error {
@@ -193,7 +199,7 @@ class Driver implements RaftNode {
   async #start(): Promise<void> {
     const persisted = await this.#o.storage.load();
     if (this.#closed) throw new NodeShutdownError("closed before start");
-    this.#core = new RaftCore({ id: this.id, bootstrap: this.#o.cluster, persisted, config: this.#cfg, random: this.#o.random, now: this.#o.timers.now(), ...(this.#o.admit !== undefined ? { admit: this.#o.admit } : {}) });
+    this.#core = new RaftCore({ id: this.id, bootstrap: this.#o.cluster, persisted, config: this.#cfg, random: this.#o.random, now: this.#o.timers.now(), ...(this.#o.admit !== undefined ? { admit: this.#o.admit } : {}), ...(this.#o.coalesce !== undefined ? { coalesce: this.#o.coalesce } : {}) });
     this.#delivered = this.#core.floor;
     this.#unsubscribe = this.#o.transport.onFrame((from, frame) => this.#onFrame(from, frame));
     this.#tick();

@@ -2,7 +2,8 @@
  * A reference model of the control state machine (governed.md §3.3–3.4, §3.8, §3.10), written apart from
  * `ControlState` and as plainly as possible: plain maps, the decision table read top to bottom, no projection
  * ledger, no snapshot. The tests fold the same committed log into both and require the same outcome at every index
- * (§5.2 "Control linearizability (a)", §5.4 C14).
+ * (§5.2 "Control linearizability (a)", §5.4 C14). Retention of `idem:` clients is a full scan after every index:
+ * keep an outcome while its index is among the last `window` applied, and an `idem:` session while it keeps one.
  */
 import { createClaims } from "@heddle/claims";
 import type { ClaimsOptions, ClaimsTable } from "@heddle/claims";
@@ -28,9 +29,25 @@ export class ControlModel {
   readonly claims: ClaimsTable;
   claimsNow = 0;
 
-  constructor(root: string, claims: ClaimsOptions = {}) {
+  readonly window: number;
+
+  constructor(root: string, claims: ClaimsOptions = {}, window = Infinity) {
     this.root = root;
     this.claims = createClaims(claims);
+    this.window = window;
+  }
+
+  /** The `idem:` sessions held now, with the seqs of their outcomes. */
+  idemSessions(): Map<string, number[]> {
+    return new Map([...this.sessions].filter(([c]) => c.startsWith("idem:")).map(([c, s]) => [c, [...s.out.keys()].sort((a, b) => a - b)]));
+  }
+
+  #forget(): void {
+    for (const [client, s] of [...this.sessions]) {
+      if (!client.startsWith("idem:")) continue;
+      for (const [seq, r] of [...s.out]) if (r.outcome.index! <= this.applied - this.window) s.out.delete(seq);
+      if (s.out.size === 0) this.sessions.delete(client);
+    }
   }
 
   live(child: string): string[] {
@@ -42,6 +59,12 @@ export class ControlModel {
 
   /** Folds one committed application entry; returns the outcome of a keyed control entry, else null. */
   applyEntry(e: LogEntry): ControlOutcome | null {
+    const out = this.#entry(e);
+    this.#forget();
+    return out;
+  }
+
+  #entry(e: LogEntry): ControlOutcome | null {
     if (e.index !== this.applied + 1) throw new Error(`model: entry ${e.index} after ${this.applied}`);
     this.applied = e.index;
     const d = decodeEntry(e.command);
@@ -68,6 +91,7 @@ export class ControlModel {
   applyInternal(index: number): void {
     if (index !== this.applied + 1) throw new Error(`model: internal ${index} after ${this.applied}`);
     this.applied = index;
+    this.#forget();
   }
 
   decide(cmd: ControlCommand, proposer: string, key: ProposalKey, index: number, stampedAt: number): ControlOutcome {
@@ -75,8 +99,10 @@ export class ControlModel {
     const no = (conflict: object): ControlOutcome => ({ kind: "conflict", index, key, conflict }) as ControlOutcome;
     switch (cmd.op) {
       case "mint": {
-        if (this.total + cmd.amount > INT64_MAX) return no({ reason: "overflow", what: "mintedTotal" });
         const id = `mint:${key.client}:${key.seq}`;
+        const had = this.mints.get(id);
+        if (had) return had.holder === cmd.holder && had.amount === cmd.amount ? ok(true, { mintId: id }) : no({ reason: "keyReuse", key });
+        if (this.total + cmd.amount > INT64_MAX) return no({ reason: "overflow", what: "mintedTotal" });
         this.mints.set(id, { holder: cmd.holder, amount: cmd.amount });
         this.total += cmd.amount;
         return ok(false, { mintId: id });

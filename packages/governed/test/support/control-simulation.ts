@@ -6,14 +6,17 @@
  * generations of one child included, conflicting on purpose — enrolls, departs, claims and `sync()`s, through random
  * peers, retrying on `OutcomeUnknownError` with the same key. The data plane runs alongside (advertise, schedule,
  * reserve, complete). `ControlState` snapshots are published every few entries, so restarts and lagging learners
- * catch up by InstallSnapshot.
+ * catch up by InstallSnapshot. One operator keys every act the way the daemon maps an `Idempotency-Key` (its own
+ * `idem:` client, seq 1, ackFloor 0), and the `idem:` retention window is a few dozen entries, so sessions are
+ * forgotten while snapshots are taken and installed, and a retry can outlive its key's window.
  *
  * Checked on every apply of every peer: a peer that applied index `i` holds a `ControlState` equal to every other
  * peer's at `i`, and every index carries the same entry everywhere. Checked at the end: every peer applied the same
  * prefix and holds byte-identical ledgers; `mintedTotal()` equals the sum of the acknowledged mints exactly (every
  * unknown outcome is resolved by a keyed retry or a read first); the committed log replayed into the independent
  * reference model decides every entry as the peers did (C14); the history is linearizable (§5.2: outcomes equal the
- * model's, real-time order respected by index order, one decision per key, sync views include every act resolved
+ * model's, real-time order respected by index order, one decision per key — a second only for an `idem:` key whose
+ * first was forgotten before it —, sync views include every act resolved
  * before them; and the Porcupine-style checker over mints and `sync` reads of the total); no two granted claims
  * overlap at any index.
  */
@@ -46,6 +49,11 @@ export interface ControlSimResult {
   readonly syncs: number;
   readonly grants: number;
   readonly dataPlaneGrants: number;
+  /** `idem:` keys the idempotency operator used, and how many sessions the leader still holds at the end. */
+  readonly idemKeys: number;
+  readonly idemHeld: number;
+  /** `idem:` keys decided a second time because a retry came after their first outcome was forgotten. */
+  readonly idemRedecided: number;
 }
 
 export interface ControlSimOptions {
@@ -105,6 +113,9 @@ class Sim {
   dataPlaneGrants = 0;
   unknownRetried = 0;
   commands = 0;
+  readonly idempotencyWindow: number;
+  idemKeys = 0;
+  idemRedecided = 0;
 
   constructor(seed: number, o: ControlSimOptions) {
     this.seed = seed;
@@ -121,6 +132,8 @@ class Sim {
       faults,
       claims: CLAIMS,
       snapshotEvery: 8 + Math.floor(pr() * 24),
+      // half the seeds a window of 1–4 entries, so a keyed retry can outlive it; the others 5–44
+      idempotencyWindow: (this.idempotencyWindow = this.rnd() < 0.5 ? 1 + Math.floor(this.rnd() * 4) : 5 + Math.floor(this.rnd() * 40)),
       raft: { electionTimeoutMinMs: 100, electionTimeoutMaxMs: 200, heartbeatMs: 20, snapshotChunkBytes: 2_048 },
       wrapRaft: (id, raft) => this.observe(id, raft),
     });
@@ -255,8 +268,8 @@ class Sim {
    * A durable-key operator (client `op${n}`): each act under the next seq, retried with that key on any live peer
    * until its outcome is known; ackFloor = the lowest seq still unknown.
    */
-  async durableOperator(n: number): Promise<void> {
-    const client = `op${n}`;
+  async durableOperator(n: number, idem = false): Promise<void> {
+    const client = idem ? `op${n}-idem` : `op${n}`;
     for (let seq = 1; !this.stop; seq++) {
       await this.sleep(Math.floor(this.rnd() * 40));
       if (this.stop) return;
@@ -266,7 +279,8 @@ class Sim {
       }
       const cmd = this.randomCommand();
       this.commands++;
-      const op: Op = { client, what: cmd.what, call: this.c.timers.now(), ret: Infinity, key: { client, seq }, outcome: null, mint: cmd.mint, retried: false };
+      const key = idem ? { client: `idem:seed${this.seed}-${++this.idemKeys}`, seq: 1 } : { client, seq };
+      const op: Op = { client, what: cmd.what, call: this.c.timers.now(), ret: Infinity, key, outcome: null, mint: cmd.mint, retried: false };
       this.ops.push(op);
       this.commandsByOp.set(op, cmd);
       await this.untilKnown(op, cmd, seq);
@@ -281,7 +295,8 @@ class Sim {
         continue;
       }
       try {
-        const out = await cmd.run(p, { key: op.key!, ackFloor: seq, timeoutMs: 600 + Math.floor(this.rnd() * 900) });
+        const idemKey = op.key!.client.startsWith("idem:");
+        const out = await cmd.run(p, { key: op.key!, ackFloor: idemKey ? 0 : seq, timeoutMs: 600 + Math.floor(this.rnd() * 900) });
         op.outcome = out;
         op.ret = this.c.timers.now();
       } catch (err) {
@@ -410,7 +425,7 @@ class Sim {
     if (DEBUG) console.log("elected");
     for (const p of c.live()) void this.enrollSelf(p);
     const workers: Promise<void>[] = [];
-    for (let n = 1; n < this.operators; n++) workers.push(this.durableOperator(n));
+    for (let n = 1; n < this.operators; n++) workers.push(this.durableOperator(n, n === 1));
     workers.push(this.autoOperator());
     let nextFault = 300;
     for (let t = 0; t < this.runMs; t++) {
@@ -480,6 +495,9 @@ class Sim {
       syncs: this.syncs.length,
       grants: this.ops.filter((o) => o.outcome?.kind === "applied" && typeof o.outcome.claims === "object" && (o.outcome.claims as { ok?: boolean }).ok === true).length,
       dataPlaneGrants: this.dataPlaneGrants,
+      idemKeys: this.idemKeys,
+      idemHeld: st.keyRetention().sessions,
+      idemRedecided: this.idemRedecided,
     };
   }
 
@@ -500,7 +518,7 @@ class Sim {
       if (DEBUG) for (const p of live) console.log(p.id, (p.gov.controlView() as ControlState).stateText());
     }
     // replay the committed log into the reference model (C14)
-    const model = new ControlModel("root", CLAIMS);
+    const model = new ControlModel("root", CLAIMS, this.idempotencyWindow);
     const decidedAt = new Map<string, number>();
     const modelAt = new Map<number, ControlOutcome>();
     for (let i = 1; i <= top; i++) {
@@ -515,7 +533,10 @@ class Sim {
       if (out !== null && out.index === i && en.key !== null) {
         const k = `${en.key.client}/${en.key.seq}`;
         if (out.kind === "applied" || (out.conflict.reason !== "stale" && out.conflict.reason !== "keyReuse")) {
-          if (decidedAt.has(k)) this.fail(`key ${k} decided twice, at ${decidedAt.get(k)} and ${i}`);
+          // an idem: key is decided again only once its first outcome was forgotten (index ≤ i − 1 − window)
+          const forgotten = en.key.client.startsWith("idem:") && decidedAt.get(k)! <= i - 1 - this.idempotencyWindow;
+          if (decidedAt.has(k) && !forgotten) this.fail(`key ${k} decided twice, at ${decidedAt.get(k)} and ${i}`);
+          if (decidedAt.has(k)) this.idemRedecided++;
           decidedAt.set(k, i);
         }
       }

@@ -91,6 +91,10 @@ export interface GovernedClusterOptions {
   readonly raft?: Partial<RaftConfig>;
   readonly claims?: ClaimsOptions;
   readonly snapshotEvery?: number;
+  /** Applied indexes an `idem:` client's outcome is remembered for (`GovernedOptions.idempotencyWindow`). */
+  readonly idempotencyWindow?: number;
+  /** `RaftNodeOptions.coalesce` of every peer's Raft node (default: every key). */
+  readonly coalesce?: (key: ProposalKey) => boolean;
   readonly root?: string;
   /** Upper bound of a Raft disk write's virtual delay in ms (uniform in [0, max]); default 2. */
   readonly diskDelayMs?: number;
@@ -158,6 +162,7 @@ export class GovernedCluster {
       transport: raftChannelTransport(seam),
       storage: p.storage,
       timers: this.timers,
+      ...(this.o.coalesce === undefined ? {} : { coalesce: this.o.coalesce }),
       random: seededRandom(this.o.seed * 1000 + 100 + this.#draws),
       config: { electionTimeoutMinMs: 150, electionTimeoutMaxMs: 300, heartbeatMs: 30, ...this.o.raft },
     });
@@ -173,6 +178,7 @@ export class GovernedCluster {
       incarnation: p.incarnation,
       claims: this.o.claims,
       snapshotEvery: this.o.snapshotEvery ?? 0,
+      ...(this.o.idempotencyWindow === undefined ? {} : { idempotencyWindow: this.o.idempotencyWindow }),
     });
     p.alive = true;
   }
