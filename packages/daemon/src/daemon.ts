@@ -26,7 +26,7 @@ import type { ControlPlane } from "./control-plane.ts";
 import type { DataPlane } from "./data-plane.ts";
 import { heddleGoverned } from "@heddle/governed";
 import { LiveDashboard } from "./dashboard.ts";
-import { startGovernedPeer } from "./governed-peer.ts";
+import { RaftLogChoiceError, startGovernedPeer } from "./governed-peer.ts";
 import { EtcdStartError } from "./etcd-log.ts";
 import { createLogger, type Logger } from "./log.ts";
 import { DaemonMetrics, timedStore } from "./metrics.ts";
@@ -212,7 +212,7 @@ export async function startDaemon(configOrPath: DaemonConfig | string, opts: Sta
         data = node;
         partitionEvents = node.partitionEvents;
       } else {
-        const peer = await startGovernedPeer({ heddleGoverned, seam, self: ReplicaId(self), mode, storeDir: config.storeDir, config: nodeConfigOf(config, store), logger });
+        const peer = await startGovernedPeer({ heddleGoverned, seam, self: ReplicaId(self), mode, storeDir: config.storeDir, raftLog: config.raftLog, config: nodeConfigOf(config, store), logger });
         cleanups.push(() => peer.close());
         data = peer.node;
         control = peer.control;
@@ -227,6 +227,7 @@ export async function startDaemon(configOrPath: DaemonConfig | string, opts: Sta
       } catch {
         // already closed by the node
       }
+      if (e instanceof RaftLogChoiceError) throw new DaemonStartError("store", `${e.message} (config ${config.file ?? "(inline)"})`, { cause: e });
       if (e instanceof EtcdStartError) throw new DaemonStartError("etcd", `${e.message} (config ${config.file ?? "(inline)"})`, { cause: e });
       if (e instanceof StoreMismatchError) {
         throw new DaemonStartError("store", `store ${storePath} belongs to another cluster or peer (${e.message}); point store.dir at this cluster's store or at an empty directory`, { cause: e });
