@@ -56,6 +56,11 @@ export interface StartDaemonOptions {
    * that isolates HTTP cost from fsync cost with `memoryStore()`). Not settable from a config file.
    */
   readonly store?: HeddleStore;
+  /**
+   * Segment size of the governed Raft log (`raft-wal/`) instead of the store's 16 MiB default (embedding only: the
+   * storage-fault tests roll segments on a small disk). Not settable from a config file.
+   */
+  readonly raftSegmentBytes?: number;
 }
 
 /** A running daemon. */
@@ -212,7 +217,7 @@ export async function startDaemon(configOrPath: DaemonConfig | string, opts: Sta
         data = node;
         partitionEvents = node.partitionEvents;
       } else {
-        const peer = await startGovernedPeer({ heddleGoverned, seam, self: ReplicaId(self), mode, storeDir: config.storeDir, raftLog: config.raftLog, config: nodeConfigOf(config, store), logger });
+        const peer = await startGovernedPeer({ heddleGoverned, seam, self: ReplicaId(self), mode, storeDir: config.storeDir, raftLog: config.raftLog, ...(opts.raftSegmentBytes !== undefined ? { raftSegmentBytes: opts.raftSegmentBytes } : {}), config: nodeConfigOf(config, store), logger });
         cleanups.push(() => peer.close());
         data = peer.node;
         control = peer.control;

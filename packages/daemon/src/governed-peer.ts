@@ -161,9 +161,10 @@ export function chooseRaftLog(storeDir: string, choice: RaftLogChoice): RaftLogI
   return { kind: "wal", path: walPath, why: 'store.raftLog "auto" on a store without raft.sqlite' };
 }
 
-/** Opens the store `chooseRaftLog` picked. */
-export function openRaftLog(info: RaftLogInfo): RaftStorage {
-  return info.kind === "wal" ? walRaftStorage(info.path, { thread: RAFT_WAL_THREAD }) : sqliteRaftStorage(info.path, { thread: "worker" });
+/** Opens the store `chooseRaftLog` picked (`segmentBytes`: the segmented log's, for tests). */
+export function openRaftLog(info: RaftLogInfo, segmentBytes?: number): RaftStorage {
+  if (info.kind === "sqlite") return sqliteRaftStorage(info.path, { thread: "worker" });
+  return walRaftStorage(info.path, { thread: RAFT_WAL_THREAD, ...(segmentBytes !== undefined ? { segmentBytes } : {}) });
 }
 
 /**
@@ -222,6 +223,8 @@ export async function startGovernedPeer(o: {
   storeDir: string;
   /** `store.raftLog` (default `"auto"`). */
   raftLog?: RaftLogChoice;
+  /** The segmented log's segment size (tests; default the store's). */
+  raftSegmentBytes?: number;
   config: HeddleConfig;
   logger: Logger;
 }): Promise<GovernedPeer> {
@@ -235,7 +238,7 @@ export async function startGovernedPeer(o: {
   const raft: RaftNode | EtcdControlLog = raftLog === null ? await openEtcdLog(o.mode.etcd!, o.self) : raftNode({
     cluster: { voters: [...o.mode.voters], learners: [...o.mode.learners] },
     transport: raftChannelTransport(o.seam, (m) => o.logger.warn(m)),
-    storage: termObservingStorage(failureReportingStorage(openRaftLog(raftLog), raftLog, o.logger, failed), term),
+    storage: termObservingStorage(failureReportingStorage(openRaftLog(raftLog, o.raftSegmentBytes), raftLog, o.logger, failed), term),
     timers: realTimers,
     random: Math.random,
     config: o.mode.raft,

@@ -301,3 +301,104 @@ describe.skipIf(!existsSync("/proc/self/fd"))("a daemon that cannot start on its
     expect(openHandles(path)).toBe(0);
   }, 60_000);
 });
+
+describe.skipIf(noMount !== null)("storage faults in governed mode: the Raft log (raft-wal/) on a real tmpfs that fills up, then turns read-only", () => {
+  // Claims write only the Raft log (the claims table is replicated state, no ledger row), so they exercise the
+  // segmented log store alone. Segments of 64 KiB (instead of 16 MiB) make the full disk reach a segment roll.
+  it("disk full: the Raft member fails closed (503, log, status); read-only: start refused; writable: every acknowledged claim is there", async () => {
+    const mnt = mkdtempSync(join(tmpdir(), "heddle-tmpfs-raft-"));
+    dirs.push(mnt);
+    execFileSync("mount", ["-t", "tmpfs", "-o", "size=8m", "tmpfs", mnt]);
+    const opts = { raftSegmentBytes: 64 * 1024 };
+    try {
+      const dir = mkdtempSync(join(tmpdir(), "heddle-store-fault-raft-"));
+      dirs.push(dir);
+      const [peer] = await initCluster({ dir: join(dir, "c"), peers: 1, mode: "governed" });
+      const config: DaemonConfig = { ...onEphemeralPorts(loadConfig(peer!.config)), storeDir: join(mnt, "store") };
+      const log: string[] = [];
+      let d = await startDaemon(config, { ...opts, logger: recordingLogger(log) });
+      let c = new HeddleClient({ url: d.url, token: d.token });
+      const held = new Map<string, string>();
+      let ackedIndex = 0;
+      const take = (holder: string, key: string) => c.raw("POST", "/v1/claims/take", { holder, resources: [{ key, mode: "exclusive" }], ttlMs: 3_600_000 });
+      let minted: string;
+      try {
+        for (let i = 0; i < 600 && !((await c.status()) as { control: { isWritable: boolean } }).control.isWritable; i++) await new Promise((r) => setTimeout(r, 50));
+        expect((await c.raw("POST", "/v1/control/mint", { holder: d.self, amount: "100" }, { headers: { "idempotency-key": "mint-1" } })).status).toBe(200);
+        minted = (await status(c)).mintedTotal;
+        for (let i = 0; i < 20; i++) {
+          const r = await take(`h${i}`, `before/${i}`);
+          expect(r.status).toBe(200);
+          held.set(`before/${i}`, `h${i}`);
+          ackedIndex = Math.max(ackedIndex, (r.body as { index: number }).index);
+        }
+        const filler = join(mnt, "filler");
+        const fd = openSync(filler, "w");
+        const chunk = Buffer.alloc(64 * 1024, 1);
+        try {
+          for (;;) writeSync(fd, chunk);
+        } catch (e) {
+          if ((e as NodeJS.ErrnoException).code !== "ENOSPC") throw e;
+        }
+        try {
+          for (;;) writeSync(fd, chunk, 0, 1);
+        } catch (e) {
+          if ((e as NodeJS.ErrnoException).code !== "ENOSPC") throw e;
+        }
+        closeSync(fd);
+        // Takes still fit the segment's preallocated space (durable: acknowledged); the roll needs new space.
+        let refused: { status: number; body: unknown } | null = null;
+        for (let i = 0; i < 5_000 && refused === null; i++) {
+          const r = await take(`f${i}`, `full/${i}`);
+          if (r.status === 200) {
+            held.set(`full/${i}`, `f${i}`);
+            ackedIndex = Math.max(ackedIndex, (r.body as { index: number }).index);
+          } else refused = r;
+        }
+        expect(refused).not.toBeNull();
+        // fails closed: 503, and so does every later write; reads of the applied state keep working
+        expect(refused!.status).toBeGreaterThanOrEqual(503);
+        const later = await take("late", "after-full");
+        expect(later.status).toBe(503);
+        expect((later.body as { message: string }).message).toMatch(/no space left on device|ENOSPC/);
+        const read = await c.raw("GET", `/v1/claims?key=${encodeURIComponent("before/0")}`);
+        expect(read.status).toBe(200);
+        expect(read.body).toMatchObject({ holders: ["h0"] });
+        const st = (await c.status()) as { control: { log: { kind: string; failed: string | null } } };
+        expect(st.control.log.kind).toBe("wal");
+        expect(st.control.log.failed).toMatch(/ENOSPC/);
+        expect(log.some((l) => /^error raft log write failed: the Raft member has stopped \(failed closed\); restart it .*ENOSPC/.test(l))).toBe(true);
+        unlinkSync(filler);
+      } finally {
+        c.close();
+        await d.close();
+      }
+      // Read-only: the restart is refused, saying why.
+      execFileSync("mount", ["-o", "remount,ro", mnt]);
+      await expect(startDaemon(config, { ...opts, logger: recordingLogger([]) })).rejects.toMatchObject({ name: "DaemonStartError", reason: "store" });
+      // Writable again: every acknowledged claim and the mint are there, and the peer writes again.
+      execFileSync("mount", ["-o", "remount,rw", mnt]);
+      d = await startDaemon(config, { ...opts, logger: recordingLogger([]) });
+      c = new HeddleClient({ url: d.url, token: d.token });
+      try {
+        const appliedIndex = async () => ((await c.status()) as { control: { appliedIndex: number } }).control.appliedIndex;
+        for (let i = 0; i < 600 && (await appliedIndex()) < ackedIndex; i++) await new Promise((r) => setTimeout(r, 50));
+        expect(await appliedIndex()).toBeGreaterThanOrEqual(ackedIndex);
+        expect((await status(c)).mintedTotal).toBe(minted);
+        for (const [key, holder] of held) {
+          const r = await c.raw("GET", `/v1/claims?key=${encodeURIComponent(key)}`);
+          expect(r.body).toMatchObject({ holders: [holder] });
+        }
+        for (let i = 0; i < 600 && !((await c.status()) as { control: { isWritable: boolean } }).control.isWritable; i++) await new Promise((r) => setTimeout(r, 50));
+        expect((await take("again", "after-restart")).status).toBe(200);
+        const st = (await c.status()) as { control: { log: { failed: string | null } } };
+        expect(st.control.log.failed).toBeNull();
+      } finally {
+        c.close();
+        await d.close();
+      }
+    } finally {
+      execFileSync("umount", ["-l", mnt]);
+    }
+  }, 180_000);
+});
