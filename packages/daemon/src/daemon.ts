@@ -24,7 +24,7 @@ import { buildApi } from "./api.ts";
 import { ConfigError, loadConfig, type DaemonConfig } from "./config.ts";
 import type { ControlPlane } from "./control-plane.ts";
 import type { DataPlane } from "./data-plane.ts";
-import { heddleGoverned } from "@heddle/governed";
+import { heddleGoverned, type RaftStorage } from "@heddle/governed";
 import { LiveDashboard } from "./dashboard.ts";
 import { RaftLogChoiceError, startGovernedPeer } from "./governed-peer.ts";
 import { EtcdStartError } from "./etcd-log.ts";
@@ -61,6 +61,11 @@ export interface StartDaemonOptions {
    * storage-fault tests roll segments on a small disk). Not settable from a config file.
    */
   readonly raftSegmentBytes?: number;
+  /**
+   * Wraps the governed Raft log store this daemon opens (embedding only: the storage-fault tests inject a full or
+   * read-only disk into it as any user). Not settable from a config file.
+   */
+  readonly wrapRaftLog?: (inner: RaftStorage) => RaftStorage;
 }
 
 /** A running daemon. */
@@ -217,7 +222,7 @@ export async function startDaemon(configOrPath: DaemonConfig | string, opts: Sta
         data = node;
         partitionEvents = node.partitionEvents;
       } else {
-        const peer = await startGovernedPeer({ heddleGoverned, seam, self: ReplicaId(self), mode, storeDir: config.storeDir, raftLog: config.raftLog, ...(opts.raftSegmentBytes !== undefined ? { raftSegmentBytes: opts.raftSegmentBytes } : {}), config: nodeConfigOf(config, store), logger });
+        const peer = await startGovernedPeer({ heddleGoverned, seam, self: ReplicaId(self), mode, storeDir: config.storeDir, raftLog: config.raftLog, ...(opts.raftSegmentBytes !== undefined ? { raftSegmentBytes: opts.raftSegmentBytes } : {}), ...(opts.wrapRaftLog !== undefined ? { wrapRaftLog: opts.wrapRaftLog } : {}), config: nodeConfigOf(config, store), logger });
         cleanups.push(() => peer.close());
         data = peer.node;
         control = peer.control;

@@ -225,6 +225,8 @@ export async function startGovernedPeer(o: {
   raftLog?: RaftLogChoice;
   /** The segmented log's segment size (tests; default the store's). */
   raftSegmentBytes?: number;
+  /** Wraps the Raft log store (tests inject storage faults). */
+  wrapRaftLog?: (inner: RaftStorage) => RaftStorage;
   config: HeddleConfig;
   logger: Logger;
 }): Promise<GovernedPeer> {
@@ -238,7 +240,7 @@ export async function startGovernedPeer(o: {
   const raft: RaftNode | EtcdControlLog = raftLog === null ? await openEtcdLog(o.mode.etcd!, o.self) : raftNode({
     cluster: { voters: [...o.mode.voters], learners: [...o.mode.learners] },
     transport: raftChannelTransport(o.seam, (m) => o.logger.warn(m)),
-    storage: termObservingStorage(failureReportingStorage(openRaftLog(raftLog, o.raftSegmentBytes), raftLog, o.logger, failed), term),
+    storage: termObservingStorage(failureReportingStorage((o.wrapRaftLog ?? ((s) => s))(openRaftLog(raftLog, o.raftSegmentBytes)), raftLog, o.logger, failed), term),
     timers: realTimers,
     random: Math.random,
     config: o.mode.raft,

@@ -14,6 +14,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { HeddleClient } from "@heddle/client";
+import type { RaftStorage } from "@heddle/governed";
 import { sqliteStore, type HeddleStore } from "@heddle/node";
 import { initCluster, loadConfig, startDaemon, type DaemonConfig, type Logger, type RunningDaemon } from "../src/index.ts";
 import { onEphemeralPorts } from "./support/embedded.ts";
@@ -173,6 +174,80 @@ describe("storage faults (fault-injecting store wrapper over SQLite)", () => {
         await expectRecovered(d2, acked, minted);
       } finally {
         await d2.close();
+      }
+    }, 120_000);
+  }
+});
+
+/** The governed Raft log (the real segmented store), failing every write the way the file system does while `fault` is set. */
+function faultyRaftLog(fault: { mode: Fault }): (inner: RaftStorage) => RaftStorage {
+  return (inner) => {
+    const guard = async <T>(write: () => Promise<T>): Promise<T> => {
+      if (fault.mode === null) return write();
+      const e = new Error(fault.mode === "full" ? "ENOSPC: no space left on device, write" : "EROFS: read-only file system, write") as NodeJS.ErrnoException;
+      e.code = fault.mode === "full" ? "ENOSPC" : "EROFS";
+      throw e;
+    };
+    return {
+      load: () => inner.load(),
+      saveTermAndVote: (t, v) => guard(() => inner.saveTermAndVote(t, v)),
+      append: (es) => guard(() => inner.append(es)),
+      truncateFrom: (i) => guard(() => inner.truncateFrom(i)),
+      saveSnapshot: (snap) => guard(() => inner.saveSnapshot(snap)),
+      discardThrough: (i) => guard(() => inner.discardThrough(i)),
+      close: () => inner.close(),
+    };
+  };
+}
+
+describe("storage faults in governed mode (fault-injecting wrapper over the segmented Raft log)", () => {
+  for (const mode of ["full", "readonly"] as const) {
+    it(`disk ${mode === "full" ? "full" : "read-only"} under the Raft log: fails closed naming the error, loses no acknowledged claim, recovers after a restart`, async () => {
+      const dir = mkdtempSync(join(tmpdir(), "heddle-store-fault-raftlog-"));
+      dirs.push(dir);
+      const [peer] = await initCluster({ dir: join(dir, "c"), peers: 1, mode: "governed" });
+      const config = onEphemeralPorts(loadConfig(peer!.config));
+      const fault: { mode: Fault } = { mode: null };
+      const log: string[] = [];
+      let d = await startDaemon(config, { logger: recordingLogger(log), wrapRaftLog: faultyRaftLog(fault) });
+      let c = new HeddleClient({ url: d.url, token: d.token });
+      const take = (holder: string, key: string) => c.raw("POST", "/v1/claims/take", { holder, resources: [{ key, mode: "exclusive" }], ttlMs: 3_600_000 });
+      const held = new Map<string, string>();
+      let ackedIndex = 0;
+      try {
+        for (let i = 0; i < 600 && !((await c.status()) as { control: { isWritable: boolean } }).control.isWritable; i++) await new Promise((r) => setTimeout(r, 50));
+        for (let i = 0; i < 10; i++) {
+          const r = await take(`h${i}`, `k/${i}`);
+          expect(r.status).toBe(200);
+          held.set(`k/${i}`, `h${i}`);
+          ackedIndex = Math.max(ackedIndex, (r.body as { index: number }).index);
+        }
+        fault.mode = mode;
+        const refused = await take("late", "after-fault");
+        expect(refused.status).toBeGreaterThanOrEqual(503);
+        const again = await take("later", "after-fault-2");
+        expect(again.status).toBe(503);
+        expect((again.body as { message: string }).message).toMatch(new RegExp(`the Raft log store failed .*${mode === "full" ? "ENOSPC" : "EROFS"}.*Restart it once the disk is writable`));
+        expect((await c.raw("GET", "/v1/claims?key=k%2F0")).body).toMatchObject({ holders: ["h0"] });
+        const st = (await c.status()) as { control: { log: { failed: string | null } } };
+        expect(st.control.log.failed).toMatch(mode === "full" ? /ENOSPC/ : /EROFS/);
+        expect(log.some((l) => /^error raft log write failed: the Raft member has stopped \(failed closed\)/.test(l))).toBe(true);
+      } finally {
+        c.close();
+        await d.close();
+      }
+      fault.mode = null;
+      d = await startDaemon(config, { logger: recordingLogger([]) });
+      c = new HeddleClient({ url: d.url, token: d.token });
+      try {
+        const appliedIndex = async () => ((await c.status()) as { control: { appliedIndex: number } }).control.appliedIndex;
+        for (let i = 0; i < 600 && (await appliedIndex()) < ackedIndex; i++) await new Promise((r) => setTimeout(r, 50));
+        for (const [key, holder] of held) expect((await c.raw("GET", `/v1/claims?key=${encodeURIComponent(key)}`)).body).toMatchObject({ holders: [holder] });
+        for (let i = 0; i < 600 && !((await c.status()) as { control: { isWritable: boolean } }).control.isWritable; i++) await new Promise((r) => setTimeout(r, 50));
+        expect((await take("again", "after-restart")).status).toBe(200);
+      } finally {
+        c.close();
+        await d.close();
       }
     }, 120_000);
   }
