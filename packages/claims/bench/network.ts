@@ -2,9 +2,9 @@
  * Granted claims on the network, side by side with the lock services people run today, in one run on one machine:
  *
  * - heddle: a 3-voter governed cluster of daemon OS processes (`heddle init --mode governed` + `heddle up`), fsync
- *   on (the Raft log in SQLite, synchronous=FULL), driven through the leader's HTTP API (`POST /v1/claims/take`,
- *   `/v1/claims/release`) with keep-alive connections, following the leader when leadership moves (checked every
- *   250 ms; the count is printed);
+ *   on (the Raft log in the segmented log store `raft-wal/`, one fdatasync per group commit), driven through the
+ *   leader's HTTP API (`POST /v1/claims/take`, `/v1/claims/release`) with keep-alive connections, following the
+ *   leader when leadership moves (checked every 250 ms; the count is printed);
  * - etcd 3.4: a 3-member cluster (fsync on, its default), through `etcd3`: one lease per client, a take is a txn
  *   `if create_revision == 0 then put(key, holder, lease) else get(key)`, a release a txn `if value == holder then
  *   delete`;

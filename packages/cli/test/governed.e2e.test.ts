@@ -113,7 +113,10 @@ describe("a governed three-peer cluster of daemons, end to end", () => {
       return s.peers.connected.includes(s3.self) && !s.peers.unreachable.includes(s3.self) ? true : undefined;
     }, 60_000, "peer-1 sees peer-3 back");
     await eventually(async () => ((await status(3)).control.isWritable ? true : undefined), 60_000, "peer-3 re-enrolled");
-    expect((await heddle(["status", "--config", cfg(1)])).out).toContain("2 of 2 other peer(s) connected");
+    const shown = (await heddle(["status", "--config", cfg(1)])).out;
+    expect(shown).toContain("2 of 2 other peer(s) connected");
+    // a store made by this build keeps its Raft log in raft-wal/, and status says so
+    expect(shown).toMatch(/^raft log {2}segmented log store \S*raft-wal$/m);
 
     // leadership moves by transfer (rolling restarts): asked of a follower it names the leader; asked of the leader it moves
     // (an election may move leadership between reading it and asking — it does under heavy CPU load, with 150–300 ms

@@ -441,7 +441,7 @@ export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
     try {
       o = await act(cp, opts);
     } catch (e) {
-      return sendControlError(reply, e, ctx.logger);
+      return sendControlError(reply, e, ctx.logger, ctx.control);
     }
     // Refusals count alike whether the log answered them or the leader did at a confirmed read.
     const claims = o.kind === "applied" || o.kind === "refused-at-read" ? (o.claims as { ok?: boolean; blocked?: { reason?: string }[]; invalid?: string } | undefined) : undefined;
@@ -493,7 +493,7 @@ export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
       const v = await cp.sync({ timeoutMs: ctx.limits.controlTimeoutMs });
       return { appliedIndex: v.appliedIndex, mintedTotal: v.mintedTotal().toString(), enrolled: sortIds(v.roster.enrolled) };
     } catch (e) {
-      return sendControlError(reply, e, ctx.logger);
+      return sendControlError(reply, e, ctx.logger, ctx.control);
     }
   });
   app.get(`${API_PREFIX}/control/roster`, { schema: { ...tags("control"), summary: "The enrolled roster (local applied prefix)" } }, async (_req, reply) => {
@@ -545,7 +545,7 @@ export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
       await cp.transferLeadership(to, { timeoutMs: ctx.limits.controlTimeoutMs });
       return { leader: cp.raft().leader };
     } catch (e) {
-      return sendControlError(reply, e, ctx.logger);
+      return sendControlError(reply, e, ctx.logger, ctx.control);
     }
   });
 
@@ -628,7 +628,7 @@ function sendOutcome(reply: FastifyReply, o: ClaimsOutcome, extra: object) {
   return reply.code(200).send({ ...(toWire(o) as object), ...extra });
 }
 
-function sendControlError(reply: FastifyReply, e: unknown, logger: Logger) {
+function sendControlError(reply: FastifyReply, e: unknown, logger: Logger, control: ControlPlane | null) {
   const err = e as Error & { key?: unknown };
   if (err instanceof RangeError || err instanceof TypeError) {
     return reply.code(400).send({ error: "invalid-request", message: err.message, issues: [{ field: "(body)", in: "body", problem: err.message }] });
@@ -647,9 +647,16 @@ function sendControlError(reply: FastifyReply, e: unknown, logger: Logger) {
     case CONTROL_ERRORS.notProposed:
       // a definite "not applied": the call's time ran out (or it aborted) before anything was proposed
       return reply.code(503).send({ error: "unavailable", message: err.message, committed: false, index: null, key: null });
+    case CONTROL_ERRORS.shutdown: {
+      // the Raft member stopped on a failed log write: say so, and what to do, rather than "the node closed"
+      const failed = control?.raft().log?.failed ?? null;
+      if (failed !== null) {
+        return reply.code(503).send({ error: "unavailable", message: `${err.name}: the Raft log store failed (${failed}); this peer's Raft member has stopped (failed closed). Restart it once the disk is writable` });
+      }
+      return reply.code(503).send({ error: "unavailable", message: `${err.name}: ${err.message}` });
+    }
     case CONTROL_ERRORS.incarnationReused:
     case CONTROL_ERRORS.halted:
-    case CONTROL_ERRORS.shutdown:
       return reply.code(503).send({ error: "unavailable", message: `${err.name}: ${err.message}` });
     default:
       logger.error("control call failed", { error: err?.stack ?? String(e) });

@@ -104,7 +104,14 @@ export const PeerConfigSchema = Obj({
   }),
   roster: Type.Array(RosterEntrySchema, { minItems: 1, maxItems: 1024, description: "every peer of the cluster, this one included" }),
   mode: Type.Union([StaticModeSchema, GovernedModeSchema]),
-  store: Obj({ dir: Type.String({ minLength: 1, description: "directory of the SQLite stores; relative to this file" }) }),
+  store: Obj({
+    dir: Type.String({ minLength: 1, description: "directory of the stores (ledger.sqlite, and in governed mode the Raft log); relative to this file" }),
+    raftLog: Type.Optional(
+      Type.Union([Type.Literal("auto"), Type.Literal("wal"), Type.Literal("sqlite")], {
+        description: 'governed mode: the Raft log store — "wal" (raft-wal/, segmented log files), "sqlite" (raft.sqlite), or "auto" (default): raft.sqlite if the store already holds one, else "wal"',
+      }),
+    ),
+  }),
   api: Obj({
     listen: Type.String({
       minLength: 3,

@@ -81,6 +81,8 @@ export interface DaemonConfig {
   readonly roster: readonly { id: string; addrs: string[] }[];
   readonly mode: StaticMode | GovernedMode;
   readonly storeDir: string;
+  /** Governed mode's Raft log store (`store.raftLog`): see `openRaftLog` in governed-peer.ts. */
+  readonly raftLog: "auto" | "wal" | "sqlite";
   readonly api: { readonly host: string; readonly port: number; readonly tokenFile: string; readonly tls: { keyFile: string; certFile: string } | null };
   readonly node: NodeTuning;
   /** Keeper and advisory claims, as the node takes them (`HeddleConfig.claims`). */
@@ -202,6 +204,7 @@ export function parseConfig(doc: unknown, file: string | null = null): DaemonCon
     roster: d.roster.map((e) => ({ id: e.id, addrs: [...e.addrs] })),
     mode: mode!,
     storeDir: at(d.store.dir),
+    raftLog: d.store.raftLog ?? "auto",
     api: {
       host: host.startsWith("[") ? host.slice(1, -1) : host,
       port,

@@ -100,6 +100,11 @@ export interface RaftStatus {
   readonly commitIndex: number;
   readonly voters: readonly string[];
   readonly learners: readonly string[];
+  /**
+   * The embedded member's log store: `kind` (`store.raftLog`), where it is, and the first write failure that
+   * stopped the member (null while it writes).
+   */
+  readonly log?: { readonly kind: "wal" | "sqlite"; readonly path: string; readonly failed: string | null };
 }
 
 /** Everything the API's control routes call (governed.md §2.2, plus Raft status and leader transfer). */

@@ -24,9 +24,9 @@ import { buildApi } from "./api.ts";
 import { ConfigError, loadConfig, type DaemonConfig } from "./config.ts";
 import type { ControlPlane } from "./control-plane.ts";
 import type { DataPlane } from "./data-plane.ts";
-import { heddleGoverned } from "@heddle/governed";
+import { heddleGoverned, type RaftStorage } from "@heddle/governed";
 import { LiveDashboard } from "./dashboard.ts";
-import { startGovernedPeer } from "./governed-peer.ts";
+import { RaftLogChoiceError, startGovernedPeer } from "./governed-peer.ts";
 import { EtcdStartError } from "./etcd-log.ts";
 import { createLogger, type Logger } from "./log.ts";
 import { DaemonMetrics, timedStore } from "./metrics.ts";
@@ -62,6 +62,16 @@ export interface StartDaemonOptions {
    * must use the same value, which is why no config file sets it.
    */
   readonly idempotencyWindow?: number;
+  /**
+   * Segment size of the governed Raft log (`raft-wal/`) instead of the store's 16 MiB default (embedding only: the
+   * storage-fault tests roll segments on a small disk). Not settable from a config file.
+   */
+  readonly raftSegmentBytes?: number;
+  /**
+   * Wraps the governed Raft log store this daemon opens (embedding only: the storage-fault tests inject a full or
+   * read-only disk into it as any user). Not settable from a config file.
+   */
+  readonly wrapRaftLog?: (inner: RaftStorage) => RaftStorage;
 }
 
 /** A running daemon. */
@@ -218,7 +228,7 @@ export async function startDaemon(configOrPath: DaemonConfig | string, opts: Sta
         data = node;
         partitionEvents = node.partitionEvents;
       } else {
-        const peer = await startGovernedPeer({ heddleGoverned, seam, self: ReplicaId(self), mode, storeDir: config.storeDir, config: nodeConfigOf(config, store), logger, ...(opts.idempotencyWindow === undefined ? {} : { idempotencyWindow: opts.idempotencyWindow }) });
+        const peer = await startGovernedPeer({ heddleGoverned, seam, self: ReplicaId(self), mode, storeDir: config.storeDir, raftLog: config.raftLog, ...(opts.raftSegmentBytes !== undefined ? { raftSegmentBytes: opts.raftSegmentBytes } : {}), ...(opts.wrapRaftLog !== undefined ? { wrapRaftLog: opts.wrapRaftLog } : {}), config: nodeConfigOf(config, store), logger, ...(opts.idempotencyWindow === undefined ? {} : { idempotencyWindow: opts.idempotencyWindow }) });
         cleanups.push(() => peer.close());
         data = peer.node;
         control = peer.control;
@@ -233,6 +243,7 @@ export async function startDaemon(configOrPath: DaemonConfig | string, opts: Sta
       } catch {
         // already closed by the node
       }
+      if (e instanceof RaftLogChoiceError) throw new DaemonStartError("store", `${e.message} (config ${config.file ?? "(inline)"})`, { cause: e });
       if (e instanceof EtcdStartError) throw new DaemonStartError("etcd", `${e.message} (config ${config.file ?? "(inline)"})`, { cause: e });
       if (e instanceof StoreMismatchError) {
         throw new DaemonStartError("store", `store ${storePath} belongs to another cluster or peer (${e.message}); point store.dir at this cluster's store or at an empty directory`, { cause: e });

@@ -58,6 +58,13 @@ describe("config file", () => {
     expect(issuesOf(edit((d) => (d.colour = "blue"))).map((i) => i.field)).toEqual(["colour"]);
   });
 
+  it("takes store.raftLog auto|wal|sqlite (default auto) and names the key when it is anything else", () => {
+    expect(loadConfig(peers[0]!.config).raftLog).toBe("auto");
+    expect(parseConfig(edit((d) => (d.store.raftLog = "wal")), join(dir, "x.json")).raftLog).toBe("wal");
+    const issues = issuesOf(edit((d) => (d.store.raftLog = "rocksdb")));
+    expect(issues.map((i) => i.field)).toEqual(["store.raftLog"]);
+  });
+
   it("names a missing field", () => {
     expect(issuesOf(edit((d) => delete d.store))).toEqual([{ field: "store", problem: "is missing (required)" }]);
     expect(issuesOf(edit((d) => delete d.identity.keyFile))).toEqual([{ field: "identity.keyFile", problem: "is missing (required)" }]);

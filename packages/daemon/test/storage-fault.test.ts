@@ -14,6 +14,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { HeddleClient } from "@heddle/client";
+import type { RaftStorage } from "@heddle/governed";
 import { sqliteStore, type HeddleStore } from "@heddle/node";
 import { initCluster, loadConfig, startDaemon, type DaemonConfig, type Logger, type RunningDaemon } from "../src/index.ts";
 import { onEphemeralPorts } from "./support/embedded.ts";
@@ -178,6 +179,80 @@ describe("storage faults (fault-injecting store wrapper over SQLite)", () => {
   }
 });
 
+/** The governed Raft log (the real segmented store), failing every write the way the file system does while `fault` is set. */
+function faultyRaftLog(fault: { mode: Fault }): (inner: RaftStorage) => RaftStorage {
+  return (inner) => {
+    const guard = async <T>(write: () => Promise<T>): Promise<T> => {
+      if (fault.mode === null) return write();
+      const e = new Error(fault.mode === "full" ? "ENOSPC: no space left on device, write" : "EROFS: read-only file system, write") as NodeJS.ErrnoException;
+      e.code = fault.mode === "full" ? "ENOSPC" : "EROFS";
+      throw e;
+    };
+    return {
+      load: () => inner.load(),
+      saveTermAndVote: (t, v) => guard(() => inner.saveTermAndVote(t, v)),
+      append: (es) => guard(() => inner.append(es)),
+      truncateFrom: (i) => guard(() => inner.truncateFrom(i)),
+      saveSnapshot: (snap) => guard(() => inner.saveSnapshot(snap)),
+      discardThrough: (i) => guard(() => inner.discardThrough(i)),
+      close: () => inner.close(),
+    };
+  };
+}
+
+describe("storage faults in governed mode (fault-injecting wrapper over the segmented Raft log)", () => {
+  for (const mode of ["full", "readonly"] as const) {
+    it(`disk ${mode === "full" ? "full" : "read-only"} under the Raft log: fails closed naming the error, loses no acknowledged claim, recovers after a restart`, async () => {
+      const dir = mkdtempSync(join(tmpdir(), "heddle-store-fault-raftlog-"));
+      dirs.push(dir);
+      const [peer] = await initCluster({ dir: join(dir, "c"), peers: 1, mode: "governed" });
+      const config = onEphemeralPorts(loadConfig(peer!.config));
+      const fault: { mode: Fault } = { mode: null };
+      const log: string[] = [];
+      let d = await startDaemon(config, { logger: recordingLogger(log), wrapRaftLog: faultyRaftLog(fault) });
+      let c = new HeddleClient({ url: d.url, token: d.token });
+      const take = (holder: string, key: string) => c.raw("POST", "/v1/claims/take", { holder, resources: [{ key, mode: "exclusive" }], ttlMs: 3_600_000 });
+      const held = new Map<string, string>();
+      let ackedIndex = 0;
+      try {
+        for (let i = 0; i < 600 && !((await c.status()) as { control: { isWritable: boolean } }).control.isWritable; i++) await new Promise((r) => setTimeout(r, 50));
+        for (let i = 0; i < 10; i++) {
+          const r = await take(`h${i}`, `k/${i}`);
+          expect(r.status).toBe(200);
+          held.set(`k/${i}`, `h${i}`);
+          ackedIndex = Math.max(ackedIndex, (r.body as { index: number }).index);
+        }
+        fault.mode = mode;
+        const refused = await take("late", "after-fault");
+        expect(refused.status).toBeGreaterThanOrEqual(503);
+        const again = await take("later", "after-fault-2");
+        expect(again.status).toBe(503);
+        expect((again.body as { message: string }).message).toMatch(new RegExp(`the Raft log store failed .*${mode === "full" ? "ENOSPC" : "EROFS"}.*Restart it once the disk is writable`));
+        expect((await c.raw("GET", "/v1/claims?key=k%2F0")).body).toMatchObject({ holders: ["h0"] });
+        const st = (await c.status()) as { control: { log: { failed: string | null } } };
+        expect(st.control.log.failed).toMatch(mode === "full" ? /ENOSPC/ : /EROFS/);
+        expect(log.some((l) => /^error raft log write failed: the Raft member has stopped \(failed closed\)/.test(l))).toBe(true);
+      } finally {
+        c.close();
+        await d.close();
+      }
+      fault.mode = null;
+      d = await startDaemon(config, { logger: recordingLogger([]) });
+      c = new HeddleClient({ url: d.url, token: d.token });
+      try {
+        const appliedIndex = async () => ((await c.status()) as { control: { appliedIndex: number } }).control.appliedIndex;
+        for (let i = 0; i < 600 && (await appliedIndex()) < ackedIndex; i++) await new Promise((r) => setTimeout(r, 50));
+        for (const [key, holder] of held) expect((await c.raw("GET", `/v1/claims?key=${encodeURIComponent(key)}`)).body).toMatchObject({ holders: [holder] });
+        for (let i = 0; i < 600 && !((await c.status()) as { control: { isWritable: boolean } }).control.isWritable; i++) await new Promise((r) => setTimeout(r, 50));
+        expect((await take("again", "after-restart")).status).toBe(200);
+      } finally {
+        c.close();
+        await d.close();
+      }
+    }, 120_000);
+  }
+});
+
 /** Root with mount rights on Linux: a real filesystem can be made to fail. */
 function canMount(): string | null {
   if (process.platform !== "linux") return "not Linux";
@@ -300,4 +375,105 @@ describe.skipIf(!existsSync("/proc/self/fd"))("a daemon that cannot start on its
     await expect(startDaemon(other, { logger: recordingLogger([]) })).rejects.toMatchObject({ name: "DaemonStartError", reason: "store" });
     expect(openHandles(path)).toBe(0);
   }, 60_000);
+});
+
+describe.skipIf(noMount !== null)("storage faults in governed mode: the Raft log (raft-wal/) on a real tmpfs that fills up, then turns read-only", () => {
+  // Claims write only the Raft log (the claims table is replicated state, no ledger row), so they exercise the
+  // segmented log store alone. Segments of 64 KiB (instead of 16 MiB) make the full disk reach a segment roll.
+  it("disk full: the Raft member fails closed (503, log, status); read-only: start refused; writable: every acknowledged claim is there", async () => {
+    const mnt = mkdtempSync(join(tmpdir(), "heddle-tmpfs-raft-"));
+    dirs.push(mnt);
+    execFileSync("mount", ["-t", "tmpfs", "-o", "size=8m", "tmpfs", mnt]);
+    const opts = { raftSegmentBytes: 64 * 1024 };
+    try {
+      const dir = mkdtempSync(join(tmpdir(), "heddle-store-fault-raft-"));
+      dirs.push(dir);
+      const [peer] = await initCluster({ dir: join(dir, "c"), peers: 1, mode: "governed" });
+      const config: DaemonConfig = { ...onEphemeralPorts(loadConfig(peer!.config)), storeDir: join(mnt, "store") };
+      const log: string[] = [];
+      let d = await startDaemon(config, { ...opts, logger: recordingLogger(log) });
+      let c = new HeddleClient({ url: d.url, token: d.token });
+      const held = new Map<string, string>();
+      let ackedIndex = 0;
+      const take = (holder: string, key: string) => c.raw("POST", "/v1/claims/take", { holder, resources: [{ key, mode: "exclusive" }], ttlMs: 3_600_000 });
+      let minted: string;
+      try {
+        for (let i = 0; i < 600 && !((await c.status()) as { control: { isWritable: boolean } }).control.isWritable; i++) await new Promise((r) => setTimeout(r, 50));
+        expect((await c.raw("POST", "/v1/control/mint", { holder: d.self, amount: "100" }, { headers: { "idempotency-key": "mint-1" } })).status).toBe(200);
+        minted = (await status(c)).mintedTotal;
+        for (let i = 0; i < 20; i++) {
+          const r = await take(`h${i}`, `before/${i}`);
+          expect(r.status).toBe(200);
+          held.set(`before/${i}`, `h${i}`);
+          ackedIndex = Math.max(ackedIndex, (r.body as { index: number }).index);
+        }
+        const filler = join(mnt, "filler");
+        const fd = openSync(filler, "w");
+        const chunk = Buffer.alloc(64 * 1024, 1);
+        try {
+          for (;;) writeSync(fd, chunk);
+        } catch (e) {
+          if ((e as NodeJS.ErrnoException).code !== "ENOSPC") throw e;
+        }
+        try {
+          for (;;) writeSync(fd, chunk, 0, 1);
+        } catch (e) {
+          if ((e as NodeJS.ErrnoException).code !== "ENOSPC") throw e;
+        }
+        closeSync(fd);
+        // Takes still fit the segment's preallocated space (durable: acknowledged); the roll needs new space.
+        let refused: { status: number; body: unknown } | null = null;
+        for (let i = 0; i < 5_000 && refused === null; i++) {
+          const r = await take(`f${i}`, `full/${i}`);
+          if (r.status === 200) {
+            held.set(`full/${i}`, `f${i}`);
+            ackedIndex = Math.max(ackedIndex, (r.body as { index: number }).index);
+          } else refused = r;
+        }
+        expect(refused).not.toBeNull();
+        // fails closed: 503, and so does every later write; reads of the applied state keep working
+        expect(refused!.status).toBeGreaterThanOrEqual(503);
+        const later = await take("late", "after-full");
+        expect(later.status).toBe(503);
+        expect((later.body as { message: string }).message).toMatch(/no space left on device|ENOSPC/);
+        const read = await c.raw("GET", `/v1/claims?key=${encodeURIComponent("before/0")}`);
+        expect(read.status).toBe(200);
+        expect(read.body).toMatchObject({ holders: ["h0"] });
+        const st = (await c.status()) as { control: { log: { kind: string; failed: string | null } } };
+        expect(st.control.log.kind).toBe("wal");
+        expect(st.control.log.failed).toMatch(/ENOSPC/);
+        expect(log.some((l) => /^error raft log write failed: the Raft member has stopped \(failed closed\); restart it .*ENOSPC/.test(l))).toBe(true);
+        unlinkSync(filler);
+      } finally {
+        c.close();
+        await d.close();
+      }
+      // Read-only: the restart is refused, saying why.
+      execFileSync("mount", ["-o", "remount,ro", mnt]);
+      await expect(startDaemon(config, { ...opts, logger: recordingLogger([]) })).rejects.toMatchObject({ name: "DaemonStartError", reason: "store" });
+      // Writable again: every acknowledged claim and the mint are there, and the peer writes again.
+      execFileSync("mount", ["-o", "remount,rw", mnt]);
+      d = await startDaemon(config, { ...opts, logger: recordingLogger([]) });
+      c = new HeddleClient({ url: d.url, token: d.token });
+      try {
+        const appliedIndex = async () => ((await c.status()) as { control: { appliedIndex: number } }).control.appliedIndex;
+        for (let i = 0; i < 600 && (await appliedIndex()) < ackedIndex; i++) await new Promise((r) => setTimeout(r, 50));
+        expect(await appliedIndex()).toBeGreaterThanOrEqual(ackedIndex);
+        expect((await status(c)).mintedTotal).toBe(minted);
+        for (const [key, holder] of held) {
+          const r = await c.raw("GET", `/v1/claims?key=${encodeURIComponent(key)}`);
+          expect(r.body).toMatchObject({ holders: [holder] });
+        }
+        for (let i = 0; i < 600 && !((await c.status()) as { control: { isWritable: boolean } }).control.isWritable; i++) await new Promise((r) => setTimeout(r, 50));
+        expect((await take("again", "after-restart")).status).toBe(200);
+        const st = (await c.status()) as { control: { log: { failed: string | null } } };
+        expect(st.control.log.failed).toBeNull();
+      } finally {
+        c.close();
+        await d.close();
+      }
+    } finally {
+      execFileSync("umount", ["-l", mnt]);
+    }
+  }, 180_000);
 });

@@ -66,6 +66,10 @@ function renderStatus(s: Json, p: Json): string {
   if (s.control !== null) {
     const c = s.control;
     lines.push(`control   role ${c.role}  leader ${c.leader === null ? "none" : short(c.leader)}  applied ${c.appliedIndex}  writable ${c.isWritable}  enrolled ${c.enrolled.length}`);
+    // which Raft log store the member runs on (store.raftLog), and a write failure that stopped it
+    if (c.log !== undefined) {
+      lines.push(`raft log  ${c.log.kind === "wal" ? "segmented log store" : "SQLite"} ${c.log.path}${c.log.failed !== null ? `  FAILED CLOSED: ${c.log.failed} (restart it once the disk is writable)` : ""}`);
+    }
   }
   const connected = p.peers.filter((x: Json) => !x.self && x.connected).length;
   lines.push(`peers     ${connected} of ${p.peers.length - 1} other peer(s) connected`, "");

@@ -4,7 +4,7 @@
  * crash (the tests' `SimDirectory`). Every call is synchronous except `preallocate`, which prepares a spare
  * segment in the background.
  */
-import { close, closeSync, constants, fdatasync, fdatasyncSync, fsync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, write, writeSync } from "node:fs";
+import { close, closeSync, constants, rm, fdatasync, fdatasyncSync, fsync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, write, writeSync } from "node:fs";
 import { join } from "node:path";
 
 /** An open file: positional writes and a data sync. */
@@ -33,7 +33,8 @@ export interface WalDirectory {
   /** Makes creations, renames and removals in the directory durable (fsync of the directory). */
   syncDirectory(): void;
   /**
-   * Creates `name` holding `bytes` zero bytes, durable, and calls `done` (possibly later, possibly at once).
+   * Creates `name` holding `bytes` zero bytes, durable, and calls `done` (possibly later, possibly at once); on
+   * failure the file is removed again before `done(error)`, so a full disk is not held full by a partial file.
    * Writing the zeros (rather than leaving a sparse file) is what lets a later overwrite plus fdatasync skip the
    * file-system metadata: the blocks are already allocated and the size does not change.
    */
@@ -98,11 +99,13 @@ export function nodeWalDirectory(path: string): WalDirectory {
       // chunked asynchronous writes on libuv's pool: the calling thread keeps serving appends meanwhile
       const step = (offset: number): void => {
         if (offset >= bytes) {
-          fsync(fd, (e) => close(fd, () => done(e)));
+          fsync(fd, (e) => close(fd, () => (e ? rm(at(name), { force: true }, () => done(e)) : done(null))));
           return;
         }
         const n = Math.min(ZEROS.length, bytes - offset);
-        write(fd, ZEROS, 0, n, offset, (e) => (e ? close(fd, () => done(e)) : step(offset + n)));
+        // a failed fill (a full disk) gives back the space it took: a partial spare must not keep the disk full
+        // for the store's own next write, nor for anything else in the directory
+        write(fd, ZEROS, 0, n, offset, (e) => (e ? close(fd, () => rm(at(name), { force: true }, () => done(e))) : step(offset + n)));
       };
       step(0);
     },

@@ -209,6 +209,8 @@ export class SegmentedLog {
   #lastIndex: LogIndex;
   #floor: LogIndex;
   #spare: "none" | "preparing" | "ready" = "none";
+  /** How many segments there were when preparing a spare last failed (a full disk): no retry until a roll. */
+  #spareFailedAt = -1;
   #closed = false;
   /** A failed write leaves the tail unknown: no further writes until reopened. */
   #broken: Error | null = null;
@@ -327,9 +329,13 @@ export class SegmentedLog {
     try {
       f.write(encodeSnapshot(s), 0);
       f.sync();
-    } finally {
+    } catch (e) {
+      // a full disk: give back what the partial file took (the log's own next roll needs it)
       f.close();
+      this.#dir.remove(tmp);
+      throw e;
     }
+    f.close();
     this.#dir.rename(tmp, name);
     this.#dir.syncDirectory();
     for (const n of this.#dir.list()) if (SNAPSHOT_RE.test(n) && n !== name) this.#dir.remove(n);
@@ -425,26 +431,38 @@ export class SegmentedLog {
   #roll(): void {
     const seq = (this.#segments[this.#segments.length - 1]?.seq ?? 0) + 1;
     let tmp: string;
-    let f: WalFile;
-    if (this.#spare === "ready") {
-      tmp = SPARE;
-      this.#spare = "none";
-      f = this.#dir.open(tmp, { create: false, dsync: this.#dsync });
-    } else {
-      // no spare ready (the first segment, or appends outran the background fill): zero-fill here
-      tmp = `${segName(seq)}.tmp`;
-      f = this.#dir.open(tmp, { create: true, dsync: false });
-      for (let at = 0; at < this.#segmentBytes; at += ZEROS.length) f.write(ZEROS.subarray(0, Math.min(ZEROS.length, this.#segmentBytes - at)), at);
+    let f: WalFile | null = null;
+    let header: Uint8Array;
+    try {
+      if (this.#spare === "ready") {
+        tmp = SPARE;
+        this.#spare = "none";
+        f = this.#dir.open(tmp, { create: false, dsync: this.#dsync });
+      } else {
+        // no spare ready (the first segment, or appends outran the background fill): zero-fill here
+        tmp = `${segName(seq)}.tmp`;
+        const z = this.#dir.open(tmp, { create: true, dsync: false });
+        try {
+          for (let at = 0; at < this.#segmentBytes; at += ZEROS.length) z.write(ZEROS.subarray(0, Math.min(ZEROS.length, this.#segmentBytes - at)), at);
+          z.sync();
+        } finally {
+          z.close();
+        }
+        f = this.#dir.open(tmp, { create: false, dsync: this.#dsync });
+      }
+      const w = new BatchWriter();
+      w.segment(seq);
+      w.hardState(this.#term, this.#votedFor);
+      header = w.finish(this.#batch++);
+      f.write(header, 0);
       f.sync();
-      f.close();
-      f = this.#dir.open(tmp, { create: false, dsync: this.#dsync });
+    } catch (e) {
+      // a roll that fails before its rename (a full disk) removes its temporary file: the space goes back, the
+      // newest segment stays the old one, and recovery never sees the new one
+      f?.close();
+      this.#dir.remove(tmp!);
+      throw e;
     }
-    const w = new BatchWriter();
-    w.segment(seq);
-    w.hardState(this.#term, this.#votedFor);
-    const header = w.finish(this.#batch++);
-    f.write(header, 0);
-    f.sync();
     this.syncs++;
     this.#dir.rename(tmp, segName(seq));
     this.#dir.syncDirectory();
@@ -460,9 +478,13 @@ export class SegmentedLog {
    * every member would write a whole segment of zeros at once). */
   #prepareSpare(): void {
     if (this.#spare !== "none" || this.#closed || this.#tail < this.#segmentBytes / 2) return;
+    // after a failure (the disk is full), one attempt per segment, not one per batch: each attempt writes zeros
+    // until the disk refuses; the roll itself zero-fills when no spare is ready (and fails there if still full)
+    if (this.#spareFailedAt === this.#segments.length) return;
     this.#spare = "preparing";
     this.#dir.preallocate(SPARE, this.#segmentBytes, (e) => {
       if (this.#spare !== "preparing") return;
+      if (e !== null) this.#spareFailedAt = this.#segments.length;
       this.#spare = e === null && !this.#closed ? "ready" : "none";
     });
   }

@@ -58,7 +58,15 @@ interface Reply {
   id: number;
   ok: boolean;
   value?: unknown;
-  error?: { name: string; message: string };
+  error?: { name: string; message: string; code?: string };
+}
+
+/** The worker's error as the caller's: `RaftRestoreError` by name, any errno `code` kept. */
+function errorOf(e: Reply["error"]): Error {
+  if (e?.name === "RaftRestoreError") return new RaftRestoreError(e.message);
+  const err = new Error(e?.message ?? "raft log worker failed") as NodeJS.ErrnoException;
+  if (e?.code !== undefined) err.code = e.code;
+  return err;
 }
 
 function workerStorage(path: string, options: SegmentedLogOptions): RaftStorage {
@@ -78,7 +86,7 @@ function workerStorage(path: string, options: SegmentedLogOptions): RaftStorage 
     waiting.delete(m.id);
     if (waiting.size === 0) worker.unref();
     if (m.ok) w.resolve(m.value);
-    else w.reject(m.error?.name === "RaftRestoreError" ? new RaftRestoreError(m.error.message) : new Error(m.error?.message ?? "raft log worker failed"));
+    else w.reject(errorOf(m.error));
   });
   worker.on("error", (e) => failAll(e));
   worker.on("exit", () => failAll(new Error("raft log worker exited")));

@@ -17,6 +17,8 @@ parentPort!.on("message", (m: { id: number; op: Op; args: unknown[] }) => {
     if (m.op === "close") parentPort!.close();
   } catch (e) {
     const err = e as Error;
-    parentPort!.postMessage({ id: m.id, ok: false, error: { name: err.name, message: err.message } });
+    // the errno code (ENOSPC, EROFS, EIO…) travels too: callers tell a full or read-only disk by it
+    const code = (err as NodeJS.ErrnoException).code;
+    parentPort!.postMessage({ id: m.id, ok: false, error: { name: err.name, message: err.message, ...(code !== undefined ? { code } : {}) } });
   }
 });
