@@ -336,6 +336,57 @@ export class SegmentedLog {
       throw e;
     }
     f.close();
+    this.#snapshotWritten(s, name, tmp);
+  }
+
+  /**
+   * `saveSnapshot` with the snapshot file's write and data sync on libuv's I/O pool (issue 15: a member's own
+   * compaction runs in the background while it keeps sending, which only helps if the event loop is not held by
+   * the write — a snapshot is megabytes where a batch of entries is kilobytes). The rename, the directory sync and
+   * the removal of older snapshots stay synchronous: metadata only, and they make the new snapshot the one a
+   * restart loads. The caller makes no other call on the store until this settles (the driver's storage calls
+   * never overlap). Falls back to `saveSnapshot` for a directory without asynchronous writes.
+   */
+  saveSnapshotAsync(s: StoredSnapshot): Promise<void> {
+    const name = snapName(s.lastIndex);
+    const tmp = `${name}.tmp`;
+    let f: WalFile;
+    let bytes: Uint8Array;
+    try {
+      bytes = encodeSnapshot(s);
+      f = this.#dir.open(tmp, { create: true, dsync: false });
+    } catch (e) {
+      return Promise.reject(e as Error);
+    }
+    const io = f.writeAndSyncAsync;
+    if (io === undefined) {
+      f.close();
+      return new Promise((resolve) => resolve(this.saveSnapshot(s)));
+    }
+    return new Promise((resolve, reject) =>
+      io.call(f, bytes, 0, (e) => {
+        f.close();
+        if (e !== null) {
+          // as in saveSnapshot: a full disk gets back what the partial file took
+          try {
+            this.#dir.remove(tmp);
+          } catch {
+            // the write's error is the one to report
+          }
+          return reject(e);
+        }
+        try {
+          this.#snapshotWritten(s, name, tmp);
+          resolve();
+        } catch (e2) {
+          reject(e2 as Error);
+        }
+      }),
+    );
+  }
+
+  /** Makes the durable snapshot file `tmp` the store's snapshot `name` and drops older ones. */
+  #snapshotWritten(s: StoredSnapshot, name: string, tmp: string): void {
     this.#dir.rename(tmp, name);
     this.#dir.syncDirectory();
     for (const n of this.#dir.list()) if (SNAPSHOT_RE.test(n) && n !== name) this.#dir.remove(n);

@@ -38,7 +38,7 @@ export function walRaftStorage(path: string, options: WalRaftStorageOptions = {}
       saveTermAndVote: (t, v) => open().saveTermAndVoteAsync(t, v),
       append: (es) => open().appendAsync(es),
       truncateFrom: (i) => open().truncateFromAsync(i),
-      saveSnapshot: async (s) => open().saveSnapshot(s),
+      saveSnapshot: (s) => open().saveSnapshotAsync(s),
       discardThrough: async (i) => open().discardThrough(i),
       close: async () => log?.close(),
     };
