@@ -9,7 +9,7 @@
 // - a real tiny tmpfs filled up, then remounted read-only (Linux as root with mount rights only; skipped
 //   elsewhere, saying why).
 import { execFileSync } from "node:child_process";
-import { existsSync, readdirSync, readlinkSync, mkdirSync, mkdtempSync, rmSync, openSync, writeSync, closeSync, unlinkSync } from "node:fs";
+import { existsSync, readdirSync, readlinkSync, mkdirSync, mkdtempSync, rmSync, unlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -18,6 +18,7 @@ import type { RaftStorage } from "@heddle/governed";
 import { sqliteStore, type HeddleStore } from "@heddle/node";
 import { initCluster, loadConfig, startDaemon, type DaemonConfig, type Logger, type RunningDaemon } from "../src/index.ts";
 import { onEphemeralPorts } from "./support/embedded.ts";
+import { canMount, fillDisk } from "../../governed/test/support/tmpfs.ts";
 
 const dirs: string[] = [];
 afterAll(() => {
@@ -253,21 +254,6 @@ describe("storage faults in governed mode (fault-injecting wrapper over the segm
   }
 });
 
-/** Root with mount rights on Linux: a real filesystem can be made to fail. */
-function canMount(): string | null {
-  if (process.platform !== "linux") return "not Linux";
-  if (process.getuid?.() !== 0) return "not root";
-  const probe = mkdtempSync(join(tmpdir(), "heddle-mount-probe-"));
-  try {
-    execFileSync("mount", ["-t", "tmpfs", "-o", "size=64k", "tmpfs", probe], { stdio: "ignore" });
-    execFileSync("umount", [probe], { stdio: "ignore" });
-    return null;
-  } catch {
-    return "mount is not permitted here";
-  } finally {
-    rmSync(probe, { recursive: true, force: true });
-  }
-}
 
 const noMount = canMount();
 if (noMount !== null) console.log(`storage fault on a real filesystem skipped: ${noMount}`);
@@ -291,19 +277,7 @@ describe.skipIf(noMount !== null)("storage faults (a real tmpfs that fills up, t
         await work(c, acked, 5);
         minted = (await status(c)).mintedTotal;
         // Fill the disk to the last byte.
-        const fd = openSync(filler, "w");
-        const chunk = Buffer.alloc(64 * 1024, 1);
-        try {
-          for (;;) writeSync(fd, chunk);
-        } catch (e) {
-          if ((e as NodeJS.ErrnoException).code !== "ENOSPC") throw e;
-        }
-        try {
-          for (;;) writeSync(fd, chunk, 0, 1);
-        } catch (e) {
-          if ((e as NodeJS.ErrnoException).code !== "ENOSPC") throw e;
-        }
-        closeSync(fd);
+        fillDisk(filler);
         // Writes may still fit in pages SQLite already has; keep writing until the disk refuses one.
         let refused = false;
         for (let i = 0; i < 2_000 && !refused; i++) {
@@ -408,19 +382,7 @@ describe.skipIf(noMount !== null)("storage faults in governed mode: the Raft log
           ackedIndex = Math.max(ackedIndex, (r.body as { index: number }).index);
         }
         const filler = join(mnt, "filler");
-        const fd = openSync(filler, "w");
-        const chunk = Buffer.alloc(64 * 1024, 1);
-        try {
-          for (;;) writeSync(fd, chunk);
-        } catch (e) {
-          if ((e as NodeJS.ErrnoException).code !== "ENOSPC") throw e;
-        }
-        try {
-          for (;;) writeSync(fd, chunk, 0, 1);
-        } catch (e) {
-          if ((e as NodeJS.ErrnoException).code !== "ENOSPC") throw e;
-        }
-        closeSync(fd);
+        fillDisk(filler);
         // Takes still fit the segment's preallocated space (durable: acknowledged); the roll needs new space.
         let refused: { status: number; body: unknown } | null = null;
         for (let i = 0; i < 5_000 && refused === null; i++) {

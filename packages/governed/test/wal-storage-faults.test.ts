@@ -6,11 +6,12 @@
  * left behind survives that open; and once the disk is writable again the store carries on.
  */
 import { execFileSync } from "node:child_process";
-import { closeSync, mkdtempSync, openSync, readdirSync, rmSync, unlinkSync, writeSync } from "node:fs";
+import { mkdtempSync, readdirSync, rmSync, unlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { walRaftStorage } from "../src/index.ts";
+import { canMount, fillDisk } from "./support/tmpfs.ts";
 import type { LogEntry, RaftStorage, StoredSnapshot } from "../src/index.ts";
 
 const dirs: string[] = [];
@@ -18,20 +19,6 @@ afterAll(() => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 
-function canMount(): string | null {
-  if (process.platform !== "linux") return "not Linux";
-  if (process.getuid?.() !== 0) return "not root";
-  const probe = mkdtempSync(join(tmpdir(), "heddle-mount-probe-"));
-  try {
-    execFileSync("mount", ["-t", "tmpfs", "-o", "size=64k", "tmpfs", probe], { stdio: "ignore" });
-    execFileSync("umount", [probe], { stdio: "ignore" });
-    return null;
-  } catch {
-    return "mount is not permitted here";
-  } finally {
-    rmSync(probe, { recursive: true, force: true });
-  }
-}
 
 const noMount = canMount();
 if (noMount !== null) console.log(`Raft log store on a full / read-only filesystem skipped: ${noMount}`);
@@ -43,22 +30,6 @@ function entry(index: number, term: number): LogEntry {
   return { index, term, kind: "app", key: { client: "c", seq: index }, command, stampedAt: index };
 }
 
-/** Fills the file system holding `dir` to the last byte with `filler`. */
-function fill(filler: string): void {
-  const fd = openSync(filler, "w");
-  const chunk = Buffer.alloc(64 * 1024, 1);
-  try {
-    for (;;) writeSync(fd, chunk);
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== "ENOSPC") throw e;
-  }
-  try {
-    for (;;) writeSync(fd, chunk, 0, 1);
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== "ENOSPC") throw e;
-  }
-  closeSync(fd);
-}
 
 /** Waits (up to 10 s) until no temporary file is in `dir`: a spare segment being filled is one until it fails. */
 async function noTemporaryFiles(dir: string): Promise<void> {
@@ -95,7 +66,7 @@ describe.skipIf(noMount !== null)("Raft log store on a real filesystem that fill
         const snap: StoredSnapshot = { lastIndex: 20, lastTerm: 3, config: { voters: ["a", "b", "c"], learners: [] }, state: new Uint8Array(300).fill(9) };
         await s.saveSnapshot(snap);
         await s.discardThrough(20);
-        fill(filler);
+        fillDisk(filler);
         // Appends go into space the segment already holds (preallocated), so a full disk refuses only the write
         // that needs new space: the next segment, or a snapshot.
         const big: StoredSnapshot = { ...snap, lastIndex: 40, state: new Uint8Array(200_000).fill(7) };
