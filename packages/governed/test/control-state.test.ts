@@ -184,6 +184,26 @@ describe("ControlState sessions (governed.md §3.3 steps 4–6, §3.10)", () => 
     expect(d.st.outcomeOf(key)).toEqual(first.outcome);
   });
 
+  it("a retire retried under its key with another witness (through another peer) replays the recorded outcome, not keyReuse", () => {
+    // the crash trials (issue 17): the first peer proposed retire with its view as witness and died before answering;
+    // the client's retry through another peer carried that peer's view. Same act, same key → the recorded outcome.
+    const d = new Driver();
+    d.entry({ op: "prepare", record: rec("e1", "root", "a") });
+    d.entry({ op: "activate", edge: E("e1") });
+    d.entry({ op: "close", edge: E("e1") });
+    const mint = d.entry({ op: "mint", holder: R("n1"), amount: 10n });
+    const witness = d.st.projection.projectEdge(E("e1")).join(mint.publish[0]!).encode();
+    const key = { client: "idem:retry", seq: 1 };
+    const first = d.entry({ op: "retire", edge: E("e1"), witness }, { key });
+    expect(first.outcome).toMatchObject({ kind: "applied", noop: false });
+    const viaOther = d.entry({ op: "retire", edge: E("e1") }, { key });
+    expect(viaOther.outcome).toEqual(first.outcome);
+    expect(viaOther.decided).toBe(false);
+    expect(d.st.replayOf(key, { op: "retire", edge: E("e1") }, 99)).toEqual(first.outcome);
+    // another act under the key is still keyReuse
+    expect(d.out({ op: "retire", edge: E("e2") }, { key })).toMatchObject({ kind: "conflict", conflict: { reason: "keyReuse" } });
+  });
+
   it("concurrent seqs committed out of order both apply (no high-water mark)", () => {
     const d = new Driver();
     d.out({ op: "mint", holder: R("n1"), amount: 1n }, { key: { client: "op", seq: 2 } });

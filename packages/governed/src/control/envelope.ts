@@ -124,9 +124,16 @@ export function encodeEnvelope(e: ControlEnvelope): Uint8Array {
   return out;
 }
 
-/** First 16 bytes of SHA-256 over the canonical JSON of `cmd`, as 32 hex digits (governed.md §3.1). */
+/**
+ * First 16 bytes of SHA-256 over the canonical JSON of `cmd`, as 32 hex digits (governed.md §3.1) — with one
+ * exception: a retire's witness is left out. The witness is the proposer's evidence, read from its own gossip view
+ * (§3.6), not part of the act: a client that retries a retire under the same key through another peer (its first
+ * peer died with the call in flight) sends the same act with another witness, and must get the recorded outcome,
+ * not `keyReuse`. The crash trials found it (issue 17): a retired edge's retry was refused as keyReuse.
+ */
 export function digestOf(cmd: ControlCommand): string {
-  return createHash("sha256").update(canonicalJson(commandJson(cmd))).digest("hex").slice(0, 32);
+  const identity = cmd.op === "retire" ? { op: cmd.op, edge: cmd.edge } : commandJson(cmd);
+  return createHash("sha256").update(canonicalJson(identity)).digest("hex").slice(0, 32);
 }
 
 // ------------------------------------------------------------------------------------------------ decoding
