@@ -288,10 +288,14 @@ describe.skipIf(TRIALS === 0)("crash trials: 3 voters + 2 learners as daemons, S
       let minted = 0n;
       let charged = 0n;
       const activeEdges = new Set<string>();
+      /** Edges the trials added and have not retired, oldest first; those being retired; those retired. */
+      const trialEdges = new Set<string>();
+      const retiring = new Set<string>();
+      const retiredEdges = new Set<string>();
       const holderOf = new Map<string, string>();
       let opSeq = 0;
       let unknownReserves = 0;
-      const counts = { mint: 0, reshape: 0, reserve: 0, complete: 0, take: 0, release: 0, retries: 0 };
+      const counts = { mint: 0, reshape: 0, retire: 0, reserve: 0, complete: 0, take: 0, release: 0, retries: 0 };
 
       /** A control call, retried with its idempotency key on any live peer until it is answered. */
       const control = async (path: string, body: unknown): Promise<{ status: number; body: any }> => {
@@ -392,13 +396,37 @@ describe.skipIf(TRIALS === 0)("crash trials: 3 voters + 2 learners as daemons, S
           minted += amount;
           counts.mint++;
         } else if (x < 0.2) {
-          const edge = `root→t${trialNo}-${opSeq}`;
-          const a = await control("/v1/control/prepare", { id: edge, parent: "root", child: edge.slice(5), weight: 1 + Math.floor(rnd() * 3) });
-          if (a.status !== 200) throw new Error(`prepare refused: ${JSON.stringify(a.body)}`);
-          const b = await control("/v1/control/activate", { edge });
-          if (b.status !== 200) throw new Error(`activate refused: ${JSON.stringify(b.body)}`);
-          activeEdges.add(edge);
-          counts.reshape++;
+          // Reshape as an operator does: add an edge, or take the oldest trial edge out (close, wait drained,
+          // retire — governed.md §3.7's removal). Retiring keeps the live tree a few edges wide; adding only, as
+          // this did, grew it by 15 edges a trial and every later trial paid for them (1,739 edges by trial 115).
+          const oldest = [...trialEdges].find((e) => !retiring.has(e));
+          if (oldest !== undefined && trialEdges.size - retiring.size >= 3) {
+            retiring.add(oldest);
+            const c = await control("/v1/control/close", { edge: oldest });
+            if (c.status !== 200) throw new Error(`close refused: ${JSON.stringify(c.body)}`);
+            activeEdges.delete(oldest);
+            // nothing ever stands demand under a trial edge, so it is drained at once; notDrained (a local
+            // view that has not yet applied the close) is retried, as §3.7 tells an operator to
+            for (let attempt = 0; ; attempt++) {
+              const r = await control("/v1/control/retire", { edge: oldest });
+              if (r.status === 200) break;
+              if (r.body?.conflict?.reason !== "notDrained" || attempt > 100) throw new Error(`retire refused: ${JSON.stringify(r.body)}`);
+              await sleep(100);
+            }
+            trialEdges.delete(oldest);
+            retiring.delete(oldest);
+            retiredEdges.add(oldest);
+            counts.retire++;
+          } else {
+            const edge = `root→t${trialNo}-${opSeq}`;
+            const a = await control("/v1/control/prepare", { id: edge, parent: "root", child: edge.slice(5), weight: 1 + Math.floor(rnd() * 3) });
+            if (a.status !== 200) throw new Error(`prepare refused: ${JSON.stringify(a.body)}`);
+            const b = await control("/v1/control/activate", { edge });
+            if (b.status !== 200) throw new Error(`activate refused: ${JSON.stringify(b.body)}`);
+            activeEdges.add(edge);
+            trialEdges.add(edge);
+            counts.reshape++;
+          }
         } else if (x < 0.35) await claimOp();
         else {
           const ps = live();
@@ -437,6 +465,8 @@ describe.skipIf(TRIALS === 0)("crash trials: 3 voters + 2 learners as daemons, S
           expect(minted, `trial ${trial}: conservation on peer ${p.index} (seed ${SEED})`).toBe(held + charged);
           const active = new Set(tree.edges.filter((e) => e.lifecycle === "ACTIVE").map((e) => e.id));
           for (const e of activeEdges) expect(active.has(e), `trial ${trial}: edge ${e} active on peer ${p.index}`).toBe(true);
+          const lifecycle = new Map(tree.edges.map((e) => [e.id, e.lifecycle]));
+          for (const e of retiredEdges) expect(lifecycle.get(e) ?? "RETIRED", `trial ${trial}: edge ${e} retired on peer ${p.index}`).toBe("RETIRED");
           for (const key of claimKeys) {
             const l = (await p.client.raw("GET", `/v1/claims?key=${encodeURIComponent(key)}`)).body as { holders: string[] };
             expect(l.holders.length, `trial ${trial}: ${key} holders on peer ${p.index}`).toBeLessThanOrEqual(1);
