@@ -3,5 +3,6 @@ export { checked as chk, checkedAdd, checkedSub } from "@heddle/ledger";
 
 /** The smaller of two bigints. */
 export function minBig(a: bigint, b: bigint): bigint {
+  // Stryker disable next-line EqualityOperator: with a === b either bigint is the same value
   return a < b ? a : b;
 }

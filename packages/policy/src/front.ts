@@ -22,7 +22,6 @@ export function isDemanding(edge: PolicyEdge): boolean {
 export function front(edges: readonly PolicyEdge[], excluding: ReadonlySet<AttachmentId> = new Set()): Rational | null {
   validatePolicyEdges(edges);
   const survivors = edges.filter((e) => !excluding.has(e.record.id));
-  if (survivors.length === 0) return null;
   const demanding = survivors.filter(isDemanding);
   if (demanding.length > 0) {
     return weightedMean(demanding.map((e) => ({ weight: e.record.weight, ev: effectiveVirtualService(e) })));

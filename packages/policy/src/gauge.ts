@@ -12,6 +12,7 @@ import { checkedSub } from "./checked-int64.ts";
 export function joinGauge(a: Gauge, b: Gauge): Gauge {
   return {
     floor: Rational.max(a.floor, b.floor),
+    // Stryker disable next-line EqualityOperator: equal folds are the same bigint value
     folded: a.folded >= b.folded ? a.folded : b.folded,
   };
 }

@@ -25,6 +25,7 @@ interface Candidate {
 export function untrimmedQuantum(e: PolicyEdge, quantum: bigint, cap: bigint | null): bigint | null {
   const outstanding = outstandingOf(e);
   const need = checkedSub(e.demand.targetOutstanding, outstanding);
+  // Stryker disable next-line ConditionalExpression,EqualityOperator: a need ≤ 0 gives a quantum ≤ 0 (cap − outstanding stays in int64 there), which pick, the only caller, drops one line after the call
   if (need <= 0n) return null;
   let q = minBig(minBig(quantum, need), e.demand.maximumUsefulGrant);
   if (cap !== null) q = minBig(q, checkedSub(cap, outstanding));
@@ -41,6 +42,7 @@ export function pick(edges: readonly PolicyEdge[], config: PolicyConfig, localHo
   validatePolicyConfig(config);
   validatePolicyEdges(edges);
   validateHoldings(localHoldings);
+  // Stryker disable next-line ConditionalExpression: a shortcut — with zero holdings every quantum is trimmed to 0 and dropped, the same null
   if (localHoldings === 0n) return null;
   const cap = boundedCap(config);
 
@@ -67,7 +69,9 @@ export function pick(edges: readonly PolicyEdge[], config: PolicyConfig, localHo
       continue;
     }
     const cmp = deadline.compare(winnerDeadline);
-    if (cmp < 0 || (cmp === 0 && c.id < winner.id)) {
+    // Stryker disable next-line EqualityOperator: ids are unique among a parent's edges, so two candidates never share one
+    const idFirst = c.id < winner.id;
+    if (cmp < 0 || (cmp === 0 && idFirst)) {
       winner = c;
       winnerDeadline = deadline;
     }

@@ -42,7 +42,10 @@ function requireBig(v: unknown, what: string, id: string): void {
  */
 export function validatePolicyEdge(e: PolicyEdge): void {
   if (typeof e !== "object" || e === null) throw new PolicyInputError("policy edge must be an object");
-  const id = String(e.record?.id);
+  for (const part of ["record", "summary", "demand"] as const) {
+    if (typeof e[part] !== "object" || e[part] === null) throw new PolicyInputError(`policy edge ${part} must be an object (got ${e[part] === null ? "null" : typeof e[part]})`);
+  }
+  const id = String(e.record.id);
   if (e.record.id !== e.summary.attachment) {
     throw new PolicyInputError(`edge ${id}: record id differs from summary attachment ${String(e.summary.attachment)}`);
   }
@@ -60,6 +63,7 @@ export function validatePolicyEdge(e: PolicyEdge): void {
   if (e.demand.maximumUsefulGrant < 0n) throw new PolicyInputError(`edge ${id}: maximumUsefulGrant < 0`);
   if (!(e.virtualOffset instanceof Rational)) throw new PolicyInputError(`edge ${id}: virtualOffset must be a Rational`);
   if (e.gauge !== null) {
+    if (typeof e.gauge !== "object") throw new PolicyInputError(`edge ${id}: gauge must be an object or null (got ${typeof e.gauge})`);
     requireBig(e.gauge.folded, "gauge.folded", id);
     if (e.gauge.folded < 0n) throw new PolicyInputError(`edge ${id}: gauge.folded < 0`);
     if (!(e.gauge.floor instanceof Rational)) throw new PolicyInputError(`edge ${id}: gauge.floor must be a Rational`);

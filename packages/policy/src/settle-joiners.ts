@@ -52,7 +52,7 @@ export function settleJoiners(input: SettleInput): SettlePlan {
   const seatAt = F ?? Rational.ZERO;
   const seats = newborns
     .map((e) => e.record.id)
-    .sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
+    .sort() // UTF-16 code-unit order: the default string sort
     .map((attachment) => ({ attachment, front: seatAt }));
   const offsets = new Map<AttachmentId, Rational>();
   if (F !== null) {

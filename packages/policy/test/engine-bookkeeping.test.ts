@@ -7,6 +7,7 @@
  * planted engine and the literal loop disagree; each expected list is the literal loop's.
  */
 import { describe, expect, it } from "vitest";
+import fc from "fast-check";
 import { HeddlePolicy } from "../src/index.ts";
 import type { Grant, PolicyConfig, PolicyEdge } from "../src/index.ts";
 import { allocateByRepeatedPick } from "../src/reference-allocation.ts";
@@ -109,5 +110,128 @@ describe("DeadlineTree: the earliest eligible deadline survives every rebalancin
     // The rotation moves the old root down; its cached earliest deadline must be recomputed, or n0 (deadline 1)
     // is still reported at threshold 18 after its removal.
     treeAgreesWithScan(["+n4 18 13", "+n2 4 10", "+n7 1 6", "+n1 14 7", "+n3 18 6", "+n5 11 15", "+n0 8 1", "-n0"]);
+  });
+});
+
+/**
+ * The tree's shape contract (its doc: an AVL tree, so `earliestEligible` is O(log n)): checked from the nodes the
+ * caller owns, with nothing read from the tree's private fields. The root is the one live node no other live node
+ * points to; every subtree's recorded `height` and `best` are what they should be, and no node's subtrees differ in
+ * height by more than one. Wrong results are caught by the scan above; this catches a tree that answers right
+ * but has lost its balance (a missing or wrong rotation, heights miscounted), which makes a round O(n) per pick.
+ */
+function checkAvl(live: ReadonlyMap<string, DeadlineNode>, what: string): void {
+  const children = new Set<DeadlineNode>();
+  for (const n of live.values()) {
+    if (n.left !== null) children.add(n.left);
+    if (n.right !== null) children.add(n.right);
+  }
+  const roots = [...live.values()].filter((n) => !children.has(n));
+  expect(roots.length, `${what}: one root`).toBe(live.size === 0 ? 0 : 1);
+  if (live.size === 0) return;
+  const inOrder: DeadlineNode[] = [];
+  const walk = (n: DeadlineNode | null): { height: number; best: DeadlineNode | null } => {
+    if (n === null) return { height: 0, best: null };
+    const l = walk(n.left);
+    inOrder.push(n);
+    const r = walk(n.right);
+    expect(Math.abs(l.height - r.height), `${what}: balance at ${n.id}`).toBeLessThanOrEqual(1);
+    const height = 1 + Math.max(l.height, r.height);
+    expect(n.height, `${what}: height at ${n.id}`).toBe(height);
+    let best = n;
+    for (const c of [l.best, r.best]) if (c !== null && (c.deadline < best.deadline || (c.deadline === best.deadline && c.id < best.id))) best = c;
+    expect(n.best.id, `${what}: best at ${n.id}`).toBe(best.id);
+    return { height, best };
+  };
+  const { height } = walk(roots[0]!);
+  expect(inOrder.map((n) => n.id), `${what}: in (key, id) order, every live node once`).toEqual(
+    [...live.values()].sort((a, b) => (a.key !== b.key ? (a.key < b.key ? -1 : 1) : a.id < b.id ? -1 : 1)).map((n) => n.id),
+  );
+  // an AVL tree of n nodes is at most 1.4405·log2(n + 2) − 0.3277 high
+  expect(height, `${what}: height of ${live.size} nodes`).toBeLessThanOrEqual(Math.floor(1.4405 * Math.log2(live.size + 2) - 0.3277));
+}
+
+describe("DeadlineTree stays balanced (an AVL tree) through inserts, removals and builds", () => {
+  it("ascending, descending and zig-zag inserts, then removals from either end and the middle", () => {
+    for (const order of [
+      Array.from({ length: 40 }, (_, i) => i),
+      Array.from({ length: 40 }, (_, i) => 39 - i),
+      Array.from({ length: 40 }, (_, i) => (i % 2 === 0 ? i : 40 - i)),
+    ]) {
+      const tree = new DeadlineTree();
+      const live = new Map<string, DeadlineNode>();
+      for (const k of order) {
+        const n = node(`n${k}`, BigInt(k), BigInt((k * 7) % 11));
+        tree.insert(n);
+        live.set(n.id, n);
+        checkAvl(live, `insert n${k} of [${order.slice(0, 3).join(",")}…]`);
+      }
+      for (const k of [0, 39, 20, 1, 38, 19, 21, 2, 37, 10, 30, 5, 35]) {
+        tree.remove(live.get(`n${k}`)!);
+        live.delete(`n${k}`);
+        checkAvl(live, `remove n${k} of [${order.slice(0, 3).join(",")}…]`);
+      }
+    }
+  });
+
+  it("a removal that leaves a child with equal-height subtrees takes a single rotation, not a double one", () => {
+    // found by fast-check against the double-rotation test on `<=` (a left child of equal subtrees, then a right
+    // one): the double rotation there leaves a node two levels out of balance
+    for (const [ops, last] of [
+      [[["e0", 2], ["e2", 1], ["e3", 0], ["e4", 1], ["e5", 0], ["e6", 0], ["e10", 1], ["e11", 0]], "e0"],
+      [[["e0", 2], ["e1", 0], ["e3", 0], ["e4", 1], ["e23", 0], ["e2", 1], ["e10", 1], ["e5", 1]], "e23"],
+    ] as const) {
+      const tree = new DeadlineTree();
+      const live = new Map<string, DeadlineNode>();
+      for (const [id, key] of ops) {
+        const n = node(id, BigInt(key), 0n);
+        tree.insert(n);
+        live.set(id, n);
+        checkAvl(live, `insert ${id}`);
+      }
+      tree.remove(live.get(last)!);
+      live.delete(last);
+      checkAvl(live, `remove ${last}`);
+    }
+  });
+
+  it("random inserts and removals with repeated keys (fast-check)", () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.tuple(fc.boolean(), fc.integer({ min: 0, max: 60 }), fc.integer({ min: 0, max: 9 }), fc.integer({ min: 0, max: 20 })), { maxLength: 120 }),
+        (ops) => {
+          const tree = new DeadlineTree();
+          const live = new Map<string, DeadlineNode>();
+          for (const [insert, idNo, key, deadline] of ops) {
+            const id = `e${idNo}`;
+            const present = live.get(id);
+            if (present !== undefined && !insert) {
+              tree.remove(present);
+              live.delete(id);
+            } else if (present === undefined) {
+              const n = node(id, BigInt(key), BigInt(deadline));
+              tree.insert(n);
+              live.set(id, n);
+            } else continue;
+            checkAvl(live, `${insert ? "insert" : "remove"} ${id}`);
+            expect(tree.size).toBe(live.size);
+          }
+        },
+      ),
+      { numRuns: Number(process.env.HEDDLE_AVL_RUNS ?? 300) },
+    );
+  });
+
+  it("build makes a balanced tree, which later inserts and removals keep balanced", () => {
+    const nodes = Array.from({ length: 25 }, (_, i) => node(`b${String(i).padStart(2, "0")}`, BigInt(i), BigInt(25 - i)));
+    const tree = new DeadlineTree();
+    tree.build(nodes);
+    const live = new Map(nodes.map((n) => [n.id, n]));
+    checkAvl(live, "build");
+    for (let i = 0; i < 25; i += 3) {
+      tree.remove(live.get(`b${String(i).padStart(2, "0")}`)!);
+      live.delete(`b${String(i).padStart(2, "0")}`);
+      checkAvl(live, `remove b${i} after build`);
+    }
   });
 });

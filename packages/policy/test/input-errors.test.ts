@@ -160,6 +160,20 @@ describe("edge shape and the unbounded cap", () => {
     for (const v of [42, "a", true]) expect(refusal(() => pick([v as unknown as PolicyEdge], Q1, 1n))).toBe("policy edge must be an object");
   });
 
+  it("an edge missing its record, summary, demand or gauge is refused as bad input naming the part, not a TypeError", () => {
+    const good = edge("a", { demand: [10n, 10n] });
+    for (const part of ["record", "summary", "demand"] as const) {
+      for (const v of [undefined, null, 7]) {
+        const bad = { ...good, [part]: v } as unknown as PolicyEdge;
+        expect(refusal(() => pick([bad], Q1, 1n)), `${part}: ${String(v)}`).toBe(`policy edge ${part} must be an object (got ${v === null ? "null" : typeof v})`);
+      }
+    }
+    for (const v of [undefined, 7]) {
+      const bad = { ...good, gauge: v } as unknown as PolicyEdge;
+      expect(refusal(() => pick([bad], Q1, 1n))).toBe(`edge a: gauge must be an object or null (got ${typeof v})`);
+    }
+  });
+
   it("perChildOutstandingCap = I64_MAX means unbounded (§3.4), even while outstanding is transiently negative (§3.3)", () => {
     // issued 0, spent 5: outstanding −5; a bounded cap of 2^63 − 1 would need MAX − (−5), which leaves int64
     const e = edge("a", { spent: 5n, demand: [10n, 10n] });
