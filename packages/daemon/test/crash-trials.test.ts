@@ -403,10 +403,13 @@ describe.skipIf(TRIALS === 0)("crash trials: 3 voters + 2 learners as daemons, S
       /** One client operation, chosen at random. */
       const op = async (): Promise<void> => {
         const x = rnd();
-        if (x < 0.05) {
+        if (x < 0.005) {
           // Reshape as an operator does: add an edge, or take the oldest trial edge out (close, wait drained,
           // retire — governed.md §3.7's removal). Retiring keeps the live tree a few edges wide; adding only, as
           // this did, grew it by 15 edges a trial and every later trial paid for them (1,739 edges by trial 115).
+          // Rare, as reshapes are (≈ 2–3 a trial): a retired edge stays in the ledger for good (ledger.md §5,
+          // "history readable forever"), and at 5 % of the operations (26 a trial) the tree held 1,372 edges by
+          // trial 51, with `/v1/tree` at 488 KB and each trial slower than the last.
           const oldest = [...trialEdges].find((e) => !retiring.has(e));
           if (oldest !== undefined && trialEdges.size - retiring.size >= 3) {
             retiring.add(oldest);
@@ -474,7 +477,8 @@ describe.skipIf(TRIALS === 0)("crash trials: 3 voters + 2 learners as daemons, S
           const active = new Set(tree.edges.filter((e) => e.lifecycle === "ACTIVE").map((e) => e.id));
           for (const e of activeEdges) expect(active.has(e), `trial ${trial}: edge ${e} active on peer ${p.index}`).toBe(true);
           const lifecycle = new Map(tree.edges.map((e) => [e.id, e.lifecycle]));
-          for (const e of retiredEdges) expect(lifecycle.get(e) ?? "RETIRED", `trial ${trial}: edge ${e} retired on peer ${p.index}`).toBe("RETIRED");
+          // a retired edge stays known (ledger.md §5): missing would mean its prepare was lost
+          for (const e of retiredEdges) expect(lifecycle.get(e), `trial ${trial}: edge ${e} retired on peer ${p.index}`).toBe("RETIRED");
           for (const key of claimKeys) {
             const l = (await p.client.raw("GET", `/v1/claims?key=${encodeURIComponent(key)}`)).body as { holders: string[] };
             expect(l.holders.length, `trial ${trial}: ${key} holders on peer ${p.index}`).toBeLessThanOrEqual(1);
@@ -493,7 +497,7 @@ describe.skipIf(TRIALS === 0)("crash trials: 3 voters + 2 learners as daemons, S
         const killAt = 100 + Math.floor(killRnd() * 900);
         let stop = false;
         const running = load(() => stop);
-        const minting = sleep(Math.floor(rnd() * (killAt + 50))).then(operatorMint);
+        const minting = sleep(Math.floor(rnd() * killAt)).then(operatorMint);
         minting.catch(() => {}); // awaited below; this only keeps an early failure from counting as unhandled
         await sleep(killAt);
         victim.proc!.kill("SIGKILL");
@@ -524,6 +528,9 @@ describe.skipIf(TRIALS === 0)("crash trials: 3 voters + 2 learners as daemons, S
         `crash-trials seed=${SEED} trials=${TRIALS} time=${Date.now() - t0}ms minted=${minted} charged=${charged} edges=${activeEdges.size} ` +
           `ops ${JSON.stringify(counts)} reserves-unanswered=${unknownReserves} kills-by-role ${JSON.stringify(killsBy)}\n  kills ${kills.join(" ")}\n  restart ms / restarted process CPU s / settle+check ms: ${phases.join(" ")}`,
       );
+      // every kind of operation ran under the kills (the checks above would hold vacuously for one that never did)
+      expect(counts.mint, `mints (seed ${SEED})`).toBe(TRIALS);
+      for (const k of ["reshape", "retire", "take", "release", "complete"] as const) if (TRIALS >= 10) expect(counts[k], `${k} operations (seed ${SEED})`).toBeGreaterThan(0);
       passed = true;
     } finally {
       for (const p of peers) {

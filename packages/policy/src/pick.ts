@@ -42,7 +42,7 @@ export function pick(edges: readonly PolicyEdge[], config: PolicyConfig, localHo
   validatePolicyConfig(config);
   validatePolicyEdges(edges);
   validateHoldings(localHoldings);
-  // Stryker disable next-line ConditionalExpression: a shortcut — with zero holdings every quantum is trimmed to 0 and dropped, the same null
+  // policy.md §5 step 0: null before any need is computed (a need can leave int64 on valid input: target 2^63 − 1 over a negative outstanding)
   if (localHoldings === 0n) return null;
   const cap = boundedCap(config);
 
@@ -69,9 +69,7 @@ export function pick(edges: readonly PolicyEdge[], config: PolicyConfig, localHo
       continue;
     }
     const cmp = deadline.compare(winnerDeadline);
-    // Stryker disable next-line EqualityOperator: ids are unique among a parent's edges, so two candidates never share one
-    const idFirst = c.id < winner.id;
-    if (cmp < 0 || (cmp === 0 && idFirst)) {
+    if (cmp < 0 || (cmp === 0 && c.id < winner.id)) {
       winner = c;
       winnerDeadline = deadline;
     }

@@ -49,6 +49,10 @@ describe("policy config: messages and exact bounds", () => {
       expect(() => validatePolicyConfig(c)).not.toThrow();
     expect(pick([edge("a")], { quantum: MAX }, MAX)).toEqual({ attachment: "a", amount: 1_000_000n });
     expect(pick([edge("a")], Q1, 0n)).toBeNull();
+    // §5 step 0: zero holdings answer null before any need is computed — here the need (2^63 − 1 over an
+    // outstanding of −5) would leave int64 and throw
+    expect(pick([edge("a", { spent: 5n, demand: [MAX, 10n] })], Q1, 0n)).toBeNull();
+    expect(() => pick([edge("a", { spent: 5n, demand: [MAX, 10n] })], Q1, 1n)).toThrow();
     // a cap of 0 is a real cap (nothing may be outstanding), not "unbounded"
     expect(pick([edge("a")], { quantum: 5n, perChildOutstandingCap: 0n }, 10n)).toBeNull();
     expect(pick([edge("a")], { quantum: 5n, perChildOutstandingCap: 2n }, 10n)).toEqual({ attachment: "a", amount: 2n });
