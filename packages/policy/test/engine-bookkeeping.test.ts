@@ -195,6 +195,31 @@ describe("DeadlineTree stays balanced (an AVL tree) through inserts, removals an
     }
   });
 
+  it("a deletion-heavy sequence: a rotation at balance ±1 (instead of ±2) leaves a node two out of balance", () => {
+    // 32 inserts over a wide key range, then removals among a few inserts: a deletion's single rotation leaves a
+    // subtree root at ±1, and a later rebalance that rotated there would unbalance its child (found by a seeded
+    // search against the planted thresholds `>= 1` / `<= −1`; the random sequences below, over 10 keys, missed it)
+    const ops = (
+      "+n0:299 +n1:542 +n2:987 +n3:672 +n4:529 +n5:869 +n6:915 +n7:74 +n8:997 +n9:209 +n10:193 +n11:992 +n12:59 " +
+      "+n13:384 +n14:30 +n15:71 +n16:673 +n17:924 +n18:809 +n19:741 +n20:63 +n21:618 +n22:495 +n23:203 +n24:892 " +
+      "+n25:68 +n26:802 -n0 +n27:738 +n28:817 +n29:742 -n10 -n20 -n9 +n30:312 +n31:558 -n15 -n14 -n27 -n11"
+    ).split(" ");
+    const tree = new DeadlineTree();
+    const live = new Map<string, DeadlineNode>();
+    for (const op of ops) {
+      const [id, key] = op.slice(1).split(":");
+      if (op.startsWith("+")) {
+        const n = node(id!, BigInt(key!), 0n);
+        tree.insert(n);
+        live.set(id!, n);
+      } else {
+        tree.remove(live.get(id!)!);
+        live.delete(id!);
+      }
+      checkAvl(live, op);
+    }
+  });
+
   it("random inserts and removals with repeated keys (fast-check)", () => {
     fc.assert(
       fc.property(
