@@ -67,6 +67,17 @@ describe("control envelope (governed.md §3.1)", () => {
     expect(x.kind === "control" && y.kind === "control" && digestOf(x.envelope.cmd) === digestOf(y.envelope.cmd)).toBe(true);
   });
 
+  it("a retire's digest leaves its witness out (it is the proposer's view, not the act) but not its edge", () => {
+    const bare = digestOf({ op: "retire", edge: AttachmentId("e1") });
+    expect(digestOf({ op: "retire", edge: AttachmentId("e1"), witness: "{\"any\":\"view\"}" })).toBe(bare);
+    expect(digestOf({ op: "retire", edge: AttachmentId("e2") })).not.toBe(bare);
+    // the witness still travels in the entry: only the digest ignores it
+    const withWitness = encodeEnvelope(env({ op: "retire", edge: AttachmentId("e1"), witness: "w" }));
+    expect(new TextDecoder().decode(withWitness)).toContain('"witness":"w"');
+    // other commands keep every field in their digest
+    expect(digestOf({ op: "close", edge: AttachmentId("e1") })).not.toBe(bare);
+  });
+
   it("classifies bytes without the magic as foreign (a positive determination)", () => {
     expect(decodeEntry(new Uint8Array(0))).toEqual({ kind: "foreign" });
     expect(decodeEntry(enc.encode("HDL"))).toEqual({ kind: "foreign" });
