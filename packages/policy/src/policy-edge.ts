@@ -70,10 +70,18 @@ export function validatePolicyEdge(e: PolicyEdge): void {
   }
 }
 
-/** Validates every edge in order (see {@link validatePolicyEdge}). */
+/**
+ * Validates every edge in order (see {@link validatePolicyEdge}) and refuses a repeated id: the edges are
+ * one parent's children, each attachment at most once, and the id tie-breaks of §5 assume so.
+ */
 export function validatePolicyEdges(edges: readonly PolicyEdge[]): void {
   if (!Array.isArray(edges)) throw new PolicyInputError("edges must be an array");
-  for (const e of edges) validatePolicyEdge(e);
+  const seen = new Set<string>();
+  for (const e of edges) {
+    validatePolicyEdge(e);
+    if (seen.has(e.record.id)) throw new PolicyInputError(`edge ${e.record.id}: listed twice (each child edge may appear once)`);
+    seen.add(e.record.id);
+  }
 }
 
 /** `issued − returned − spent`, checked (policy.md §3.3); may be transiently negative. */

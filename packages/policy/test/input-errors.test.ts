@@ -91,6 +91,17 @@ describe("policy edges: messages and exact bounds", () => {
     expect(refusal(() => front("ab" as unknown as PolicyEdge[]))).toBe("edges must be an array");
   });
 
+  it("refuses an edge listed twice, in every entry point, even when the two copies are identical", () => {
+    const twice = [edge("a"), edge("b"), edge("a")];
+    const msg = "edge a: listed twice (each child edge may appear once)";
+    expect(refusal(() => pick(twice, Q1, 1n))).toBe(msg);
+    expect(refusal(() => front(twice))).toBe(msg);
+    expect(refusal(() => allocate(twice, Q1, 5n, 3))).toBe(msg);
+    expect(refusal(() => settleJoiners({ edges: twice, observed: new Map<AttachmentId, boolean>(), sleeperCredit: 0n }))).toBe(msg);
+    // distinct ids that differ only in case or by a prefix are distinct children
+    expect(pick([edge("a"), edge("A"), edge("ab")], Q1, 1n)).not.toBeNull();
+  });
+
   it("checks every edge, not only the first", () => {
     expect(refusal(() => pick([edge("a"), edge("b", { demand: [-1n, 1n] })], Q1, 1n))).toBe("edge b: targetOutstanding < 0");
   });
