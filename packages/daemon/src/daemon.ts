@@ -208,7 +208,8 @@ export async function startDaemon(configOrPath: DaemonConfig | string, opts: Sta
     let control: ControlPlane | null = null;
     let raft: RaftWatches | null = null;
     let partitionEvents: HeddleNode["partitionEvents"];
-    let staticNode: HeddleNode | null = null;
+    // the data-plane node's events, in either mode: a ledger store that cannot commit must reach the log
+    let nodeEvents: HeddleNode["events"];
     // The store this daemon opened itself; closed again if the node cannot start on it (a leaked SQLite
     // handle keeps a read-only shared-memory mapping that makes the next open in this process fail).
     let ownStore: HeddleStore | null = null;
@@ -224,7 +225,7 @@ export async function startDaemon(configOrPath: DaemonConfig | string, opts: Sta
           config: nodeConfigOf(config, store),
         });
         cleanups.push(() => node.shutdown());
-        staticNode = node;
+        nodeEvents = node.events;
         data = node;
         partitionEvents = node.partitionEvents;
       } else {
@@ -236,6 +237,7 @@ export async function startDaemon(configOrPath: DaemonConfig | string, opts: Sta
         const member = peer.raft;
         if ("role" in member && "commitIndex" in member) raft = { role: member.role, leader: member.leader, commitIndex: member.commitIndex, membership: member.membership, term: peer.term, refusedFrames: () => member.refusedFrames() };
         partitionEvents = peer.node.partitionEvents;
+        nodeEvents = peer.node.events;
       }
     } catch (e) {
       try {
@@ -257,14 +259,12 @@ export async function startDaemon(configOrPath: DaemonConfig | string, opts: Sta
       logger.info(`peer ${e.kind}`, { other: e.peer, ...(e.reason !== undefined ? { reason: e.reason } : {}) });
     });
     cleanups.push(offLive);
-    if (staticNode !== null) {
-      const offEvents = staticNode.events.subscribe((e) => {
-        if (e.kind === "persist-failed") logger.error("store commit failed: the node has failed closed; restart it", { error: String(e.error) });
-        else if (e.kind === "peer-joined" || e.kind === "peer-left") logger.info(e.kind, { other: e.peer });
-        else if (e.kind === "conflicts" && e.conflicts.length > 0) logger.warn("ledger conflicts", { conflicts: e.conflicts.map((c) => c.kind).join(",") });
-      });
-      cleanups.push(offEvents);
-    }
+    const offEvents = nodeEvents.subscribe((e) => {
+      if (e.kind === "persist-failed") logger.error("store commit failed: the node has failed closed; restart it", { store: storePath, error: String(e.error) });
+      else if (e.kind === "peer-joined" || e.kind === "peer-left") logger.info(e.kind, { other: e.peer });
+      else if (e.kind === "conflicts" && e.conflicts.length > 0) logger.warn("ledger conflicts", { conflicts: e.conflicts.map((c) => c.kind).join(",") });
+    });
+    cleanups.push(offEvents);
 
     const scheduler = new Scheduler({
       node: data,

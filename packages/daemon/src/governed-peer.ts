@@ -6,7 +6,7 @@ import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import type { AttachmentId, AttachmentRecord, ReplicaId } from "@heddle/ledger";
 import { IDEMPOTENCY_CLIENT_PREFIX, raftChannelTransport, raftNode, sqliteRaftStorage, walRaftStorage, type ControlLog, type EtcdControlLog, type RaftNode, type RaftStorage } from "@heddle/governed";
-import { realTimers, WatchCell, type EventStream, type HeddleConfig, type PartitionEvent, type Seam, type Watch } from "@heddle/node";
+import { realTimers, WatchCell, type EventStream, type HeddleConfig, type NodeEvent, type PartitionEvent, type Seam, type Watch } from "@heddle/node";
 import { claimsWithReadRefusals, type ReadRefusalCounts } from "./claims-at-read.ts";
 import type { GovernedMode } from "./config.ts";
 import type { CallOptions, ClaimsVerbs, ControlOutcome, ControlPlane, ControlView, RosterView } from "./control-plane.ts";
@@ -21,6 +21,8 @@ export interface GovernedNodeLike
   readonly self: ReplicaId;
   readonly isWritable: boolean;
   readonly partitionEvents: EventStream<PartitionEvent>;
+  /** The data-plane node's events (the store's `persist-failed` above all), logged by the daemon. */
+  readonly events: EventStream<NodeEvent>;
   controlView(): ControlView;
   sync(opts?: { timeoutMs?: number; signal?: AbortSignal }): Promise<ControlView>;
   shutdown(): Promise<void>;

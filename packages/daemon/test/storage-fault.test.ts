@@ -254,6 +254,37 @@ describe("storage faults in governed mode (fault-injecting wrapper over the segm
   }
 });
 
+describe("storage faults in governed mode: the ledger store", () => {
+  it("a ledger store that cannot commit fails the peer closed and says so in the log, as in static mode", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "heddle-store-fault-gov-ledger-"));
+    dirs.push(dir);
+    const [peer] = await initCluster({ dir: join(dir, "c"), peers: 1, mode: "governed" });
+    const config = onEphemeralPorts(loadConfig(peer!.config));
+    mkdirSync(config.storeDir, { recursive: true });
+    const fault: { mode: Fault } = { mode: null };
+    const log: string[] = [];
+    const d = await startDaemon(config, { logger: recordingLogger(log), store: faultyStore(join(config.storeDir, "ledger.sqlite"), fault) });
+    const c = new HeddleClient({ url: d.url, token: d.token });
+    try {
+      for (let i = 0; i < 600 && !((await c.status()) as { control: { isWritable: boolean } }).control.isWritable; i++) await new Promise((r) => setTimeout(r, 50));
+      expect((await c.raw("POST", "/v1/control/mint", { amount: "100" })).status).toBe(200);
+      expect((await status(c)).failed).toBe(false);
+      expect(log.some((l) => l.startsWith("error store commit failed"))).toBe(false);
+      fault.mode = "full";
+      // applying this mint writes the ledger store, which now fails: the data-plane node fails closed
+      await c.raw("POST", "/v1/control/mint", { amount: "50" });
+      for (let i = 0; i < 200 && !(await status(c)).failed; i++) await new Promise((r) => setTimeout(r, 25));
+      expect((await status(c)).failed).toBe(true);
+      const line = log.find((l) => l.startsWith("error store commit failed: the node has failed closed; restart it "));
+      expect(line).toMatch(/disk is full/);
+      expect(line).toContain(join(config.storeDir, "ledger.sqlite"));
+    } finally {
+      c.close();
+      await d.close();
+    }
+  }, 120_000);
+});
+
 
 const noMount = canMount();
 if (noMount !== null) console.log(`storage fault on a real filesystem skipped: ${noMount}`);

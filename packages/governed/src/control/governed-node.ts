@@ -143,6 +143,11 @@ export interface GovernedHeddleNode {
   metrics: HeddleNode["metrics"];
   /** Keeper and advisory claims of the data-plane node (claims.md §3–4, gossiped; no log entry). */
   readonly gossipClaims: HeddleNode["gossipClaims"];
+  /**
+   * The data-plane node's events (node.md's extension): `persist-failed` when its ledger store could not commit
+   * (the node has failed closed), peers joining and leaving, ledger conflicts — for logs and alerts.
+   */
+  readonly events: HeddleNode["events"];
 }
 
 /** A caller waiting for its key to be applied here. */
@@ -242,6 +247,10 @@ class GovernedNode implements GovernedHeddleNode {
 
   get partitionEvents(): HeddleNode["partitionEvents"] {
     return this.#node.partitionEvents;
+  }
+
+  get events(): HeddleNode["events"] {
+    return this.#node.events;
   }
 
   /** Own enroll applied and not departed — and the log reachable, when it reports that (`ControlLog.available`). */
