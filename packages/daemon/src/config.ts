@@ -6,7 +6,8 @@ import { dirname, isAbsolute, resolve } from "node:path";
 import { isIP } from "node:net";
 import { AttachmentId, GroupId, ReplicaId, Weight } from "@heddle/ledger";
 import type { AttachmentRecord } from "@heddle/ledger";
-import { resolveClaimsGossipConfig, type HeddleConfig } from "@heddle/node";
+import type { HeddleConfig } from "@heddle/node";
+import { resolveClaimsGossipConfig } from "@heddle/node/claims-config";
 import {
   GovernedModeSchema,
   PeerConfigOuterSchema,

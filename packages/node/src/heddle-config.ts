@@ -1,5 +1,5 @@
 import { validatePolicyConfig, type PolicyConfig } from "@heddle/policy";
-import { resolveClaimsGossipConfig, type ClaimsGossipConfig } from "./claims-gossip.ts";
+import { resolveClaimsGossipConfig, type ClaimsGossipConfig } from "./claims-gossip-config.ts";
 import { DEMAND_BOARD_DEFAULTS } from "./demand-board.ts";
 import type { KeeperTimings } from "@heddle/claims";
 import { MIN_FRAME_BYTES, REPLICATION_DEFAULTS, type ReplicationConfig } from "./replication/config.ts";
