@@ -4,6 +4,7 @@ import { closeSync, existsSync, openSync, readdirSync, readFileSync, unlinkSync,
 import { dirname, join, relative, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
+import { flushCompileCache } from "node:module";
 import { parseArgs } from "node:util";
 import { ApiError, DaemonUnreachableError } from "@heddle/client";
 import { CONFIG_FILE, ConfigError, DaemonStartError, initCluster, loadConfig, startDaemon, TreeSpecError, type DaemonConfig } from "@heddle/daemon";
@@ -128,6 +129,9 @@ export async function startCommand(argv: string[], io: Io): Promise<number> {
   let daemon;
   try {
     daemon = await startDaemon(config);
+    // every module of a running peer is loaded now: write the compile cache (main.ts) while the process is
+    // alive, since Node otherwise writes it only at a clean exit and a killed peer would leave none
+    flushCompileCache();
   } catch (e) {
     if (e instanceof ConfigError) return io.err(`heddle start: ${e.message}\n`), EXIT.config;
     if (e instanceof DaemonStartError) return io.err(`heddle start: ${e.message}\n`), EXIT.startFailed;

@@ -38,8 +38,8 @@ export interface Background {
 }
 
 /** Starts `heddle ...args` in the background. */
-export function heddleBackground(args: string[], opts: { cwd?: string } = {}): Background {
-  const proc = spawn(process.execPath, [MAIN, ...args], { stdio: ["ignore", "pipe", "pipe"], cwd: opts.cwd });
+export function heddleBackground(args: string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): Background {
+  const proc = spawn(process.execPath, [MAIN, ...args], { stdio: ["ignore", "pipe", "pipe"], cwd: opts.cwd, env: { ...process.env, ...(opts.env ?? {}) } });
   const lines: string[] = [];
   const waiters = new Set<{ re: RegExp; resolve: (l: string) => void }>();
   for (const s of [proc.stdout!, proc.stderr!]) {
