@@ -15,7 +15,12 @@ export interface CallOptions {
   readonly timeoutMs?: number;
   /** Same semantics as the timeout. */
   readonly signal?: AbortSignal;
-  /** Retry an earlier call exactly once, or act as a durable client (§3.10). */
+  /**
+   * Retry an earlier call exactly once, or act as a durable client (§3.10). A client starting with `idem:`
+   * (`IDEMPOTENCY_CLIENT_PREFIX`, the daemon's `Idempotency-Key` sessions) is *windowed*: its outcomes are
+   * forgotten once older than `idempotencyWindow` applied entries, and a retry after that is a new act. Use
+   * another prefix for a durable client that must be remembered for as long as it runs.
+   */
   readonly key?: ProposalKey;
   /** Only with an explicit `key`: the caller promises never to retry any seq below this. */
   readonly ackFloor?: number;
