@@ -1,19 +1,17 @@
 #!/usr/bin/env node
 // The `heddle` command.
-import { enableCompileCache } from "node:module";
 import { processIo, type Io } from "./commands/io.ts";
+import { enableHeddleCompileCache } from "./compile-cache.ts";
 import { EXIT, UsageError } from "./exit-codes.ts";
 import { pinYoungGeneration } from "./young-generation.ts";
 
 // `heddle start` re-executes itself in place with a fixed-size young generation (young-generation.ts) before
 // anything else loads; the modules below are imported after it so that their load is not paid twice.
-// Then Node's module compile cache: the CLI is TypeScript loaded from source, and compiling it is most of a
-// start (a daemon's imports cost ~1.9 CPU-s cold, ~1.2 with the cache). It lives in NODE_COMPILE_CACHE or
-// os.tmpdir()/node-compile-cache, is checked against each file's content, and NODE_DISABLE_COMPILE_CACHE=1
-// turns it off; `start` writes it once the peer is up, so a peer that is killed still leaves it behind.
+// Then Node's module compile cache (compile-cache.ts): in the user's own cache directory, or NODE_COMPILE_CACHE;
+// `start` writes it once the peer is up, so a peer that is killed still leaves it behind.
 if (import.meta.main) {
   pinYoungGeneration();
-  enableCompileCache();
+  enableHeddleCompileCache();
 }
 const { ApiError, DaemonUnreachableError } = await import("@heddle/client");
 const { ConfigError } = await import("@heddle/daemon/config");

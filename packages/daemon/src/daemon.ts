@@ -260,7 +260,7 @@ export async function startDaemon(configOrPath: DaemonConfig | string, opts: Sta
     });
     cleanups.push(offLive);
     const offEvents = nodeEvents.subscribe((e) => {
-      if (e.kind === "persist-failed") logger.error("store commit failed: the node has failed closed; restart it", { store: storePath, error: String(e.error) });
+      if (e.kind === "persist-failed") logger.error("store commit failed: the node has failed closed; restart it", { store: opts.store === undefined ? storePath : "(embedder's store)", error: String(e.error) });
       else if (e.kind === "peer-joined" || e.kind === "peer-left") logger.info(e.kind, { other: e.peer });
       else if (e.kind === "conflicts" && e.conflicts.length > 0) logger.warn("ledger conflicts", { conflicts: e.conflicts.map((c) => c.kind).join(",") });
     });

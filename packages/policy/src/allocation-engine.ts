@@ -225,8 +225,9 @@ export class AllocationEngine {
 
   /**
    * Builds the engine for one round over already-validated inputs with `localHoldings > 0`, or returns
-   * `null` if exactness against checked 64-bit `pick` cannot be guaranteed (duplicate ids, or values
-   * large enough that some intermediate of the reference round might overflow).
+   * `null` if exactness against checked 64-bit `pick` cannot be guaranteed (duplicate ids — `allocate`
+   * refuses them before it gets here, this guards direct callers — or values large enough that some
+   * intermediate of the reference round might overflow).
    */
   static prepare(edges: readonly PolicyEdge[], config: PolicyConfig, localHoldings: bigint): AllocationEngine | null {
     const h = localHoldings;

@@ -22,8 +22,7 @@ export function allocateByRepeatedPick(
   while (grants.length < maxGrants) {
     const g = pick(copy, config, h);
     if (g === null) break;
-    // `pick` names the first edge with the winning id; a duplicated id would be ambiguous, so only
-    // the first edge carrying it is charged, as a node delegating once would.
+    // `pick` refuses a repeated id (validatePolicyEdges), so exactly one edge carries the winning id.
     const i = copy.findIndex((e) => e.record.id === g.attachment);
     const target = copy[i];
     if (target === undefined) throw new Error("unreachable: pick named an edge not in the list");

@@ -129,9 +129,6 @@ export async function startCommand(argv: string[], io: Io): Promise<number> {
   let daemon;
   try {
     daemon = await startDaemon(config);
-    // every module of a running peer is loaded now: write the compile cache (main.ts) while the process is
-    // alive, since Node otherwise writes it only at a clean exit and a killed peer would leave none
-    flushCompileCache();
   } catch (e) {
     if (e instanceof ConfigError) return io.err(`heddle start: ${e.message}\n`), EXIT.config;
     if (e instanceof DaemonStartError) return io.err(`heddle start: ${e.message}\n`), EXIT.startFailed;
@@ -155,6 +152,10 @@ export async function startCommand(argv: string[], io: Io): Promise<number> {
     };
     process.once("SIGTERM", () => stop("SIGTERM"));
     process.once("SIGINT", () => stop("SIGINT"));
+    // every module of a running peer is loaded now: write the compile cache (compile-cache.ts) while the
+    // process is alive, since Node otherwise writes it only at a clean exit and a killed peer would leave none
+    // (it fails silently: a cache miss must not stop a peer)
+    flushCompileCache();
   });
 }
 
