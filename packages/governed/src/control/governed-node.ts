@@ -6,7 +6,7 @@
  * loop and carries out the effects `ControlState.apply` returns, in one place. The data-plane methods never touch
  * the Raft node or await anything of the control plane (§3.11).
  */
-import { EntitlementLedger, fnv1a64 } from "@heddle/ledger";
+import { EntitlementLedger } from "@heddle/ledger";
 import type { AttachmentId, AttachmentRecord, GroupId, ReplicaId } from "@heddle/ledger";
 import type { ClaimsOptions, ClaimsTable, TakeRequest } from "@heddle/claims";
 import { heddleStatic } from "@heddle/node";
@@ -45,29 +45,6 @@ export const PROPOSE_RETRY_BACKOFF_MS = 25;
  */
 export const DEFAULT_SNAPSHOT_EVERY = 4096;
 
-/**
- * Where on the compaction grid this member sits: `fnv1a64(utf8(self)) mod every`. Members compact at the applied
- * indexes `k·every − phase`, so peers with different ids compact at different indexes. Had they all compacted at
- * the same index, every follower would be busy writing its own snapshot at once — answering nothing meanwhile,
- * since its next append waits for that write (R-P2) — and the leader's check-quorum would step down (measured:
- * every step-down in the compaction-gap runs was `lost-quorum`, governed README). Deterministic: no clock, no
- * randomness, the same after a restart.
- */
-export function compactionPhase(self: string, every: number): number {
-  if (every <= 0) return 0;
-  return Number(BigInt(`0x${fnv1a64(self)}`) % BigInt(every));
-}
-
-/**
- * Whether applying `index` crosses one of this member's grid lines since its last snapshot at `last` (published
- * or installed): once per `every` indexes, at `k·every − phase`, wherever `last` lies — an installed snapshot
- * taken at another member's phase does not pull this member onto it.
- */
-export function compactionDue(last: number, index: number, every: number, phase: number): boolean {
-  if (every <= 0) return false;
-  return Math.floor((index + phase) / every) > Math.floor((last + phase) / every);
-}
-
 /** What `heddleGoverned` starts from (governed.md §2.1). */
 export interface GovernedOptions {
   /** The node claims tags 1–3 of `muxSeam(seam)`; the Raft node uses tag 4 of the same seam. */
@@ -87,8 +64,7 @@ export interface GovernedOptions {
   readonly claims?: ClaimsOptions;
   /**
    * Extension: applied indexes between `ControlState` snapshots published to Raft (R-S4), after which Raft discards
-   * the log prefix; `0` never compacts. Default {@link DEFAULT_SNAPSHOT_EVERY}. Each member compacts at its own
-   * offset on this grid ({@link compactionPhase}), so members do not all write a snapshot at the same index.
+   * the log prefix; `0` never compacts. Default {@link DEFAULT_SNAPSHOT_EVERY}.
    */
   readonly snapshotEvery?: number;
   /**
@@ -230,8 +206,6 @@ class GovernedNode implements GovernedHeddleNode {
   readonly #state: ControlState;
   readonly #autoClient: string;
   readonly #snapshotEvery: number;
-  /** This member's offset on the compaction grid ({@link compactionPhase}). */
-  readonly #compactionPhase: number;
   #nextSeq = 1;
   /** Auto seqs whose calls are pending or ended with an unknown outcome (they hold the ackFloor down). */
   readonly #openSeqs = new Set<number>();
@@ -253,7 +227,6 @@ class GovernedNode implements GovernedHeddleNode {
     this.#state = state;
     this.#autoClient = `${AUTO_CLIENT_PREFIX}${opts.self}:${opts.incarnation}`;
     this.#snapshotEvery = opts.snapshotEvery ?? DEFAULT_SNAPSHOT_EVERY;
-    this.#compactionPhase = compactionPhase(opts.self, this.#snapshotEvery);
     this.claims = this.#claimsFamily(opts.claims ?? {});
     this.revocation = {
       // arguments are checked synchronously, like every verb's (§2.2): a bad one throws, it does not reject
@@ -691,7 +664,7 @@ class GovernedNode implements GovernedHeddleNode {
         w.resolve();
       }
     }
-    if (compactionDue(this.#lastSnapshot, step.index, this.#snapshotEvery, this.#compactionPhase)) {
+    if (this.#snapshotEvery > 0 && step.index - this.#lastSnapshot >= this.#snapshotEvery) {
       this.#lastSnapshot = step.index;
       this.#raft.publishSnapshot({ throughIndex: step.index, state: this.#state.encode() });
     }
