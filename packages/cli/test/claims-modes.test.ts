@@ -19,10 +19,20 @@ async function heddle(argv: string[], on: RunningDaemon): Promise<{ code: number
   return { code, out, err };
 }
 
+/**
+ * Polls `f` until it holds. A call that fails (a CLI call answering nothing on a loaded machine, so its JSON does
+ * not parse) counts as "not yet"; the last such error is reported if time runs out.
+ */
 async function until(what: string, f: () => Promise<boolean>): Promise<void> {
   const end = Date.now() + 15_000;
-  while (!(await f())) {
-    if (Date.now() > end) throw new Error(`${what}: timed out`);
+  let last: unknown = null;
+  for (;;) {
+    try {
+      if (await f()) return;
+    } catch (e) {
+      last = e;
+    }
+    if (Date.now() > end) throw new Error(`${what}: timed out${last === null ? "" : ` (last error: ${String(last)})`}`);
     await new Promise((r) => setTimeout(r, 50));
   }
 }
