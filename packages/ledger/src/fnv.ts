@@ -23,7 +23,10 @@ export class Fnv1a64 {
     this.hi = (Math.imul(this.hi, 0x1b3) + carry + ((lo << 8) >>> 0)) >>> 0;
   }
 
-  /** Feeds the UTF-8 bytes of `s` (a well-formed string), encoded on the fly. */
+  /**
+   * Feeds the UTF-8 bytes of `s`, encoded on the fly: the bytes `TextEncoder` writes, so a lone surrogate
+   * (which no id holds, but a caller's string may) is U+FFFD, as there.
+   */
   text(s: string): void {
     for (let i = 0; i < s.length; i++) {
       let c = s.charCodeAt(i);
@@ -32,12 +35,21 @@ export class Fnv1a64 {
       } else if (c < 0x800) {
         this.byte(0xc0 | (c >> 6));
         this.byte(0x80 | (c & 0x3f));
-      } else if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length) {
-        c = 0x10000 + ((c - 0xd800) << 10) + (s.charCodeAt(++i) - 0xdc00);
-        this.byte(0xf0 | (c >> 18));
-        this.byte(0x80 | ((c >> 12) & 0x3f));
-        this.byte(0x80 | ((c >> 6) & 0x3f));
-        this.byte(0x80 | (c & 0x3f));
+      } else if (c >= 0xd800 && c <= 0xdfff) {
+        // charCodeAt past the end is NaN, which is no low surrogate
+        const low = c <= 0xdbff ? s.charCodeAt(i + 1) : NaN;
+        if (low >= 0xdc00 && low <= 0xdfff) {
+          i++;
+          c = 0x10000 + ((c - 0xd800) << 10) + (low - 0xdc00);
+          this.byte(0xf0 | (c >> 18));
+          this.byte(0x80 | ((c >> 12) & 0x3f));
+          this.byte(0x80 | ((c >> 6) & 0x3f));
+          this.byte(0x80 | (c & 0x3f));
+        } else {
+          this.byte(0xef); // U+FFFD
+          this.byte(0xbf);
+          this.byte(0xbd);
+        }
       } else {
         this.byte(0xe0 | (c >> 12));
         this.byte(0x80 | ((c >> 6) & 0x3f));
