@@ -1,6 +1,7 @@
 import { LedgerDecodeError } from "./errors.ts";
 import { isValidId } from "./ids.ts";
 import type { AttachmentId, GroupId, MintId, PathKey, ReplicaId } from "./ids.ts";
+import { byKey } from "./encoding.ts";
 import { MAX, MIN } from "./int64.ts";
 import { Rational } from "./rational.ts";
 import type { Counter, State } from "./state.ts";
@@ -172,10 +173,6 @@ export class ByteReader {
   }
 }
 
-function byKey<V>(m: Map<string, V>): [string, V][] {
-  return [...m].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
-}
-
 /** Interns strings in first-use order; `known` strings take the first indices and are not written. */
 class StringTable {
   readonly #index = new Map<string, number>();
@@ -209,7 +206,7 @@ function writeCounter(w: ByteWriter, t: StringTable, c: Counter): void {
 }
 
 /** The binary form of a state (see {@link LEDGER_BINARY_FORMAT}). */
-export function encodeStateBinary(s: State, known: readonly string[] = []): Uint8Array {
+export function encodeStateBinary(s: State, known: readonly string[]): Uint8Array {
   const t = new StringTable(known);
   const body = new ByteWriter(256);
   let mask = 0;
@@ -270,7 +267,7 @@ function units(v: bigint, what: string): bigint {
  * Decodes the binary form (see {@link LEDGER_BINARY_FORMAT}) from `r`. `known` must be the strings the
  * encoder was given. Throws `LedgerDecodeError` on anything the JSON decoder would refuse.
  */
-export function decodeStateBinary(r: ByteReader, known: readonly string[] = []): State {
+export function decodeStateBinary(r: ByteReader, known: readonly string[]): State {
   if (r.u8() !== LEDGER_BINARY_FORMAT) fail("unknown binary ledger format");
   const strings: string[] = [...known];
   const n = r.count(1);

@@ -25,8 +25,12 @@ const TOP_KEYS = [
   "gauges",
 ] as const;
 
-function byKey<V>(m: Map<string, V>): [string, V][] {
-  return [...m].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+/**
+ * A map's entries in key order: UTF-16 code-unit order (ledger.md §2.2), which is what the default sort
+ * of strings compares (keys of a map are distinct, so no tie-break is needed).
+ */
+export function byKey<V>(m: Map<string, V>): [string, V][] {
+  return [...m.keys()].sort().map((k) => [k, m.get(k)!]);
 }
 
 function encodeCounter(c: Counter): unknown[] {
