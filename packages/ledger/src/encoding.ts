@@ -137,6 +137,7 @@ function decodeWeight(n0: unknown, d0: unknown, what: string): Weight {
 function topLevelKeys(text: string): string[] {
   const keys: string[] = [];
   let depth = 0;
+  // Stryker disable next-line BooleanLiteral: read only at depth 1, which the object's own "{" opens, and that sets it to true first
   let expectKey = false;
   for (let i = 0; i < text.length; i++) {
     const c = text[i];
