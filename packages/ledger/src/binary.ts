@@ -44,8 +44,10 @@ export class ByteWriter {
   }
 
   #room(n: number): void {
-    if (this.#len + n <= this.#buf.length) return;
-    const next = new Uint8Array(Math.max(this.#buf.length * 2, this.#len + n));
+    const need = this.#len + n;
+    if (need <= this.#buf.length) return;
+    // Stryker disable next-line ArithmeticOperator: `/ 2` still grows to at least `need`; only the amortised cost changes
+    const next = new Uint8Array(Math.max(this.#buf.length * 2, need));
     next.set(this.#buf.subarray(0, this.#len));
     this.#buf = next;
   }
