@@ -236,7 +236,9 @@ export class EntitlementLedger extends LedgerReads {
 
   /** The binary form, cached for the last `known` list (a value measured for splitting is then framed for free). */
   override encodeBinary(known: readonly string[] = []): Uint8Array {
-    const key = known.join("\u0000");
+    // JSON keeps the list's boundaries: ids may contain U+0000, so a joined key would let ["a\0b"] and
+    // ["a", "b"] share a cache entry and answer one list's bytes for the other.
+    const key = JSON.stringify(known);
     const c = this.#binary;
     if (c !== undefined && c.key === key) return c.bytes;
     const bytes = encodeStateBinary(this.s, known);
