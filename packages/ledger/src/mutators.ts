@@ -194,6 +194,7 @@ export function delegate(v: View, replica: ReplicaId, edge: AttachmentId, amount
   if (l !== "ACTIVE") return refuse("WrongLifecycle", `edge ${edge} is ${l}, not ACTIVE`);
   if (walk(s, v.ix, r.child).path === null) return refuse("ChildQuarantined", `child ${r.child} is quarantined`);
   const parentPath = walk(s, v.ix, r.parent).path;
+  // Stryker disable next-line StringLiteral: unreachable — edge is live and the child's walk is [edge, …walk(parent)], so a non-null child walk implies a non-null parent walk
   if (parentPath === null) return refuse("Quarantined", `parent ${r.parent} is quarantined`);
   const h = holdingsOnPath(v, r.parent, replica, parentPath);
   if (amount > h) return refuse("InsufficientHoldings", `${replica} holds ${h} at ${r.parent}, asked ${amount}`);
