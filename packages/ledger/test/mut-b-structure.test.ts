@@ -93,7 +93,7 @@ function wide(edges: readonly string[], n: number): State {
 describe("splitState", () => {
   it("a value that fits comes back whole with no oversize groups", () => {
     const s = wide(["e1"], 3);
-    const r = splitState(s, encodeStateBinary(s).length);
+    const r = splitState(s, encodeStateBinary(s, []).length);
     expect(r.fragments).toHaveLength(1);
     expect(r.fragments[0]).toBe(s);
     expect(r.oversize).toEqual([]);
@@ -101,7 +101,7 @@ describe("splitState", () => {
 
   it("no known strings by default: 128 strings fit exactly (the 129th index would need a second byte)", () => {
     const s = wide(["e1"], 127); // "e1" + 127 replicas = string indices 0 … 127, one byte each
-    const budget = encodeStateBinary(s).length;
+    const budget = encodeStateBinary(s, []).length;
     expect(encodeStateBinary(s, ["x"]).length).toBe(budget + 1); // one assumed-known string shifts an index to 128
     const r = splitState(s, budget);
     expect(r.fragments[0]).toBe(s);
@@ -112,13 +112,13 @@ describe("splitState", () => {
     // Alone, each edge's group has 101 strings (one-byte indices); packed together the second
     // edge's 100 replica indices pass 127 and take two bytes, so the pack exceeds the sum.
     const s = wide(["e1", "e2"], 100);
-    const single = (e: string): number => encodeStateBinary(wide([e], 100)).length;
+    const single = (e: string): number => encodeStateBinary(wide([e], 100), []).length;
     const budget = single("e1") + single("e2");
-    expect(encodeStateBinary(s).length).toBeGreaterThan(budget);
+    expect(encodeStateBinary(s, []).length).toBeGreaterThan(budget);
     const r = splitState(s, budget);
     expect(r.oversize).toEqual([]);
     expect(r.fragments.map((f) => [...f.issued.keys()])).toEqual([["e1"], ["e2"]]);
-    for (const f of r.fragments) expect(encodeStateBinary(f).length).toBeLessThanOrEqual(budget);
+    for (const f of r.fragments) expect(encodeStateBinary(f, []).length).toBeLessThanOrEqual(budget);
     const joined = r.fragments.map((f) => EntitlementLedger.fromState(f)).reduce((a, b) => a.join(b));
     expect(joined.equals(EntitlementLedger.fromState(s))).toBe(true);
   });
