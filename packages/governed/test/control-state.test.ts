@@ -407,6 +407,8 @@ const arbCmd: fc.Arbitrary<ControlCommand> = fc.oneof(
     request: fc.record({ holder: fc.constantFrom("h1", "h2"), resources: fc.constantFrom([{ key: "m", mode: "exclusive" as const }], [{ key: "pool", mode: "shared" as const }]), ttlMs: fc.integer({ min: 1, max: 300 }) }),
   }),
   fc.record({ op: fc.constant("claims.release" as const), holder: fc.constantFrom("h1", "h2"), key: fc.constantFrom("m", "pool") }),
+  // a release naming a grant by token: tokens are entry indexes, so small ones match a grant now and then
+  fc.record({ op: fc.constant("claims.release" as const), holder: fc.constantFrom("h1", "h2"), key: fc.constantFrom("m", "pool"), token: fc.integer({ min: 0, max: 30 }) }),
 );
 
 const arbStep: fc.Arbitrary<Step> = fc.oneof(
