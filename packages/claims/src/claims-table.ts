@@ -362,11 +362,14 @@ class Table implements ClaimsTable {
     return { ok: true, grants, superseded };
   }
 
-  release(holder: string, key: string, now?: number): boolean {
+  release(holder: string, key: string, now?: number, token?: number): boolean {
     const at = this.#advance(now);
     if (typeof key !== "string") return false; // a malformed log entry releases nothing
     const r = this.#byHolder.get(holder)?.get(claimKey(key));
     if (r === undefined) return false;
+    // A release naming a grant ends that grant only: a late retry of a release that already ran must not end the
+    // holder's newer grant of the same key (rule 7 applied to release). A token that is not a number matches nothing.
+    if (token !== undefined && r.token !== token) return false;
     const held = this.#holdsAt(r, at);
     this.#remove(r);
     return held;

@@ -131,8 +131,13 @@ export interface Availability {
 export interface ClaimsTable {
   /** All or nothing: grants every resource of `request` to its holder at `now`, or refuses and changes nothing. */
   take(request: TakeRequest, now: number, token?: number): TakeOutcome;
-  /** Gives `key` up. `true` only when `holder` held it (a lapsed claim is cleared and answers `false`). */
-  release(holder: string, key: string, now?: number): boolean;
+  /**
+   * Gives `key` up. `true` only when `holder` held it (a lapsed claim is cleared and answers `false`). With a
+   * `token`, only the grant stamped with exactly that token is given up: when `holder`'s grant of `key` carries
+   * another token (it took the key again since), nothing is released and the answer is `false`, so a late retry
+   * of an earlier release cannot end a newer grant. Without a token, whatever `holder` holds on `key` is released.
+   */
+  release(holder: string, key: string, now?: number, token?: number): boolean;
   /** Everything `holder` held, given up at once: the keys it still held, in the order taken. */
   releaseAll(holder: string, now?: number): readonly string[];
   /** Every claim scoped to `scope`, given up: the keys that were still held, in the order taken. */

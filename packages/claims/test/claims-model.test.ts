@@ -27,7 +27,7 @@ type Op =
       back: number; // take at now − back: time must not run backwards
       token: "auto" | "fresh" | "stale";
     }
-  | { t: "release"; holder: string; key: string }
+  | { t: "release"; holder: string; key: string; token: "none" | "current" | "other" }
   | { t: "releaseAll"; holder: string }
   | { t: "releaseScope"; scope: string }
   | { t: "renew"; holder: string; key: string }
@@ -140,9 +140,10 @@ class Model {
     };
   }
 
-  release(holder: string, key: string): boolean {
+  release(holder: string, key: string, token: number | undefined): boolean {
     const c = this.claims.find((x) => x.holder === holder && x.key === key.trim());
     if (!c) return false;
+    if (token !== undefined && c.token !== token) return false;
     this.claims = this.claims.filter((x) => x !== c);
     return this.live(c);
   }
@@ -197,7 +198,15 @@ const op: fc.Arbitrary<Op> = fc.oneof(
       token: fc.constantFrom("auto" as const, "auto" as const, "fresh" as const, "stale" as const),
     }),
   },
-  { weight: 2, arbitrary: fc.record({ t: fc.constant("release" as const), holder: fc.constantFrom(...HOLDERS), key: fc.constantFrom(...KEYS) }) },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      t: fc.constant("release" as const),
+      holder: fc.constantFrom(...HOLDERS),
+      key: fc.constantFrom(...KEYS),
+      token: fc.constantFrom("none" as const, "current" as const, "other" as const),
+    }),
+  },
   { weight: 1, arbitrary: fc.record({ t: fc.constant("releaseAll" as const), holder: fc.constantFrom(...HOLDERS) }) },
   { weight: 1, arbitrary: fc.record({ t: fc.constant("releaseScope" as const), scope: fc.constantFrom(...SCOPES) }) },
   { weight: 2, arbitrary: fc.record({ t: fc.constant("renew" as const), holder: fc.constantFrom(...HOLDERS), key: fc.constantFrom(...KEYS) }) },
@@ -284,10 +293,23 @@ function runSequence(cfg: Config, ops: readonly Op[]): void {
         }
         break;
       }
-      case "release":
-        expect(table.release(o.holder, o.key)).toBe(model.release(o.holder, o.key));
-        expect(table.holders(o.key)).not.toContain(o.holder);
+      case "release": {
+        // "current": the token of the holder's recorded claim on the key; "other": one it does not carry (the
+        // token of the key's latest grant to anyone else, or one never granted)
+        const key = o.key.trim();
+        const mine = model.claims.find((c) => c.holder === o.holder && c.key === key)?.token;
+        const others = model.claims.filter((c) => c.key === key && c.token !== mine).map((c) => c.token);
+        const token = o.token === "none" ? undefined : o.token === "current" ? (mine ?? model.lastToken + 1) : (others.at(-1) ?? model.lastToken + 1);
+        const before = table.open();
+        expect(table.release(o.holder, o.key, undefined, token)).toBe(model.release(o.holder, o.key, token));
+        if (token === undefined || token === mine) expect(table.holders(o.key)).not.toContain(o.holder);
+        else {
+          // a release with a token never ends a grant carrying another token: nothing held before is gone
+          expect(table.open()).toEqual(before);
+          for (const h of before) expect(table.checkFence(h.key, h.token)).toBe(true);
+        }
         break;
+      }
       case "releaseAll":
         expect(table.releaseAll(o.holder)).toEqual(model.releaseWhere((c) => c.holder === o.holder));
         expect(table.open().filter((h) => h.holder === o.holder)).toEqual([]);

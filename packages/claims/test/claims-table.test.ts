@@ -188,6 +188,44 @@ describe("release (§2)", () => {
     expect(t.open().map((h) => h.key)).toEqual(["k1"]);
     expect(t.releaseAll("a")).toEqual([]);
   });
+
+  it("a release with the grant's token releases it", () => {
+    const t = createClaims();
+    const g = granted(t.take({ holder: "a", resources: [{ key: "deploy", mode: "exclusive" }] }, 0)).grants[0]!;
+    expect(t.release("a", "deploy", undefined, g.token)).toBe(true);
+    expect(t.owner("deploy")).toBeUndefined();
+    expect(t.checkFence("deploy", g.token)).toBe(false);
+  });
+
+  it("a late retry with an earlier grant's token releases nothing: the holder's newer grant stays", () => {
+    const t = createClaims();
+    const first = granted(t.take({ holder: "a", resources: [{ key: "deploy", mode: "exclusive" }] }, 0)).grants[0]!;
+    expect(t.release("a", "deploy", 1, first.token)).toBe(true);
+    const second = granted(t.take({ holder: "a", resources: [{ key: "deploy", mode: "exclusive" }] }, 2)).grants[0]!;
+    expect(second.token).toBeGreaterThan(first.token);
+    // the first release, retried after its answer was lost
+    expect(t.release("a", "deploy", 3, first.token)).toBe(false);
+    expect(t.owner("deploy")).toBe("a");
+    expect(t.checkFence("deploy", second.token)).toBe(true);
+    expect(t.open()).toEqual([expect.objectContaining({ key: "deploy", holder: "a", token: second.token })]);
+    // a token that names no grant at all, or is not a whole number, ends nothing either
+    expect(t.release("a", "deploy", 3, second.token + 1)).toBe(false);
+    expect(t.release("a", "deploy", 3, Number.NaN)).toBe(false);
+    expect(t.checkFence("deploy", second.token)).toBe(true);
+    // without a token, release is unchanged: whatever the holder holds goes
+    expect(t.release("a", "deploy")).toBe(true);
+    expect(t.owner("deploy")).toBeUndefined();
+  });
+
+  it("a token names the holder's own grant: another holder's token releases nothing", () => {
+    const t = createClaims({ capacity: { pool: null } });
+    const a = granted(t.take({ holder: "a", resources: [{ key: "pool", mode: "shared" }] }, 0)).grants[0]!;
+    const b = granted(t.take({ holder: "b", resources: [{ key: "pool", mode: "shared" }] }, 0)).grants[0]!;
+    expect(t.release("a", "pool", 0, b.token)).toBe(false);
+    expect(t.holders("pool")).toEqual(["a", "b"]);
+    expect(t.release("a", "pool", 0, a.token)).toBe(true);
+    expect(t.holders("pool")).toEqual(["b"]);
+  });
 });
 
 describe("leases and fencing (§2 rules 5, 7)", () => {

@@ -6,6 +6,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import type {} from "../examples/advisory.ts";
 import type {} from "../examples/granted.ts";
 import type {} from "../examples/keeper.ts";
+import type {} from "../examples/release-token.ts";
 import { demo as fencedStoreDemo } from "../examples/fenced-store.ts";
 
 const here = (p: string) => fileURLToPath(new URL(p, import.meta.url));
@@ -34,6 +35,13 @@ describe("examples", () => {
     expect(out).toContain("write stamped with token 1 accepted: false");
   });
 
+  it("release-token: the late retry of a release names the old grant and leaves the newer one", async () => {
+    const out = await output("release-token");
+    expect(out).toContain("took db/schema with token 1; released: true");
+    expect(out).toContain("late retry with token 1 released: false");
+    expect(out).toContain("token 2 still current: true");
+  });
+
   it("fenced store: the paused holder's late write is rejected, the newer holder's content stays", () => {
     const lines: string[] = [];
     vi.spyOn(console, "log").mockImplementation((...args: unknown[]) => void lines.push(args.map(String).join(" ")));
@@ -58,7 +66,7 @@ describe("examples", () => {
 
   it("the README shows what each example really prints", async () => {
     const readme = readFileSync(here("../README.md"), "utf8");
-    for (const name of ["granted", "keeper", "advisory"]) {
+    for (const name of ["granted", "release-token", "keeper", "advisory"]) {
       const file = readFileSync(here(`../examples/${name}.ts`), "utf8").replaceAll('"../src/index.ts"', '"@heddle/claims"');
       const after = readme.slice(readme.indexOf(file) + file.length);
       const printed = /```\n\n[\s\S]*?```\n([\s\S]*?)\n```/.exec(after)?.[1];
@@ -70,7 +78,7 @@ describe("examples", () => {
   it("the README shows exactly these files", () => {
     const readme = readFileSync(here("../README.md"), "utf8");
     const blocks = [...readme.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1] ?? "");
-    for (const name of ["granted", "keeper", "advisory"]) {
+    for (const name of ["granted", "release-token", "keeper", "advisory"]) {
       const file = readFileSync(here(`../examples/${name}.ts`), "utf8").replaceAll('"../src/index.ts"', '"@heddle/claims"');
       expect(blocks, `README block for examples/${name}.ts`).toContain(file);
     }

@@ -186,7 +186,14 @@ export class HeddleClient {
   claimsTake(r: { holder: string; resources: { key: string; mode: "exclusive" | "shared" }[]; scope?: string; ttlMs?: number; label?: string }, opts: CallOptions = {}) {
     return this.call("POST", "/v1/claims/take", r, opts);
   }
-  claimsRelease(holder: string, key: string, opts: CallOptions = {}) { return this.call("POST", "/v1/claims/release", { holder, key }, opts); }
+  /**
+   * Releases `holder`'s claim on `key`. With `opts.token` (the token `claimsTake` granted) only that grant ends: a
+   * late retry cannot end a newer grant of the key, and the answer's `heldToken` names the grant that stayed.
+   */
+  claimsRelease(holder: string, key: string, opts: CallOptions & { readonly token?: number } = {}) {
+    const { token, ...call } = opts;
+    return this.call("POST", "/v1/claims/release", { holder, key, ...(token !== undefined ? { token } : {}) }, call);
+  }
   claimsRenew(holder: string, key: string, opts: CallOptions = {}) { return this.call("POST", "/v1/claims/renew", { holder, key }, opts); }
   claimsReleaseAll(holder: string, opts: CallOptions = {}) { return this.call("POST", "/v1/claims/release-all", { holder }, opts); }
   claimsList(key?: string) { return this.call("GET", `/v1/claims${key === undefined ? "" : `?key=${encodeURIComponent(key)}`}`); }

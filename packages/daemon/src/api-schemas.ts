@@ -70,8 +70,16 @@ export const TakeBody = Obj({
   ttlMs: Type.Optional(Type.Integer({ minimum: 1, maximum: 604_800_000 })),
   label: Type.Optional(Type.String({ maxLength: 256 })),
 });
-/** `POST /v1/claims/{release,renew}` */
+/** `POST /v1/claims/renew` */
 export const HolderKeyBody = Obj({ holder: Id("the holder"), key: Id("the claim key", 512) });
+/** `POST /v1/claims/release`: `token` (optional) names the grant to end, so a late retry cannot end a newer one. */
+export const ReleaseBody = Obj({
+  holder: Id("the holder"),
+  key: Id("the claim key", 512),
+  token: Type.Optional(
+    Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, description: "the fencing token of the grant to end (from take); the holder's newer grant of the key is left alone" }),
+  ),
+});
 /** `POST /v1/claims/release-all` */
 export const HolderBody = Obj({ holder: Id("the holder") });
 /** `POST /v1/claims/release-scope` */
@@ -105,6 +113,7 @@ export const AppliedOk = Type.Object({
   noop: Type.Boolean(),
   mintId: Type.Optional(Type.String()),
   claims: Type.Optional(Type.Unknown()),
+  heldToken: Type.Optional(Type.Union([Type.Integer(), Type.Null()], { description: "release with a token that ended nothing: the holder's current token on the key, or null when it holds none" })),
 });
 /** A response documented loosely (its shape is in the README). */
 export const AnyObject = Type.Object({}, { additionalProperties: true });

@@ -470,7 +470,9 @@ export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
   cpost("/control/enroll", "Enroll a replica as a ledger writer", S.EnrollBody, (cp, b: { replica?: string }, opts) => cp.enroll(ReplicaId(b.replica ?? d.self), opts));
   cpost("/control/depart", "Depart this peer (it promises to write no more ledger slots)", S.EmptyBody, (cp, _b, opts) => cp.depart(opts));
   cpost("/claims/take", "Take claims, all or nothing (granted mode)", S.TakeBody, (cp, b: Parameters<ControlPlane["claims"]["take"]>[0], opts) => cp.claims.take(b, opts));
-  cpost("/claims/release", "Release one claim", S.HolderKeyBody, (cp, b: { holder: string; key: string }, opts) => cp.claims.release(b.holder, b.key, opts));
+  cpost("/claims/release", "Release one claim (with token: only the grant stamped with it)", S.ReleaseBody, (cp, b: { holder: string; key: string; token?: number }, opts) =>
+    cp.claims.release(b.holder, b.key, b.token === undefined ? opts : { ...opts, token: b.token }),
+  );
   cpost("/claims/renew", "Renew a lease", S.HolderKeyBody, (cp, b: { holder: string; key: string }, opts) => cp.claims.renew(b.holder, b.key, opts));
   cpost("/claims/release-all", "Release everything a holder holds", S.HolderBody, (cp, b: { holder: string }, opts) => cp.claims.releaseAll(b.holder, opts));
   cpost("/claims/release-scope", "Release every claim of a scope", S.ScopeBody, (cp, b: { scope: string }, opts) => cp.claims.releaseScope(b.scope, opts));

@@ -26,7 +26,7 @@ export interface ControlConflict {
 
 /** The outcome of one control act (governed.md §2.3). */
 export type ControlOutcome =
-  | { kind: "applied"; index: number; key: ProposalKey; noop: boolean; mintId?: MintId; claims?: unknown }
+  | { kind: "applied"; index: number; key: ProposalKey; noop: boolean; mintId?: MintId; claims?: unknown; heldToken?: number | null }
   | { kind: "conflict"; index: number | null; key: ProposalKey | null; conflict: ControlConflict };
 
 /** What a claims take answers: a control outcome, or a refusal answered at a read. */
@@ -63,7 +63,8 @@ export interface ClaimsView {
 /** The claims family (governed.md §2.2 `GovernedClaims`). */
 export interface ClaimsVerbs {
   take(request: ClaimRequest, opts?: CallOptions): Promise<ClaimsOutcome>;
-  release(holder: string, key: string, opts?: CallOptions): Promise<ControlOutcome>;
+  /** With `opts.token`, ends only the grant stamped with that token (claims.md §2 `release`). */
+  release(holder: string, key: string, opts?: CallOptions & { readonly token?: number }): Promise<ControlOutcome>;
   releaseAll(holder: string, opts?: CallOptions): Promise<ControlOutcome>;
   releaseScope(scope: string, opts?: CallOptions): Promise<ControlOutcome>;
   renew(holder: string, key: string, opts?: CallOptions): Promise<ControlOutcome>;

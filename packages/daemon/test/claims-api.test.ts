@@ -99,6 +99,44 @@ describe("HTTP API: claims refusals without a commit", () => {
     }
   });
 
+  it("a release naming its grant's token, replayed after its Idempotency-Key left the window, leaves the holder's newer grant", async () => {
+    const release = (body: Record<string, unknown>, idempotencyKey: string) => s.client.raw("POST", "/v1/claims/release", body, { headers: { "idempotency-key": idempotencyKey } });
+    const tokenOf = (r: { body: unknown }) => (r.body as { claims: { grants: { token: number }[] } }).claims.grants[0]!.token;
+    const first = await take("gina", "migrate", {}, "gina-take-1");
+    expect(first.status).toBe(200);
+    const tokenA = tokenOf(first);
+    const released = await release({ holder: "gina", key: "migrate", token: tokenA }, "gina-release-1");
+    expect(released.status).toBe(200);
+    expect(released.body).toMatchObject({ kind: "applied", claims: true, mode: "granted" });
+    expect(released.body).not.toHaveProperty("heldToken");
+    // the release's answer was lost; the holder takes the key again
+    const second = await take("gina", "migrate", {}, "gina-take-2");
+    expect(second.status).toBe(200);
+    const tokenB = tokenOf(second);
+    expect(tokenB).toBeGreaterThan(tokenA);
+    // the first release arrives again under a key the daemon no longer remembers (another key stands for it)
+    const late = await release({ holder: "gina", key: "migrate", token: tokenA }, "gina-release-1-after-the-window");
+    expect(late.status).toBe(200);
+    expect(late.body).toMatchObject({ kind: "applied", claims: false, heldToken: tokenB });
+    const held = await s.client.raw("GET", "/v1/claims?key=migrate");
+    expect(held.body).toMatchObject({ key: "migrate", holders: ["gina"], owner: "gina" });
+    const open = (await s.client.raw("GET", "/v1/claims")).body as { open: { key: string; holder: string; token: number }[] };
+    expect(open.open.filter((o) => o.key === "migrate")).toEqual([expect.objectContaining({ holder: "gina", token: tokenB })]);
+    // a token-less release still ends whatever the holder holds; nothing left to end answers heldToken null
+    expect((await release({ holder: "gina", key: "migrate" }, "gina-release-2")).body).toMatchObject({ claims: true });
+    expect((await release({ holder: "gina", key: "migrate", token: tokenB }, "gina-release-3")).body).toMatchObject({ claims: false, heldToken: null });
+  });
+
+  it("refuses a malformed release token with a 400 naming the field, and proposes nothing", async () => {
+    const before = await commitIndex();
+    for (const token of [-1, 1.5, "7", null, 2 ** 53]) {
+      const r = await s.client.raw("POST", "/v1/claims/release", { holder: "gina", key: "migrate", token });
+      expect(r.status, JSON.stringify(token)).toBe(400);
+      expect(r.body).toMatchObject({ error: "invalid-request", issues: [expect.objectContaining({ field: "token", in: "body" })] });
+    }
+    expect(await commitIndex()).toBe(before);
+  });
+
   it("counts each take's path in /metrics: refused at a read, proposed, and the waits for another take", async () => {
     const paths = async () => {
       const m = await scrape();

@@ -48,7 +48,7 @@ export { raftNode, MAX_TRACE_BUFFER, TICK_MS } from "./raft/node.ts";
 // ---- the control plane (governed.md §1–3) ----
 export type { GovernedOptions, GovernedHeddleNode, GovernedClaims, RevocationSeam, RevocationOutcome } from "./control/governed-node.ts";
 export { heddleGoverned, DEFAULT_CALL_TIMEOUT_MS, DEFAULT_SNAPSHOT_EVERY, PROPOSE_ATTEMPTS, PROPOSE_ATTEMPT_TIMEOUT_MS, PROPOSE_RETRY_BACKOFF_MS } from "./control/governed-node.ts";
-export type { CallOptions } from "./control/call-arguments.ts";
+export type { CallOptions, ReleaseOptions } from "./control/call-arguments.ts";
 export type { ControlLog } from "./control/control-log.ts";
 export type { ControlView, ControlStateOptions, AppliedStep, KeyRetention } from "./control/control-state.ts";
 export { ControlState, CONTROL_STATE_FORMAT, mintIdOf, IDEMPOTENCY_CLIENT_PREFIX, DEFAULT_IDEMPOTENCY_WINDOW } from "./control/control-state.ts";

@@ -109,6 +109,13 @@ const cases: Case[] = [
   ["claims.releaseAll: empty holder", (g) => g.claims.releaseAll("  "), RangeError],
   ["claims.releaseScope: scope not a string", (g) => g.claims.releaseScope(any(["s"])), TypeError],
   ["claims.release: bad options", (g) => g.claims.release("h", "k", any({ key: { client: "ops" } })), TypeError],
+  ["claims.release: token not a number", (g) => g.claims.release("h", "k", any({ token: "250" })), TypeError],
+  ["claims.release: token null", (g) => g.claims.release("h", "k", any({ token: null })), TypeError],
+  ["claims.release: token negative", (g) => g.claims.release("h", "k", { token: -1 }), RangeError],
+  ["claims.release: token fractional", (g) => g.claims.release("h", "k", { token: 2.5 }), RangeError],
+  ["claims.release: token above 2^53 − 1", (g) => g.claims.release("h", "k", { token: 2 ** 53 }), RangeError],
+  ["claims.release: bad options beside a good token", (g) => g.claims.release("h", "k", { token: 3, timeoutMs: 0 }), RangeError],
+  ["claims.release: options not an object", (g) => g.claims.release("h", "k", any(7)), TypeError],
   ["depart: options not an object", (g) => g.depart(any("now")), TypeError],
   // sync
   ["sync: timeoutMs negative", (g) => g.sync({ timeoutMs: -5 }), RangeError],

@@ -20,6 +20,8 @@ const commands: ControlCommand[] = [
   { op: "claims.take", request: { holder: "w1", resources: [{ key: "k", mode: "exclusive" }, { key: "p", mode: "shared" }], scope: "run-1", ttlMs: 500, label: "why" } },
   { op: "claims.take", request: { holder: "w1", resources: [{ key: "k", mode: "shared" }] } },
   { op: "claims.release", holder: "w1", key: "k" },
+  { op: "claims.release", holder: "w1", key: "k", token: 250 },
+  { op: "claims.release", holder: "w1", key: "k", token: 0 },
   { op: "claims.renew", holder: "w1", key: "k" },
   { op: "claims.releaseAll", holder: "w1" },
   { op: "claims.releaseScope", scope: "run-1" },
@@ -56,6 +58,32 @@ describe("control envelope (governed.md §3.1)", () => {
   it("writes canonical JSON: sorted keys, amounts as decimal strings, no whitespace", () => {
     const text = new TextDecoder().decode(encodeEnvelope(env(commands[0]!)).subarray(5));
     expect(text).toBe('{"ackFloor":3,"cmd":{"amount":"9223372036854775807","holder":"n1","op":"mint"},"key":{"client":"auto:n1:x","seq":7},"proposer":"n1","v":1}');
+  });
+
+  it("a release without a token encodes and digests exactly as before the token existed; with one, it is another act", () => {
+    const bare = encodeEnvelope(env({ op: "claims.release", holder: "w1", key: "k" }));
+    // the bytes the log on disk already holds for a token-less release
+    expect(new TextDecoder().decode(bare.subarray(5))).toBe('{"ackFloor":3,"cmd":{"holder":"w1","key":"k","op":"claims.release"},"key":{"client":"auto:n1:x","seq":7},"proposer":"n1","v":1}');
+    const fenced = encodeEnvelope(env({ op: "claims.release", holder: "w1", key: "k", token: 250 }));
+    expect(new TextDecoder().decode(fenced.subarray(5))).toContain('"cmd":{"holder":"w1","key":"k","op":"claims.release","token":250}');
+    const d = decodeEntry(fenced);
+    expect(d.kind === "control" && d.envelope.cmd).toEqual({ op: "claims.release", holder: "w1", key: "k", token: 250 });
+    // a retry under the same key with another token (or none) is another act: keyReuse, not the recorded outcome
+    const digests = new Set([digestOf({ op: "claims.release", holder: "w1", key: "k" }), digestOf({ op: "claims.release", holder: "w1", key: "k", token: 250 }), digestOf({ op: "claims.release", holder: "w1", key: "k", token: 100 })]);
+    expect(digests.size).toBe(3);
+  });
+
+  it("a release's token must be a safe integer ≥ 0; anything else is malformed, naming the field", () => {
+    const good = new TextDecoder().decode(encodeEnvelope(env({ op: "claims.release", holder: "w1", key: "k", token: 250 })).subarray(5));
+    for (const bad of ["-1", "1.5", '"250"', "null", "9007199254740992", "true", "[250]"]) {
+      const d = decodeEntry(body(good.replace('"token":250', `"token":${bad}`)));
+      expect(d.kind, bad).toBe("malformed");
+      if (d.kind === "malformed") expect(d.why, bad).toMatch(/token/);
+    }
+    // renew carries no token: the field stays unknown there
+    const renew = new TextDecoder().decode(encodeEnvelope(env({ op: "claims.renew", holder: "w1", key: "k" })).subarray(5));
+    const d = decodeEntry(body(renew.replace('"op":"claims.renew"', '"op":"claims.renew","token":3')));
+    expect(d.kind === "malformed" && d.why).toMatch(/unknown field "token"/);
   });
 
   it("digests the command only (16 bytes of SHA-256), so the key and ackFloor of a retry do not change it", () => {
@@ -128,6 +156,7 @@ describe("control envelope (governed.md §3.1)", () => {
       fc.record({ op: fc.constant("activate" as const), edge: id.map(AttachmentId) }),
       fc.record({ op: fc.constant("enroll" as const), replica: id.map(ReplicaId) }),
       fc.record({ op: fc.constant("claims.release" as const), holder: fc.string(), key: fc.string() }),
+      fc.record({ op: fc.constant("claims.release" as const), holder: fc.string(), key: fc.string(), token: fc.maxSafeNat() }),
       fc
         .tuple(id, id, id, fc.bigInt({ min: 1n, max: 1000n }), fc.bigInt({ min: 1n, max: 1000n }))
         .map(([i, p, c, n, d]) => ({ op: "prepare" as const, record: { id: AttachmentId(i), parent: GroupId(p), child: GroupId(c), weight: Weight.of(n, d) } })),

@@ -173,6 +173,16 @@ describe("idem: retention (examples)", () => {
     expect(d.st.claims.owner("m")).toBeDefined();
     late({ op: "claims.release", holder: "h", key: "m" }, "rel");
     expect(d.st.claims.owner("m")).toBeUndefined();
+    // the same late release naming its grant's token ends nothing: the newer grant stays
+    const first = d.out(take, { client: "op", seq: 5 });
+    const firstToken = first.kind === "applied" && typeof first.claims === "object" && first.claims !== null && "grants" in first.claims ? first.claims.grants[0]!.token : -1;
+    once({ op: "claims.release", holder: "h", key: "m", token: firstToken }, "rel-fenced");
+    const second = d.out(take, { client: "op", seq: 6 });
+    const secondToken = second.kind === "applied" && typeof second.claims === "object" && second.claims !== null && "grants" in second.claims ? second.claims.grants[0]!.token : -1;
+    expect(secondToken).toBeGreaterThan(firstToken);
+    expect(late({ op: "claims.release", holder: "h", key: "m", token: firstToken }, "rel-fenced")).toMatchObject({ kind: "applied", claims: false, heldToken: secondToken });
+    expect(d.st.claims.owner("m")).toBe("h");
+    expect(d.st.claims.checkFence("m", secondToken)).toBe(true);
   });
 });
 

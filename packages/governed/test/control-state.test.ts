@@ -169,6 +169,49 @@ describe("ControlState decisions (governed.md §3.4, in the listed order)", () =
   });
 });
 
+describe("ControlState: a release that names its grant's token (claims.md §2 release, rule 7)", () => {
+  const take: ControlCommand = { op: "claims.take", request: { holder: "A", resources: [{ key: "m", mode: "exclusive" }] } };
+
+  it("ends the grant with that token; a stale token releases nothing and says which grant the holder has now", () => {
+    const d = new Driver();
+    const first = d.out(take); // token = its index, 1
+    expect(first).toMatchObject({ claims: { ok: true, grants: [{ token: 1 }] } });
+    const released = d.out({ op: "claims.release", holder: "A", key: "m", token: 1 });
+    expect(released).toEqual({ kind: "applied", index: 2, key: { client: "c", seq: 2 }, noop: false, claims: true });
+    expect(d.out(take)).toMatchObject({ claims: { ok: true, grants: [{ token: 3 }] } });
+    // the first release again, as a new act (its key long forgotten): the newer grant stays
+    const late = d.out({ op: "claims.release", holder: "A", key: "m", token: 1 });
+    expect(late).toEqual({ kind: "applied", index: 4, key: { client: "c", seq: 4 }, noop: false, claims: false, heldToken: 3 });
+    expect(d.st.claims.owner("m")).toBe("A");
+    expect(d.st.claims.checkFence("m", 3)).toBe(true);
+    // another holder's release with the current token ends nothing either: a token names the holder's own grant
+    expect(d.out({ op: "claims.release", holder: "B", key: "m", token: 3 })).toMatchObject({ claims: false, heldToken: null });
+    expect(d.st.claims.checkFence("m", 3)).toBe(true);
+    // an old, token-less entry applies as it always did: whatever A holds goes, and the outcome has no heldToken
+    const bare = d.out({ op: "claims.release", holder: "A", key: "m" });
+    expect(bare).toEqual({ kind: "applied", index: 6, key: { client: "c", seq: 6 }, noop: false, claims: true });
+    expect(d.st.claims.owner("m")).toBeUndefined();
+  });
+
+  it("the recorded outcome (heldToken included) survives a snapshot, and a retry under the same key replays it", () => {
+    const d = new Driver();
+    d.out(take);
+    d.out({ op: "claims.release", holder: "A", key: "m", token: 1 });
+    d.out(take);
+    const key = { client: "idem:k", seq: 1 };
+    const late = d.out({ op: "claims.release", holder: "A", key: "m", token: 1 }, { key });
+    expect(late).toMatchObject({ claims: false, heldToken: 3 });
+    const restored = ControlState.decode(d.st.encode(), { root, claims: { capacity: { pool: 2 } } });
+    expect(restored.stateText()).toBe(d.st.stateText());
+    expect(restored.outcomeOf(key)).toEqual(late);
+    const b = new Driver(restored);
+    b.index = d.index;
+    expect(b.entry({ op: "claims.release", holder: "A", key: "m", token: 1 }, { key }).outcome).toEqual(late);
+    expect(b.out({ op: "claims.release", holder: "A", key: "m", token: 3 }, { key })).toMatchObject({ kind: "conflict", conflict: { reason: "keyReuse" } });
+    expect(b.st.claims.owner("m")).toBe("A");
+  });
+});
+
 describe("ControlState sessions (governed.md §3.3 steps 4–6, §3.10)", () => {
   it("a duplicate with the same digest replays the recorded outcome and changes nothing; a different command under the key is keyReuse", () => {
     const d = new Driver();
@@ -364,6 +407,8 @@ const arbCmd: fc.Arbitrary<ControlCommand> = fc.oneof(
     request: fc.record({ holder: fc.constantFrom("h1", "h2"), resources: fc.constantFrom([{ key: "m", mode: "exclusive" as const }], [{ key: "pool", mode: "shared" as const }]), ttlMs: fc.integer({ min: 1, max: 300 }) }),
   }),
   fc.record({ op: fc.constant("claims.release" as const), holder: fc.constantFrom("h1", "h2"), key: fc.constantFrom("m", "pool") }),
+  // a release naming a grant by token: tokens are entry indexes, so small ones match a grant now and then
+  fc.record({ op: fc.constant("claims.release" as const), holder: fc.constantFrom("h1", "h2"), key: fc.constantFrom("m", "pool"), token: fc.integer({ min: 0, max: 30 }) }),
 );
 
 const arbStep: fc.Arbitrary<Step> = fc.oneof(

@@ -323,13 +323,29 @@ export const API_COMMANDS: Record<string, ApiCommand> = {
     },
   },
   "claims release": {
-    usage: "heddle claims release KEY --holder H",
-    summary: "release one claim",
-    options: { holder: { type: "string" } },
+    usage: "heddle claims release KEY --holder H [--fencing-token N] [--idempotency-key K]",
+    summary: "release one claim (with --fencing-token: only the grant take gave that token)",
+    // not --token: that is the daemon's bearer token (TARGET_OPTIONS)
+    options: { holder: { type: "string" }, "fencing-token": { type: "string" }, "idempotency-key": { type: "string" } },
     async run(c, p, v, io) {
       if (p.length !== 1 || v["holder"] === undefined) throw new UsageError(`usage: ${this.usage}`);
-      const r = (await c.claimsRelease(v["holder"] as string, p[0]!)) as Json;
-      return printJsonOr(io, v, r, () => (r.claims === true ? `released ${p[0]}\n` : `${v["holder"]} did not hold ${p[0]}: nothing released\n`));
+      const raw = v["fencing-token"] as string | undefined;
+      const token = raw === undefined ? undefined : Number(amountArg(raw, "--fencing-token"));
+      if (token !== undefined && !Number.isSafeInteger(token)) throw new UsageError(`--fencing-token must be at most ${Number.MAX_SAFE_INTEGER}, got ${raw}`);
+      const r = (await c.claimsRelease(v["holder"] as string, p[0]!, {
+        ...(token !== undefined ? { token } : {}),
+        ...(v["idempotency-key"] !== undefined ? { idempotencyKey: v["idempotency-key"] as string } : {}),
+      })) as Json;
+      // the holder holds the key under another token: the grant named is gone and the newer one was left alone
+      const newer = token !== undefined && r.claims !== true && typeof r.heldToken === "number";
+      printJsonOr(io, v, r, () =>
+        r.claims === true
+          ? `released ${p[0]}${token !== undefined ? ` (token ${token})` : ""}\n`
+          : newer
+            ? `${v["holder"]} holds ${p[0]} under token ${r.heldToken}, not ${token}: nothing released (the newer grant stays)\n`
+            : `${v["holder"]} did not hold ${p[0]}: nothing released\n`,
+      );
+      return newer ? EXIT.notYours : EXIT.ok;
     },
   },
   "claims renew": {

@@ -26,6 +26,24 @@ export interface CallOptions {
   readonly ackFloor?: number;
 }
 
+/** The options of `claims.release`: the call's options, and the grant it ends. */
+export interface ReleaseOptions extends CallOptions {
+  /**
+   * The fencing token of the grant to end (claims.md §2 rule 7). With it the release ends that grant only: if the
+   * holder has taken the key again since (a newer token), nothing is released and the outcome carries `heldToken`.
+   * Without it, whatever the holder holds on the key is released.
+   */
+  readonly token?: number;
+}
+
+/** A release's `token` option: `undefined`, or a safe integer ≥ 0. */
+export function releaseTokenArg(v: unknown): number | undefined {
+  if (v === undefined) return undefined;
+  if (typeof v !== "number") throw new TypeError(`claims.release: token must be a number, got ${v === null ? "null" : typeof v}`);
+  if (!Number.isSafeInteger(v) || v < 0) throw new RangeError(`claims.release: token must be a safe integer ≥ 0, got ${v}`);
+  return v;
+}
+
 /** The prefix of auto client ids; an explicit key's client must not start with it. */
 export const AUTO_CLIENT_PREFIX = "auto:";
 

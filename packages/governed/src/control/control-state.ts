@@ -493,6 +493,13 @@ export class ControlState implements ControlView {
         const now = Math.max(this.#claimsNow, Math.floor(stampedAt));
         this.#claimsNow = now;
         const t = this.#claims;
+        if (cmd.op === "claims.release" && cmd.token !== undefined) {
+          const released = t.release(cmd.holder, cmd.key, now, cmd.token);
+          if (released) return { outcome: { kind: "applied", index, key, noop: false, claims: true }, publish: [], enrolled: [] };
+          // say which grant the holder has now, so the caller tells "a newer grant stays" from "held nothing"
+          const held = t.availability([cmd.key], now)[0]?.holders.find((h) => h.holder === cmd.holder)?.token ?? null;
+          return { outcome: { kind: "applied", index, key, noop: false, claims: false, heldToken: held }, publish: [], enrolled: [] };
+        }
         const result =
           cmd.op === "claims.take"
             ? t.take(cmd.request, now, index)

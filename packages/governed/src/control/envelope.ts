@@ -36,7 +36,8 @@ export type ControlCommand =
   | { readonly op: "depart"; readonly replica: ReplicaId }
   | { readonly op: "barrier" }
   | { readonly op: "claims.take"; readonly request: TakeRequest }
-  | { readonly op: "claims.release"; readonly holder: string; readonly key: string }
+  /** `token` (optional): release only the grant stamped with it (claims.md §2 `release`); absent in older entries. */
+  | { readonly op: "claims.release"; readonly holder: string; readonly key: string; readonly token?: number }
   | { readonly op: "claims.releaseAll"; readonly holder: string }
   | { readonly op: "claims.releaseScope"; readonly scope: string }
   | { readonly op: "claims.renew"; readonly holder: string; readonly key: string };
@@ -95,6 +96,8 @@ export function commandJson(c: ControlCommand): Canonical {
     case "claims.take":
       return { op: c.op, request: takeJson(c.request) };
     case "claims.release":
+      // an absent token is left out, so a release without one encodes (and digests) exactly as before
+      return { op: c.op, holder: c.holder, key: c.key, token: c.token };
     case "claims.renew":
       return { op: c.op, holder: c.holder, key: c.key };
     case "claims.releaseAll":
@@ -231,7 +234,12 @@ function command(v: unknown): ControlCommand {
       return { op };
     case "claims.take":
       return { op, request: take(object(v, op, ["op", "request"]).request) };
-    case "claims.release":
+    case "claims.release": {
+      const o = object(v, op, ["op", "holder", "key"], ["token"]);
+      const holder = str(o.holder, "holder");
+      const key = str(o.key, "key");
+      return o.token === undefined ? { op, holder, key } : { op, holder, key, token: safeInt(o.token, "token", 0) };
+    }
     case "claims.renew": {
       const o = object(v, op, ["op", "holder", "key"]);
       return { op, holder: str(o.holder, "holder"), key: str(o.key, "key") };

@@ -14,8 +14,8 @@ import type { ControlSink, HeddleConfig, HeddleNode, Seam } from "@heddle/node";
 import { LeadershipLostError, NodeShutdownError, NotLeaderError } from "../raft/errors.ts";
 import type { ControlLog } from "./control-log.ts";
 import type { Committed, LogIndex, ProposalKey } from "../raft/types.ts";
-import { AUTO_CLIENT_PREFIX, amountArg, callOptionsArg, claimsStringArg, edgeArg, groupArg, recordArg, replicaArg, takeArg } from "./call-arguments.ts";
-import type { CallOptions } from "./call-arguments.ts";
+import { AUTO_CLIENT_PREFIX, amountArg, callOptionsArg, claimsStringArg, edgeArg, groupArg, recordArg, releaseTokenArg, replicaArg, takeArg } from "./call-arguments.ts";
+import type { CallOptions, ReleaseOptions } from "./call-arguments.ts";
 import { ControlState, IDEMPOTENCY_CLIENT_PREFIX } from "./control-state.ts";
 import type { AppliedStep, ControlView } from "./control-state.ts";
 import { encodeEnvelope, MAX_CONTROL_ENTRY_BYTES } from "./envelope.ts";
@@ -85,7 +85,8 @@ export interface RevocationSeam {
 /** The claims family (G2, claims.md §2): each call is one log entry; the leader stamps `now`. */
 export interface GovernedClaims {
   take(request: TakeRequest, opts?: CallOptions): Promise<ControlOutcome>;
-  release(holder: string, key: string, opts?: CallOptions): Promise<ControlOutcome>;
+  /** With `opts.token`, ends only the grant stamped with that token (claims.md §2 `release`). */
+  release(holder: string, key: string, opts?: ReleaseOptions): Promise<ControlOutcome>;
   releaseAll(holder: string, opts?: CallOptions): Promise<ControlOutcome>;
   releaseScope(scope: string, opts?: CallOptions): Promise<ControlOutcome>;
   renew(holder: string, key: string, opts?: CallOptions): Promise<ControlOutcome>;
@@ -361,12 +362,14 @@ class GovernedNode implements GovernedHeddleNode {
     const state = this.#state;
     return {
       take: (request, opts) => this.#call({ op: "claims.take", request: takeArg(request, options) }, this.#options(opts, "claims.take"), null),
-      release: (holder, key, opts) =>
-        this.#call(
-          { op: "claims.release", holder: claimsStringArg(holder, "claims.release: holder"), key: claimsStringArg(key, "claims.release: key") },
-          this.#options(opts, "claims.release"),
-          null,
-        ),
+      release: (holder, key, opts) => {
+        const cmd = { op: "claims.release" as const, holder: claimsStringArg(holder, "claims.release: holder"), key: claimsStringArg(key, "claims.release: key") };
+        if (typeof opts !== "object" || opts === null) return this.#call(cmd, this.#options(opts, "claims.release"), null);
+        // the token is part of the act (it is in the entry and its digest); the rest are the call's options
+        const { token, ...call } = opts;
+        const fenced = releaseTokenArg(token);
+        return this.#call(fenced === undefined ? cmd : { ...cmd, token: fenced }, this.#options(call, "claims.release"), null);
+      },
       releaseAll: (holder, opts) => this.#call({ op: "claims.releaseAll", holder: claimsStringArg(holder, "claims.releaseAll: holder") }, this.#options(opts, "claims.releaseAll"), null),
       releaseScope: (scope, opts) => this.#call({ op: "claims.releaseScope", scope: claimsStringArg(scope, "claims.releaseScope: scope") }, this.#options(opts, "claims.releaseScope"), null),
       renew: (holder, key, opts) =>

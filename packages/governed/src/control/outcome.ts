@@ -43,6 +43,11 @@ export type ControlOutcome =
       readonly noop: boolean;
       readonly mintId?: MintId;
       readonly claims?: ClaimsResult;
+      /**
+       * Only on a `claims.release` that named a token and released nothing: the token of the holder's live grant of
+       * the key at that entry (a newer grant than the one named), or `null` when the holder held nothing there.
+       */
+      readonly heldToken?: number | null;
     }
   | { readonly kind: "conflict"; readonly index: LogIndex | null; readonly key: ProposalKey | null; readonly conflict: ControlConflict };
 
@@ -73,7 +78,7 @@ function conflictJson(c: ControlConflict): Canonical {
 /** The canonical JSON value of an outcome (what the session table records). */
 export function outcomeJson(o: ControlOutcome): Canonical {
   if (o.kind === "conflict") return { kind: o.kind, index: o.index, key: keyJson(o.key), conflict: conflictJson(o.conflict) };
-  return { kind: o.kind, index: o.index, key: keyJson(o.key), noop: o.noop, mintId: o.mintId, claims: o.claims as unknown as Canonical };
+  return { kind: o.kind, index: o.index, key: keyJson(o.key), noop: o.noop, mintId: o.mintId, claims: o.claims as unknown as Canonical, heldToken: o.heldToken };
 }
 
 /** Thrown by `outcomeFromJson` on a value `outcomeJson` could not have produced. */
@@ -188,5 +193,6 @@ export function outcomeFromJson(v: unknown): ControlOutcome {
   const out: Record<string, unknown> = { kind: "applied", index: n(o.index, "index"), key: k, noop: o.noop };
   if (o.mintId !== undefined) out.mintId = MintId(s(o.mintId, "mintId"));
   if (o.claims !== undefined) out.claims = o.claims as ClaimsResult;
+  if (o.heldToken !== undefined) out.heldToken = o.heldToken === null ? null : n(o.heldToken, "heldToken");
   return out as ControlOutcome;
 }

@@ -175,6 +175,12 @@ export class ControlModel {
         const now = Math.max(this.claimsNow, Math.floor(stampedAt));
         this.claimsNow = now;
         const t = this.claims;
+        if (cmd.op === "claims.release" && cmd.token !== undefined) {
+          if (t.release(cmd.holder, cmd.key, now, cmd.token)) return ok(false, { claims: true });
+          // what the holder holds on the key now, read from the whole held list (the state reads one key's holders)
+          const held = t.open(now).find((h) => h.holder === cmd.holder && h.key === cmd.key.trim());
+          return ok(false, { claims: false, heldToken: held === undefined ? null : held.token });
+        }
         const claims =
           cmd.op === "claims.take"
             ? t.take(cmd.request, now, index)

@@ -1,0 +1,59 @@
+// `heddle claims release KEY --holder H --fencing-token N` against a one-voter governed daemon (in-process, ephemeral ports):
+// the token ends only the grant take gave it; a late retry after a re-take leaves the newer grant and exits 10.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { soloDaemon } from "../../daemon/test/support/embedded.ts";
+import { EXIT } from "../src/exit-codes.ts";
+import { main } from "../src/main.ts";
+
+let s: Awaited<ReturnType<typeof soloDaemon>>;
+
+async function heddle(argv: string[]): Promise<{ code: number; out: string; err: string }> {
+  let out = "";
+  let err = "";
+  const code = await main([...argv, "--url", s.daemon.url, "--token", s.daemon.token], { out: (x) => void (out += x), err: (x) => void (err += x), tty: false });
+  return { code, out, err };
+}
+
+async function takeToken(key: string, holder: string): Promise<number> {
+  const r = await heddle(["claims", "take", key, "--holder", holder, "--json"]);
+  expect(r.code, r.err).toBe(EXIT.ok);
+  return (JSON.parse(r.out) as { claims: { grants: { token: number }[] } }).claims.grants[0]!.token;
+}
+
+beforeAll(async () => {
+  s = await soloDaemon({ mode: "governed" });
+  for (let i = 0; i < 300; i++) {
+    const st = (await s.client.status()) as { control: { isWritable: boolean } };
+    if (st.control.isWritable) break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+});
+afterAll(() => s.close());
+
+describe("heddle claims release --fencing-token", () => {
+  it("releases the named grant; a late retry after a re-take leaves the newer grant and exits 10", async () => {
+    const a = await takeToken("deploy", "alice");
+    const released = await heddle(["claims", "release", "deploy", "--holder", "alice", "--fencing-token", String(a)]);
+    expect(released).toMatchObject({ code: EXIT.ok, out: `released deploy (token ${a})\n` });
+    const b = await takeToken("deploy", "alice");
+    expect(b).toBeGreaterThan(a);
+    const late = await heddle(["claims", "release", "deploy", "--holder", "alice", "--fencing-token", String(a)]);
+    expect(late.code).toBe(EXIT.notYours);
+    expect(late.out).toBe(`alice holds deploy under token ${b}, not ${a}: nothing released (the newer grant stays)\n`);
+    const json = await heddle(["claims", "release", "deploy", "--holder", "alice", "--fencing-token", String(a), "--json"]);
+    expect(json.code).toBe(EXIT.notYours);
+    expect(JSON.parse(json.out)).toMatchObject({ kind: "applied", claims: false, heldToken: b, mode: "granted" });
+    expect((await heddle(["claims", "list", "deploy"])).out).toMatch(/^deploy: alice$/m);
+    // the right token ends it; once nothing is held, a fenced release has nothing to leave alone: exit 0
+    expect((await heddle(["claims", "release", "deploy", "--holder", "alice", "--fencing-token", String(b)])).code).toBe(EXIT.ok);
+    expect(await heddle(["claims", "release", "deploy", "--holder", "alice", "--fencing-token", String(b)])).toMatchObject({ code: EXIT.ok, out: "alice did not hold deploy: nothing released\n" });
+  });
+
+  it("a token that is not a non-negative safe integer is a usage error, sent nowhere", async () => {
+    for (const bad of ["-1", "1.5", "soon", "9007199254740993"]) {
+      const r = await heddle(["claims", "release", "deploy", "--holder", "alice", "--fencing-token", bad]);
+      expect(r.code, bad).toBe(EXIT.usage);
+      expect(r.err, bad).toMatch(/--fencing-token/);
+    }
+  });
+});
