@@ -8,6 +8,8 @@
 //   pnpm mutate --table policy claims  print the table from the last reports without running anything
 //   add --survivors to list every surviving / uncovered mutant under the table
 //   --mutate=<glob>[,<glob>]           mutate only these files of the package (a partial score: say so)
+//   --concurrency=<n>                  test processes (default 1, the shared-machine setting; 2 on an idle
+//                                      two-core machine roughly halves the run)
 //   --incremental --mutate=<files>     a chunk: results of the package's other files are carried over from
 //                                      the incremental file, so chunks run in separate sittings add up to
 //                                      the whole package (the table lists files with no result yet)
@@ -50,7 +52,7 @@ interface Row {
 }
 
 function usage(message: string): never {
-  process.stderr.write(`${message}\nusage: pnpm mutate <${CORES.join("|")}|all>... [--incremental] [--table] [--survivors] [--mutate=<glob>]\n`);
+  process.stderr.write(`${message}\nusage: pnpm mutate <${CORES.join("|")}|all>... [--incremental] [--table] [--survivors] [--mutate=<glob>] [--concurrency=<n>]\n`);
   process.exit(2);
 }
 
@@ -133,7 +135,14 @@ function printSurvivors(name: Core, report: Report): void {
 const args = process.argv.slice(2);
 const flags = new Set(args.filter((a) => a.startsWith("--")));
 const only = [...flags].find((f) => f.startsWith("--mutate="));
-for (const f of flags) if (!["--incremental", "--table", "--survivors"].includes(f) && f !== only) usage(`unknown flag ${f}`);
+const concurrencyFlag = [...flags].find((f) => f.startsWith("--concurrency="));
+for (const f of flags)
+  if (!["--incremental", "--table", "--survivors"].includes(f) && f !== only && f !== concurrencyFlag) usage(`unknown flag ${f}`);
+let concurrency: number | undefined;
+if (concurrencyFlag !== undefined) {
+  const text = concurrencyFlag.slice("--concurrency=".length);
+  concurrency = /^[1-9][0-9]?$/.test(text) ? Number(text) : usage(`--concurrency wants a whole number 1–99, got "${text}"`);
+}
 const named = args.filter((a) => !a.startsWith("--"));
 if (named.length === 0) usage("name at least one package");
 const names: Core[] = named.includes("all") ? [...CORES] : named.map((n) => (CORES.includes(n as Core) ? (n as Core) : usage(`unknown package ${n}`)));
@@ -151,6 +160,7 @@ for (const name of names) {
     cmd.push("--incremental");
     if (!flags.has("--incremental")) cmd.push("--force");
     if (only !== undefined) cmd.push("--mutate", only.slice("--mutate=".length));
+    if (concurrency !== undefined) cmd.push("--concurrency", String(concurrency));
     const started = performance.now();
     const result = spawnSync("nice", cmd, { cwd: ROOT, stdio: "inherit" });
     seconds = (performance.now() - started) / 1000;
