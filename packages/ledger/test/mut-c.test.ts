@@ -1,0 +1,72 @@
+/**
+ * Issue 19, helper C: each mutator refusal states its reason in words (a test that checks only the kind
+ * passes with an empty message), activate's walk up the live chain stops where ledger.md §7.4 says it
+ * stops (at a group seen before, at a group without exactly one live inbound), and the decoder's scan
+ * for top-level keys reads only the top-level keys: not values, not keys of nested objects, not text
+ * inside strings.
+ */
+import { describe, expect, it } from "vitest";
+import type { AttachmentId, GroupId } from "../src/index.ts";
+import type { MutationResult } from "./arbitraries.ts";
+import { apply, E, EntitlementLedger, G, M, R, refused, state, Weight } from "./arbitraries.ts";
+
+const alice = R("alice");
+const root = G("root");
+
+function link(s: EntitlementLedger, id: AttachmentId, parent: GroupId, child: GroupId): EntitlementLedger {
+  s = apply(s, s.prepare({ id, parent, child, weight: Weight.ONE }));
+  return apply(s, s.activate(id));
+}
+
+const said = (r: MutationResult): string => {
+  const f = refused(r);
+  return `${f.kind}: ${f.message}`;
+};
+
+describe("each mutator refusal names its reason", () => {
+  const base = (): EntitlementLedger => link(EntitlementLedger.bootstrap(root, new Map([[alice, 10n]]), "n"), E("eA"), root, G("A"));
+  const closing = (): EntitlementLedger => apply(base(), base().close(E("eA")));
+  const withEX = (): EntitlementLedger => apply(base(), base().prepare({ id: E("eX"), parent: G("B"), child: G("A"), weight: Weight.ONE }));
+  const withEP = (): EntitlementLedger => apply(base(), base().prepare({ id: E("eP"), parent: G("A"), child: G("P"), weight: Weight.ONE }));
+  const underPQ = (): EntitlementLedger => {
+    const u = link(EntitlementLedger.EMPTY, E("pq"), G("p"), G("q"));
+    return apply(u, u.prepare({ id: E("qp"), parent: G("q"), child: G("p"), weight: Weight.ONE }));
+  };
+  const cases: [string, () => MutationResult, string][] = [
+    ["mint at a group with an inbound record", () => link(EntitlementLedger.EMPTY, E("eA"), root, G("A")).mint(M("m"), G("A"), alice, 5n), "NotARoot: A has an inbound record"],
+    ["prepare parent = child", () => base().prepare({ id: E("x"), parent: G("A"), child: G("A"), weight: Weight.ONE }), "InvalidArgument: record needs valid ids, parent ≠ child and a Weight"],
+    ["prepare a known id", () => base().prepare({ id: E("eA"), parent: G("A"), child: G("Q"), weight: Weight.ONE }), "AlreadyKnown: edge eA is already known"],
+    ["prepare an edge into the root", () => base().prepare({ id: E("x"), parent: G("A"), child: root, weight: Weight.ONE }), "ChildIsRoot: root is a mint root"],
+    ["activate a CLOSING edge", () => closing().activate(E("eA")), "WrongLifecycle: edge eA is CLOSING"],
+    ["activate a second inbound", () => withEX().activate(E("eX")), "InboundAlreadyLive: A already has live inbound eA"],
+    ["activate q→p under p→q", () => underPQ().activate(E("qp")), "WouldCreateCycle: activating qp would put p above itself"],
+    ["close a PREPARED edge", () => withEP().close(E("eP")), "WrongLifecycle: edge eP is PREPARED, not ACTIVE or CLOSING"],
+    ["retire an ACTIVE edge", () => base().retire(E("eA")), "WrongLifecycle: edge eA is ACTIVE, not CLOSING or PREPARED"],
+  ];
+  it.each(cases)("%s", (_, call, message) => {
+    expect(said(call())).toBe(message);
+  });
+});
+
+describe("activate's walk up the live chain (ledger.md §7.4)", () => {
+  it("stops at a group seen before: a live cycle above the parent (from a join) does not hang the walk", () => {
+    // x→y and y→x both ACTIVE: each replica activated one, the join holds both.
+    const s = state({
+      records: { xy: [["x", "y", 1n]], yx: [["y", "x", 1n]], xc: [["x", "c", 1n]] },
+      lifecycle: { xy: "ACTIVE", yx: "ACTIVE", xc: "PREPARED" },
+    });
+    const r = s.activate(E("xc"));
+    expect(r.ok).toBe(true);
+    expect(apply(s, r).lifecycle(E("xc"))).toBe("ACTIVE");
+  });
+
+  it("stops at a group with two live inbound edges, even when both come from the child", () => {
+    // c→p twice (two ids, both ACTIVE after a join): p has two live inbound, so the walk from p stops
+    // there and activating p→c is not a cycle by §7.4's walk.
+    const s = state({
+      records: { cp1: [["c", "p", 1n]], cp2: [["c", "p", 1n]], pc: [["p", "c", 1n]] },
+      lifecycle: { cp1: "ACTIVE", cp2: "ACTIVE", pc: "PREPARED" },
+    });
+    expect(s.activate(E("pc")).ok).toBe(true);
+  });
+});
