@@ -70,3 +70,47 @@ describe("activate's walk up the live chain (ledger.md §7.4)", () => {
     expect(s.activate(E("pc")).ok).toBe(true);
   });
 });
+
+/**
+ * The decoder finds duplicate and unknown top-level keys by scanning the text (JSON.parse keeps only the
+ * last of a repeated key): only strings at depth 1 in key position count, depth follows every bracket,
+ * and an escaped quote does not end a string.
+ */
+describe("the top-level key scan", () => {
+  const thrown = (text: string): string => {
+    try {
+      EntitlementLedger.decode(text);
+    } catch (e) {
+      return `${(e as Error).name}: ${(e as Error).message}`;
+    }
+    return "accepted";
+  };
+  const F = '"format":"heddle-ledger/1"';
+
+  it("string values at depth 1 are not keys", () => {
+    expect(thrown(`{${F}}`)).toBe("accepted");
+    expect(EntitlementLedger.decode(`{${F},"lifecycle":[["e","ACTIVE"]]}`).lifecycle(E("e"))).toBe("ACTIVE");
+  });
+
+  it("the first key, right after the opening brace, is read", () => {
+    expect(thrown(`{"x":1,${F}}`)).toBe('LedgerDecodeError: unknown top-level key "x"');
+  });
+
+  it("a closing bracket returns to depth 1: a key after a list value is read", () => {
+    expect(thrown(`{${F},"mints":[],"x":1}`)).toBe('LedgerDecodeError: unknown top-level key "x"');
+    expect(thrown(`{${F},"lifecycle":[["e","ACTIVE"]],"x":1}`)).toBe('LedgerDecodeError: unknown top-level key "x"');
+  });
+
+  it("a closing brace returns to depth 1: a key after an object value is read", () => {
+    expect(thrown(`{${F},"mints":{},${F}}`)).toBe('LedgerDecodeError: duplicate top-level key "format"');
+    expect(thrown(`{${F},"mints":{"a":{}},"x":1}`)).toBe('LedgerDecodeError: unknown top-level key "x"');
+  });
+
+  it("an escaped quote does not end a string: its rest is not read as keys", () => {
+    expect(thrown('{"format":"a\\",\\"x"}')).toBe('LedgerDecodeError: wrong format "a\\",\\"x", expected heddle-ledger/1');
+  });
+
+  it("keys of nested objects are not top-level keys", () => {
+    expect(thrown(`{${F},"mints":{"format":1}}`)).toBe("LedgerDecodeError: mints: expected a list");
+  });
+});
