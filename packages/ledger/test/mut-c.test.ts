@@ -114,3 +114,29 @@ describe("the top-level key scan", () => {
     expect(thrown(`{${F},"mints":{"format":1}}`)).toBe("LedgerDecodeError: mints: expected a list");
   });
 });
+
+describe("validate(): OrphanedTransferPath needs a party with both a net transfer and a position", () => {
+  it("a party with a position but zero net transfer on the old path does not make it orphaned", () => {
+    // old generation of C retired, nw live; a was issued 10 on old, sent 5 to b and got 5 back:
+    // tnet(old, a) = tnet(old, b) = 0, pos(old, a) = 10 — nothing was moved that is now stranded.
+    const s = state({
+      records: { old: [["root", "C", 1n]], nw: [["root", "C", 1n]] },
+      lifecycle: { old: "RETIRED", nw: "ACTIVE" },
+      mints: { m: ["root", "a", 100n] },
+      issued: { old: { a: 10n } },
+      transfers: { old: { a: { b: 5n }, b: { a: 5n } } },
+    });
+    expect(s.validate()).toEqual([{ kind: "ClosureViolation", edge: E("old") }]);
+  });
+});
+
+describe("join keeps the larger side's index only when the smaller side adds no replica", () => {
+  it("a transfer whose drawer is new to the larger side adds that replica", () => {
+    const big = EntitlementLedger.bootstrap(root, new Map([[alice, 10n], [R("bob"), 5n]]), "n");
+    expect(big.replicas()).toEqual(["alice", "bob"]); // builds big's index
+    const small = state({ transfers: { k: { zed: { alice: 1n } } } });
+    const joined = big.join(small);
+    expect(joined.replicas()).toEqual(["alice", "bob", "zed"]);
+    expect(joined.validate()).toEqual(EntitlementLedger.decode(joined.encode()).validate());
+  });
+});
