@@ -140,3 +140,14 @@ describe("join keeps the larger side's index only when the smaller side adds no 
     expect(joined.validate()).toEqual(EntitlementLedger.decode(joined.encode()).validate());
   });
 });
+
+describe("the binary decoder names a repeated key", () => {
+  it("a lifecycle entry whose id repeats the one before it", () => {
+    const bytes = state({ lifecycle: { a: "ACTIVE", b: "ACTIVE" } }).encodeBinary();
+    // …, ref(a)=0, rank, ref(b)=1, rank: point the second entry at string 0 as well
+    expect([...bytes.slice(-4)]).toEqual([0, bytes[bytes.length - 3], 1, bytes[bytes.length - 1]]);
+    const dup = bytes.slice();
+    dup[dup.length - 2] = 0;
+    expect(() => EntitlementLedger.decodeBinary(dup)).toThrow(/^lifecycle: duplicate key "a"$/);
+  });
+});
