@@ -163,6 +163,7 @@ export function retire(v: View, edge: AttachmentId): RawResult {
     if (slots === undefined) continue;
     for (const [rep, x] of slots) {
       p.counter(fam, edge, rep, x);
+      // Stryker disable next-line ConditionalExpression,EqualityOperator: every stored slot is > 0 (PatchBuilder.counter drops ≤ 0, both decoders drop 0 and refuse negatives, join keeps a max), so `true` and `x >= 0n` read the same
       if (x > 0n) writers.add(rep);
     }
   }
