@@ -375,7 +375,8 @@ function addsNoTopology(big: EntitlementLedger, small: State): boolean {
     const cur = big.s.mints.get(id);
     if (cur === undefined || compareMints(cur, m) !== 0) return false;
   }
-  const known = { has: (r: ReplicaId) => big.ix.hasReplica(r) };
+  // slot owners must already be slot-named in the reused index, not only mint holders (see namedBySlot)
+  const known = { has: (r: ReplicaId) => big.ix.namedBySlot(r) };
   for (const fam of COUNTER_FAMILIES) {
     for (const slots of small[fam].values()) for (const r of slots.keys()) if (!known.has(r)) return false;
   }

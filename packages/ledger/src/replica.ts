@@ -101,7 +101,8 @@ export class LedgerReplica extends LedgerReads {
         self.#effect?.mint(id, now);
       },
       replicaSeen(r: ReplicaId) {
-        if (self.ix.hasReplica(r)) return;
+        // named by a slot already; a mint holder alone does not count (its mint's record can be replaced)
+        if (self.ix.namedBySlot(r)) return;
         self.#undoTopology = true;
         self.#ownIndex().replicaSeen(r);
       },

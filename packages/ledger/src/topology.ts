@@ -154,6 +154,15 @@ export class TopologyIndex {
     return this.mintsOf.get(r) ?? NONE;
   }
 
+  /**
+   * True iff `r` is named by some counter slot or transfer. Not the same as {@link hasReplica}: a replica
+   * named only as a mint holder drops out when that mint's record is replaced by a greater one, so a slot
+   * must register its owner here even when a mint already names it.
+   */
+  namedBySlot(r: ReplicaId): boolean {
+    return this.replicaSet.has(r);
+  }
+
   /** True iff `r` is named by some mint, slot or transfer. */
   hasReplica(r: ReplicaId): boolean {
     return this.replicaSet.has(r) || this.holderCount.has(r);
