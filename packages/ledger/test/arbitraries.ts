@@ -7,6 +7,7 @@
 import fc from "fast-check";
 import {
   AttachmentId,
+  ByteWriter,
   EntitlementLedger,
   MAX as MAX_I64,
   GroupId,
@@ -56,6 +57,44 @@ export function refused(r: MutationResult): Refusal {
 /** `view ⊔ patch` of a mutation that must succeed. */
 export function apply(view: EntitlementLedger, r: MutationResult): EntitlementLedger {
   return view.join(ok(r));
+}
+
+/** `parent → child` prepared and activated under `id` (weight 1 unless given): the mutators must accept both. */
+export function link(s: EntitlementLedger, id: AttachmentId, parent: GroupId, child: GroupId, w: Weight = Weight.ONE): EntitlementLedger {
+  s = apply(s, s.prepare({ id, parent, child, weight: w }));
+  return apply(s, s.activate(id));
+}
+
+/** A refusal as `kind: message`, the text a test pins. */
+export function said(r: MutationResult): string {
+  const f = refused(r);
+  return `${f.kind}: ${f.message}`;
+}
+
+/** What `f` threw, as `Name: message`, or `"accepted"` when it returned. */
+export function thrown(f: () => unknown): string {
+  try {
+    f();
+  } catch (e) {
+    return `${(e as Error).name}: ${(e as Error).message}`;
+  }
+  return "accepted";
+}
+
+/** The char codes of an ASCII string (a string table entry, byte for byte). */
+export const ascii = (s: string): number[] => [...s].map((c) => c.charCodeAt(0));
+
+/** A binary ledger frame by hand: the format byte, the string table, the component mask, then `body`. */
+export function frame(strings: readonly string[], mask: number, body: (w: ByteWriter) => void): Uint8Array {
+  const utf8 = new TextEncoder();
+  const w = new ByteWriter().u8(1).uint(strings.length);
+  for (const s of strings) {
+    const b = utf8.encode(s);
+    w.uint(b.length).bytes(b);
+  }
+  w.uint(mask);
+  body(w);
+  return w.finish();
 }
 
 /** A record as `[parent, child, num, den]` (den defaults to 1). */

@@ -6,15 +6,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { ByteReader, ByteWriter, EntitlementLedger, LedgerDecodeError } from "../src/index.ts";
-
-const thrown = (f: () => unknown): string => {
-  try {
-    f();
-  } catch (e) {
-    return `${(e as Error).name}: ${(e as Error).message}`;
-  }
-  return "accepted";
-};
+import { thrown } from "./arbitraries.ts";
 
 describe("varints", () => {
   it("bigints round-trip on both sides of 2^53 and up to 2^64 − 1, in the fewest bytes", () => {

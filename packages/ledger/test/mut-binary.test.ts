@@ -7,29 +7,9 @@
  */
 import { describe, expect, it } from "vitest";
 import { ByteReader, ByteWriter, EntitlementLedger, LedgerDecodeError } from "../src/index.ts";
+import { ascii, frame, thrown } from "./arbitraries.ts";
 
-const thrown = (f: () => unknown): string => {
-  try {
-    f();
-  } catch (e) {
-    return `${(e as Error).name}: ${(e as Error).message}`;
-  }
-  return "accepted";
-};
 const utf8 = new TextEncoder();
-const ascii = (s: string): number[] => [...s].map((c) => c.charCodeAt(0));
-
-/** A frame by hand: the format byte, the string table, the component mask, then `body`. */
-function frame(strings: string[], mask: number, body: (w: ByteWriter) => void): Uint8Array {
-  const w = new ByteWriter().u8(1).uint(strings.length);
-  for (const s of strings) {
-    const b = utf8.encode(s);
-    w.uint(b.length).bytes(b);
-  }
-  w.uint(mask);
-  body(w);
-  return w.finish();
-}
 
 // issued (component 2): edge "b" {r2: 5, r1: 7} inserted before edge "a" {r1: 1}, slots out of order too
 const ISSUED = '{"format":"heddle-ledger/1","issued":[["b",[["r2","5"],["r1","7"]]],["a",[["r1","1"]]]]}';

@@ -6,22 +6,11 @@
  * inside strings.
  */
 import { describe, expect, it } from "vitest";
-import type { AttachmentId, GroupId } from "../src/index.ts";
 import type { MutationResult } from "./arbitraries.ts";
-import { apply, E, EntitlementLedger, G, M, R, refused, state, Weight } from "./arbitraries.ts";
+import { apply, E, EntitlementLedger, G, link, M, R, said, state, Weight } from "./arbitraries.ts";
 
 const alice = R("alice");
 const root = G("root");
-
-function link(s: EntitlementLedger, id: AttachmentId, parent: GroupId, child: GroupId): EntitlementLedger {
-  s = apply(s, s.prepare({ id, parent, child, weight: Weight.ONE }));
-  return apply(s, s.activate(id));
-}
-
-const said = (r: MutationResult): string => {
-  const f = refused(r);
-  return `${f.kind}: ${f.message}`;
-};
 
 describe("each mutator refusal names its reason", () => {
   const base = (): EntitlementLedger => link(EntitlementLedger.bootstrap(root, new Map([[alice, 10n]]), "n"), E("eA"), root, G("A"));

@@ -10,30 +10,9 @@
  */
 import { describe, expect, it } from "vitest";
 import { ByteWriter, EntitlementLedger } from "../src/index.ts";
+import { frame, thrown } from "./arbitraries.ts";
 
 const MAX = 2n ** 63n - 1n;
-const utf8 = new TextEncoder();
-
-const thrown = (f: () => unknown): string => {
-  try {
-    f();
-  } catch (e) {
-    return `${(e as Error).name}: ${(e as Error).message}`;
-  }
-  return "accepted";
-};
-
-/** A frame by hand: the format byte, the string table, the component mask, then `body`. */
-function frame(strings: string[], mask: number, body: (w: ByteWriter) => void): Uint8Array {
-  const w = new ByteWriter().u8(1).uint(strings.length);
-  for (const s of strings) {
-    const b = utf8.encode(s);
-    w.uint(b.length).bytes(b);
-  }
-  w.uint(mask);
-  body(w);
-  return w.finish();
-}
 
 /** The canonical JSON of what `bytes` decodes to. */
 const decoded = (bytes: Uint8Array): string => EntitlementLedger.decodeBinary(bytes).encode();

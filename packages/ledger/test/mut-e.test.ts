@@ -6,24 +6,14 @@
  * repeated id is refused even where its records would chain.
  */
 import { describe, expect, it } from "vitest";
-import type { AttachmentId, GroupId } from "../src/index.ts";
+import type { AttachmentId } from "../src/index.ts";
 import type { MutationResult } from "./arbitraries.ts";
-import { apply, E, EntitlementLedger, G, ok, R, Rational, refused, state, Weight } from "./arbitraries.ts";
+import { apply, E, EntitlementLedger, G, link, ok, R, Rational, refused, said, state, Weight } from "./arbitraries.ts";
 
 const alice = R("alice");
 const bob = R("bob");
 const root = G("root");
 const A = G("A");
-
-function link(s: EntitlementLedger, id: AttachmentId, parent: GroupId, child: GroupId): EntitlementLedger {
-  s = apply(s, s.prepare({ id, parent, child, weight: Weight.ONE }));
-  return apply(s, s.activate(id));
-}
-
-const said = (r: MutationResult): string => {
-  const f = refused(r);
-  return `${f.kind}: ${f.message}`;
-};
 
 /** root →eA→ A live; alice minted 10 at root. */
 const base = (): EntitlementLedger => link(EntitlementLedger.bootstrap(root, new Map([[alice, 10n]]), "n"), E("eA"), root, A);

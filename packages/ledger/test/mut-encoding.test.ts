@@ -6,15 +6,8 @@
  */
 import { describe, expect, it } from "vitest";
 import { EntitlementLedger } from "../src/index.ts";
+import { thrown } from "./arbitraries.ts";
 
-const thrown = (f: () => unknown): string => {
-  try {
-    f();
-  } catch (e) {
-    return `${(e as Error).name}: ${(e as Error).message}`;
-  }
-  return "accepted";
-};
 const F = '"format":"heddle-ledger/1"';
 const decode = (body: string) => () => EntitlementLedger.decode(`{${F}${body === "" ? "" : `,${body}`}}`);
 const MIN = "-9223372036854775808";

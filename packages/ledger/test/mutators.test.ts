@@ -12,6 +12,7 @@ import {
   E,
   EntitlementLedger,
   G,
+  link,
   M,
   ok,
   params,
@@ -34,11 +35,6 @@ const eB = E("eB");
 const eA1 = E("eA1");
 const genesisAlice = M(JSON.stringify(["root", "genesis", "alice"]));
 const genesisBob = M(JSON.stringify(["root", "genesis", "bob"]));
-
-function link(s: EntitlementLedger, id: AttachmentId, parent: GroupId, child: GroupId, w = Weight.ONE): EntitlementLedger {
-  s = apply(s, s.prepare({ id, parent, child, weight: w }));
-  return apply(s, s.activate(id));
-}
 
 /** §13.1's tree: alice 100, bob 50 at root; eA root→A (w 3), eB root→B, eA1 A→A1, all ACTIVE. */
 function tree(): EntitlementLedger {
