@@ -8,8 +8,10 @@
 //   pnpm mutate --table policy claims  print the table from the last reports without running anything
 //   add --survivors to list every surviving / uncovered mutant under the table
 //   --mutate=<glob>[,<glob>]           mutate only these files of the package (a partial score: say so)
-//   --concurrency=<n>                  test processes (default 1, the shared-machine setting; 2 on an idle
-//                                      two-core machine roughly halves the run)
+//   --concurrency=<n>                  Stryker's worker processes (default 1, the shared-machine setting).
+//                                      Stryker splits them between the TypeScript checker and test runners:
+//                                      2 gave one of each (its log says so), so the checker no longer
+//                                      waits its turn; more test runners need 3 or more.
 //   --incremental --mutate=<files>     a chunk: results of the package's other files are carried over from
 //                                      the incremental file, so chunks run in separate sittings add up to
 //                                      the whole package (the table lists files with no result yet)
