@@ -10,8 +10,8 @@
 //   --mutate=<glob>[,<glob>]           mutate only these files of the package (a partial score: say so)
 //   --concurrency=<n>                  Stryker's worker processes (default 1, the shared-machine setting).
 //                                      Stryker splits them between the TypeScript checker and test runners:
-//                                      2 gave one of each (its log says so), so the checker no longer
-//                                      waits its turn; more test runners need 3 or more.
+//                                      its log showed one checker and one test runner at 1 and at 2 alike,
+//                                      so a second test runner needs 3 or more (not yet measured).
 //   --incremental --mutate=<files>     a chunk: results of the package's other files are carried over from
 //                                      the incremental file, so chunks run in separate sittings add up to
 //                                      the whole package (the table lists files with no result yet)
