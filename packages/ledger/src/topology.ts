@@ -155,17 +155,12 @@ export class TopologyIndex {
   }
 
   /**
-   * True iff `r` is named by some counter slot or transfer. Not the same as {@link hasReplica}: a replica
-   * named only as a mint holder drops out when that mint's record is replaced by a greater one, so a slot
-   * must register its owner here even when a mint already names it.
+   * True iff `r` is named by some counter slot or transfer — not whether it is a replica at all: one named
+   * only as a mint holder drops out when that mint's record is replaced by a greater one, so a slot must
+   * register its owner even when a mint already names it.
    */
   namedBySlot(r: ReplicaId): boolean {
     return this.replicaSet.has(r);
-  }
-
-  /** True iff `r` is named by some mint, slot or transfer. */
-  hasReplica(r: ReplicaId): boolean {
-    return this.replicaSet.has(r) || this.holderCount.has(r);
   }
 
   /** Sorted replicas: mint holders, slot owners, transfer donors and recipients. */
