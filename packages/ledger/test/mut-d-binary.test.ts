@@ -21,17 +21,17 @@ const canon = (text: string): string => EntitlementLedger.decode(text).encode();
 const EMPTY = '{"format":"heddle-ledger/1"}';
 
 describe("the frame itself", () => {
-  const cases: [string, Uint8Array, string][] = [
-    ["a format byte other than 1", Uint8Array.of(2, 0, 0), "unknown binary ledger format"],
+  const cases: [string, () => Uint8Array, string][] = [
+    ["a format byte other than 1", () => Uint8Array.of(2, 0, 0), "unknown binary ledger format"],
     // one string of 5 bytes with 1 byte left: the reader's own "truncated" passes through the UTF-8 catch
-    ["a string table entry cut short", Uint8Array.of(1, 1, 5, 0x61), "truncated"],
-    ["a string table entry that is not UTF-8", Uint8Array.of(1, 1, 1, 0xff, 0), "string table entry is not UTF-8"],
+    ["a string table entry cut short", () => Uint8Array.of(1, 1, 5, 0x61), "truncated"],
+    ["a string table entry that is not UTF-8", () => Uint8Array.of(1, 1, 1, 0xff, 0), "string table entry is not UTF-8"],
     // 9 components: bit 9 (mask 512) names none
-    ["a component bit past gauges", frame([], 512, () => {}), "unknown component"],
+    ["a component bit past gauges", () => frame([], 512, () => {}), "unknown component"],
   ];
   for (const [name, bytes, reason] of cases) {
     it(`${name}: "${reason}"`, () => {
-      expect(thrown(() => EntitlementLedger.decodeBinary(bytes))).toBe(`LedgerDecodeError: ${reason}`);
+      expect(thrown(() => EntitlementLedger.decodeBinary(bytes()))).toBe(`LedgerDecodeError: ${reason}`);
     });
   }
 
@@ -50,22 +50,22 @@ describe("every component refuses a repeated key, naming the component and the k
   const rec = (w: ByteWriter) => w.uint(0).uint(1).uint(1).uint(2).ubig(1n).ubig(1n);
   const mint = (w: ByteWriter) => w.uint(0).uint(1).uint(2).ubig(5n);
   const slot = (v: bigint) => (w: ByteWriter) => w.uint(0).uint(1).uint(1).ubig(v);
-  const cases: [string, Uint8Array, string][] = [
-    ["records", frame(["e", "p", "c"], 1, (w) => (rec(w.uint(2)), rec(w))), 'records: duplicate key "e"'],
-    ["mints", frame(["m", "g", "r"], 2, (w) => (mint(w.uint(2)), mint(w))), 'mints: duplicate key "m"'],
-    ["issued edges", frame(["e", "r"], 4, (w) => (slot(5n)(w.uint(2)), slot(6n)(w))), 'issued: duplicate key "e"'],
-    ["returned edges", frame(["e", "r"], 8, (w) => (slot(5n)(w.uint(2)), slot(6n)(w))), 'returned: duplicate key "e"'],
-    ["rollupSpent edges", frame(["e", "r"], 32, (w) => (slot(5n)(w.uint(2)), slot(6n)(w))), 'rollupSpent: duplicate key "e"'],
-    ["leafSpent slots of one edge", frame(["e", "r"], 16, (w) => w.uint(1).uint(0).uint(2).uint(1).ubig(5n).uint(1).ubig(6n)), 'leafSpent: duplicate key "r"'],
-    ["transfer keys", frame(["k", "d", "x"], 64, (w) => w.uint(2).uint(0).uint(1).uint(1).uint(1).uint(2).ubig(5n).uint(0).uint(1).uint(1).uint(1).uint(2).ubig(6n)), 'transfers: duplicate key "k"'],
-    ["transfer donors of one key", frame(["k", "d", "x"], 64, (w) => w.uint(1).uint(0).uint(2).uint(1).uint(1).uint(2).ubig(5n).uint(1).uint(1).uint(2).ubig(6n)), 'transfer rows: duplicate key "d"'],
-    ["transfer recipients of one row", frame(["k", "d", "x"], 64, (w) => w.uint(1).uint(0).uint(1).uint(1).uint(2).uint(2).ubig(5n).uint(2).ubig(6n)), 'transfer row: duplicate key "x"'],
-    ["lifecycle", frame(["e"], 128, (w) => w.uint(2).uint(0).u8(1).uint(0).u8(2)), 'lifecycle: duplicate key "e"'],
-    ["gauges", frame(["e"], 256, (w) => w.uint(2).uint(0).zbig(1n).ubig(2n).ubig(0n).uint(0).zbig(1n).ubig(3n).ubig(0n)), 'gauges: duplicate key "e"'],
+  const cases: [string, () => Uint8Array, string][] = [
+    ["records", () => frame(["e", "p", "c"], 1, (w) => (rec(w.uint(2)), rec(w))), 'records: duplicate key "e"'],
+    ["mints", () => frame(["m", "g", "r"], 2, (w) => (mint(w.uint(2)), mint(w))), 'mints: duplicate key "m"'],
+    ["issued edges", () => frame(["e", "r"], 4, (w) => (slot(5n)(w.uint(2)), slot(6n)(w))), 'issued: duplicate key "e"'],
+    ["returned edges", () => frame(["e", "r"], 8, (w) => (slot(5n)(w.uint(2)), slot(6n)(w))), 'returned: duplicate key "e"'],
+    ["rollupSpent edges", () => frame(["e", "r"], 32, (w) => (slot(5n)(w.uint(2)), slot(6n)(w))), 'rollupSpent: duplicate key "e"'],
+    ["leafSpent slots of one edge", () => frame(["e", "r"], 16, (w) => w.uint(1).uint(0).uint(2).uint(1).ubig(5n).uint(1).ubig(6n)), 'leafSpent: duplicate key "r"'],
+    ["transfer keys", () => frame(["k", "d", "x"], 64, (w) => w.uint(2).uint(0).uint(1).uint(1).uint(1).uint(2).ubig(5n).uint(0).uint(1).uint(1).uint(1).uint(2).ubig(6n)), 'transfers: duplicate key "k"'],
+    ["transfer donors of one key", () => frame(["k", "d", "x"], 64, (w) => w.uint(1).uint(0).uint(2).uint(1).uint(1).uint(2).ubig(5n).uint(1).uint(1).uint(2).ubig(6n)), 'transfer rows: duplicate key "d"'],
+    ["transfer recipients of one row", () => frame(["k", "d", "x"], 64, (w) => w.uint(1).uint(0).uint(1).uint(1).uint(2).uint(2).ubig(5n).uint(2).ubig(6n)), 'transfer row: duplicate key "x"'],
+    ["lifecycle", () => frame(["e"], 128, (w) => w.uint(2).uint(0).u8(1).uint(0).u8(2)), 'lifecycle: duplicate key "e"'],
+    ["gauges", () => frame(["e"], 256, (w) => w.uint(2).uint(0).zbig(1n).ubig(2n).ubig(0n).uint(0).zbig(1n).ubig(3n).ubig(0n)), 'gauges: duplicate key "e"'],
   ];
   for (const [name, bytes, reason] of cases) {
     it(`${name}: "${reason}"`, () => {
-      expect(thrown(() => EntitlementLedger.decodeBinary(bytes))).toBe(`LedgerDecodeError: ${reason}`);
+      expect(thrown(() => EntitlementLedger.decodeBinary(bytes()))).toBe(`LedgerDecodeError: ${reason}`);
     });
   }
 });
@@ -74,25 +74,25 @@ describe("each field names itself when it is refused", () => {
   // string 9 is past every table below: `str(what)` names the field
   const past = (what: string) => `${what}: string index 9 out of range`;
   const big = (what: string) => `${what}: ${MAX + 1n} is outside the signed 64-bit range`;
-  const cases: [Uint8Array, string][] = [
-    [frame(["e"], 1, (w) => w.uint(1).uint(0).uint(1).uint(9).uint(0).ubig(1n).ubig(1n)), past("record parent")],
-    [frame(["e", "p"], 1, (w) => w.uint(1).uint(0).uint(1).uint(1).uint(9).ubig(1n).ubig(1n)), past("record child")],
-    [frame(["m"], 2, (w) => w.uint(1).uint(9).uint(0).uint(0).ubig(1n)), past("mint id")],
-    [frame(["m"], 2, (w) => w.uint(1).uint(0).uint(9).uint(0).ubig(1n)), past("mint root")],
-    [frame(["m", "g"], 2, (w) => w.uint(1).uint(0).uint(1).uint(9).ubig(1n)), past("mint holder")],
-    [frame(["e"], 4, (w) => w.uint(1).uint(9).uint(0)), past("issued edge")],
-    [frame(["e"], 8, (w) => w.uint(1).uint(9).uint(0)), past("returned edge")],
-    [frame(["e"], 16, (w) => w.uint(1).uint(0).uint(1).uint(9).ubig(1n)), past("leafSpent replica")],
-    [frame(["e", "r"], 32, (w) => w.uint(1).uint(0).uint(1).uint(1).ubig(MAX + 1n)), big("rollupSpent value")],
-    [frame(["k"], 64, (w) => w.uint(1).uint(0).uint(1).uint(9).uint(0)), past("donor")],
-    [frame(["k", "d"], 64, (w) => w.uint(1).uint(0).uint(1).uint(1).uint(1).uint(9).ubig(1n)), past("recipient")],
-    [frame(["k", "d", "x"], 64, (w) => w.uint(1).uint(0).uint(1).uint(1).uint(1).uint(2).ubig(MAX + 1n)), big("transfer value")],
-    [frame(["e"], 256, (w) => w.uint(1).uint(9).zbig(1n).ubig(1n).ubig(0n)), past("gauge edge")],
-    [frame(["e"], 256, (w) => w.uint(1).uint(0).zbig(1n).ubig(1n).ubig(MAX + 1n)), big("gauge folded")],
+  const cases: [() => Uint8Array, string][] = [
+    [() => frame(["e"], 1, (w) => w.uint(1).uint(0).uint(1).uint(9).uint(0).ubig(1n).ubig(1n)), past("record parent")],
+    [() => frame(["e", "p"], 1, (w) => w.uint(1).uint(0).uint(1).uint(1).uint(9).ubig(1n).ubig(1n)), past("record child")],
+    [() => frame(["m"], 2, (w) => w.uint(1).uint(9).uint(0).uint(0).ubig(1n)), past("mint id")],
+    [() => frame(["m"], 2, (w) => w.uint(1).uint(0).uint(9).uint(0).ubig(1n)), past("mint root")],
+    [() => frame(["m", "g"], 2, (w) => w.uint(1).uint(0).uint(1).uint(9).ubig(1n)), past("mint holder")],
+    [() => frame(["e"], 4, (w) => w.uint(1).uint(9).uint(0)), past("issued edge")],
+    [() => frame(["e"], 8, (w) => w.uint(1).uint(9).uint(0)), past("returned edge")],
+    [() => frame(["e"], 16, (w) => w.uint(1).uint(0).uint(1).uint(9).ubig(1n)), past("leafSpent replica")],
+    [() => frame(["e", "r"], 32, (w) => w.uint(1).uint(0).uint(1).uint(1).ubig(MAX + 1n)), big("rollupSpent value")],
+    [() => frame(["k"], 64, (w) => w.uint(1).uint(0).uint(1).uint(9).uint(0)), past("donor")],
+    [() => frame(["k", "d"], 64, (w) => w.uint(1).uint(0).uint(1).uint(1).uint(1).uint(9).ubig(1n)), past("recipient")],
+    [() => frame(["k", "d", "x"], 64, (w) => w.uint(1).uint(0).uint(1).uint(1).uint(1).uint(2).ubig(MAX + 1n)), big("transfer value")],
+    [() => frame(["e"], 256, (w) => w.uint(1).uint(9).zbig(1n).ubig(1n).ubig(0n)), past("gauge edge")],
+    [() => frame(["e"], 256, (w) => w.uint(1).uint(0).zbig(1n).ubig(1n).ubig(MAX + 1n)), big("gauge folded")],
   ];
   for (const [bytes, reason] of cases) {
     it(`"${reason}"`, () => {
-      expect(thrown(() => EntitlementLedger.decodeBinary(bytes))).toBe(`LedgerDecodeError: ${reason}`);
+      expect(thrown(() => EntitlementLedger.decodeBinary(bytes()))).toBe(`LedgerDecodeError: ${reason}`);
     });
   }
 });

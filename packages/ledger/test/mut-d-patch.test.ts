@@ -15,7 +15,6 @@ import { TopologyIndex } from "../src/topology.ts";
 const e = "e" as AttachmentId;
 const r = "r" as ReplicaId;
 const x = "x" as ReplicaId;
-const k = PathKey.of(e);
 
 describe("PatchBuilder slots are joined (max) as they are added", () => {
   it("a counter slot rises to a larger value and keeps it against a smaller one", () => {
@@ -28,6 +27,7 @@ describe("PatchBuilder slots are joined (max) as they are added", () => {
   });
 
   it("a transfer slot rises to a larger value and keeps it against a smaller one", () => {
+    const k = PathKey.of(e);
     const p = new PatchBuilder();
     p.transfer(k, r, x, 3n);
     p.transfer(k, r, x, 5n);
@@ -37,6 +37,7 @@ describe("PatchBuilder slots are joined (max) as they are added", () => {
   });
 
   it("a zero transfer writes nothing: no key, no row, no slot", () => {
+    const k = PathKey.of(e);
     const p = new PatchBuilder();
     p.transfer(k, r, x, 0n);
     expect(p.s.transfers.size).toBe(0);

@@ -185,7 +185,6 @@ describe("I-5 every refusal kind, and a refusal leaves the receiver untouched", 
 });
 
 describe("InvalidArgument (§7.0, §2.1)", () => {
-  const s = funded();
   const cases: [string, (s: EntitlementLedger) => MutationResult][] = [
     ["JS number amount", (x) => x.delegate(alice, eA, any(5))],
     ["delegate amount above MAX", (x) => x.delegate(alice, eA, MAX + 1n)],
@@ -212,11 +211,12 @@ describe("InvalidArgument (§7.0, §2.1)", () => {
   ];
   for (const [name, call] of cases) {
     it(`InvalidArgument: ${name}`, () => {
-      expect(kindOf(s, call)).toBe("InvalidArgument");
+      expect(kindOf(funded(), call)).toBe("InvalidArgument");
     });
   }
 
   it("InvalidArgument comes before every other check", () => {
+    const s = funded();
     expect(kindOf(s, (x) => x.delegate(alice, E("nope"), 0n))).toBe("InvalidArgument"); // vs UnknownEdge
     expect(kindOf(s, (x) => x.seat(E("nope"), any(5)))).toBe("InvalidArgument"); // vs UnknownEdge
     expect(kindOf(s, (x) => x.mint(genesisAlice, G("other"), alice, -1n))).toBe("InvalidArgument"); // vs MintIdInUse
@@ -227,6 +227,7 @@ describe("InvalidArgument (§7.0, §2.1)", () => {
   });
 
   it("reads throw TypeError for wrong argument types; unknown ids are not errors", () => {
+    const s = funded();
     expect(() => s.holdings(any(5), alice)).toThrow(TypeError);
     expect(() => s.edge(any(5))).toThrow(TypeError);
     expect(() => s.edgePosition(eA, any(null))).toThrow(TypeError);

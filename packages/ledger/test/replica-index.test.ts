@@ -7,13 +7,13 @@ import { describe, expect, it } from "vitest";
 import { EntitlementLedger, LedgerReplica } from "../src/index.ts";
 
 const mintTo = (holder: string) => EntitlementLedger.decode(`{"format":"heddle-ledger/1","mints":[["m1",["g","${holder}","0"]]]}`);
-const slot = EntitlementLedger.decode('{"format":"heddle-ledger/1","rollupSpent":[["e1",[["R2","1"]]]]}');
+const slot = () => EntitlementLedger.decode('{"format":"heddle-ledger/1","rollupSpent":[["e1",[["R2","1"]]]]}');
 const fresh = (x: { encode(): string }) => EntitlementLedger.decode(x.encode());
 
 describe("a slot owner that a replaced mint also named", () => {
   it("LedgerReplica: still listed after the mint moves to another holder", () => {
     const rep = new LedgerReplica(mintTo("R2"));
-    rep.apply(slot);
+    rep.apply(slot());
     rep.apply(mintTo("r1")); // "r1" > "R2" in code units: the greater record wins the mint
     expect(rep.replicas()).toEqual(fresh(rep).replicas());
     expect(rep.replicas()).toEqual(["R2", "r1"]);
@@ -22,7 +22,7 @@ describe("a slot owner that a replaced mint also named", () => {
   it("join reusing the larger side's index: still listed after the mint moves", () => {
     const big = mintTo("R2");
     big.replicas(); // build the index join may reuse
-    const joined = big.join(slot);
+    const joined = big.join(slot());
     const rep = new LedgerReplica(joined);
     rep.apply(mintTo("r1"));
     expect(rep.replicas()).toEqual(["R2", "r1"]);
