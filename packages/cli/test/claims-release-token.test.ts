@@ -1,11 +1,11 @@
 // `heddle claims release KEY --holder H --fencing-token N` against a one-voter governed daemon (in-process, ephemeral ports):
 // the token ends only the grant take gave it; a late retry after a re-take leaves the newer grant and exits 10.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { soloDaemon } from "../../daemon/test/support/embedded.ts";
+import { governedSoloDaemon, type SoloDaemon } from "../../daemon/test/support/embedded.ts";
 import { EXIT } from "../src/exit-codes.ts";
 import { main } from "../src/main.ts";
 
-let s: Awaited<ReturnType<typeof soloDaemon>>;
+let s: SoloDaemon;
 
 async function heddle(argv: string[]): Promise<{ code: number; out: string; err: string }> {
   let out = "";
@@ -21,12 +21,7 @@ async function takeToken(key: string, holder: string): Promise<number> {
 }
 
 beforeAll(async () => {
-  s = await soloDaemon({ mode: "governed" });
-  for (let i = 0; i < 300; i++) {
-    const st = (await s.client.status()) as { control: { isWritable: boolean } };
-    if (st.control.isWritable) break;
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  s = await governedSoloDaemon();
 });
 afterAll(() => s.close());
 

@@ -6,10 +6,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FencedStore } from "../../claims/examples/fenced-store.ts";
-import { soloDaemon } from "./support/embedded.ts";
+import { governedSoloDaemon, type SoloDaemon } from "./support/embedded.ts";
 import { parsePrometheus, type Scrape } from "./support/prometheus.ts";
 
-let s: Awaited<ReturnType<typeof soloDaemon>>;
+let s: SoloDaemon;
 
 const commitIndex = async (): Promise<number> => ((await s.client.roster()) as { raft: { commitIndex: number } }).raft.commitIndex;
 async function scrape(): Promise<Scrape> {
@@ -22,12 +22,7 @@ const take = (holder: string, key: string, extra: Record<string, unknown> = {}, 
   s.client.raw("POST", "/v1/claims/take", { holder, resources: [{ key, mode: "exclusive" }], ...extra }, idempotencyKey === undefined ? {} : { headers: { "idempotency-key": idempotencyKey } });
 
 beforeAll(async () => {
-  s = await soloDaemon({ mode: "governed" });
-  for (let i = 0; i < 300; i++) {
-    const st = (await s.client.status()) as { control: { isWritable: boolean } };
-    if (st.control.isWritable) break;
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  s = await governedSoloDaemon();
 });
 afterAll(() => s.close());
 

@@ -1,9 +1,9 @@
 // The control plane over HTTP on a one-voter governed peer (in-process): idempotent mint, structured
 // conflicts, outcomes by key, claims, and refused requests that change nothing.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { soloDaemon } from "./support/embedded.ts";
+import { governedSoloDaemon, type SoloDaemon } from "./support/embedded.ts";
 
-let s: Awaited<ReturnType<typeof soloDaemon>>;
+let s: SoloDaemon;
 
 /** The ledger bytes and the control state (its applied index aside: a replayed or refused act still takes an entry). */
 async function state(): Promise<string> {
@@ -25,12 +25,7 @@ async function settled(): Promise<string> {
 }
 
 beforeAll(async () => {
-  s = await soloDaemon({ mode: "governed" });
-  for (let i = 0; i < 300; i++) {
-    const st = (await s.client.status()) as { control: { isWritable: boolean } };
-    if (st.control.isWritable) break;
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  s = await governedSoloDaemon();
 });
 afterAll(() => s.close());
 

@@ -8,11 +8,11 @@ import { fileURLToPath } from "node:url";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { launchChromium } from "./support/browser.ts";
-import { soloDaemon } from "./support/embedded.ts";
+import { governedSoloDaemon, type SoloDaemon } from "./support/embedded.ts";
 import { parsePrometheus, type Scrape } from "./support/prometheus.ts";
 
 const ARTIFACTS = fileURLToPath(new URL("../../../.ci-results/", import.meta.url));
-let s: Awaited<ReturnType<typeof soloDaemon>>;
+let s: SoloDaemon;
 let browser: Browser;
 
 interface RaftRead {
@@ -43,12 +43,7 @@ async function settled(): Promise<{ raft: RaftRead; appliedIndex: number }> {
 }
 
 beforeAll(async () => {
-  s = await soloDaemon({ mode: "governed" });
-  for (let i = 0; i < 300; i++) {
-    const st = (await s.client.status()) as { control: { isWritable: boolean } };
-    if (st.control.isWritable) break;
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  s = await governedSoloDaemon();
   browser = await launchChromium();
 });
 afterAll(async () => {

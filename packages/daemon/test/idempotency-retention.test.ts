@@ -4,10 +4,10 @@
 // `heddle_idempotency_sessions` counts what is held.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parsePrometheus } from "./support/prometheus.ts";
-import { soloDaemon } from "./support/embedded.ts";
+import { governedSoloDaemon, type SoloDaemon } from "./support/embedded.ts";
 
 const WINDOW = 3;
-let s: Awaited<ReturnType<typeof soloDaemon>>;
+let s: SoloDaemon;
 
 async function sessionsGauge(): Promise<number> {
   const r = await fetch(`${s.daemon.url}/metrics`, { headers: { authorization: `Bearer ${s.daemon.token}` } });
@@ -20,12 +20,7 @@ async function entries(n: number): Promise<void> {
 }
 
 beforeAll(async () => {
-  s = await soloDaemon({ mode: "governed" }, (c) => c, { idempotencyWindow: WINDOW });
-  for (let i = 0; i < 300; i++) {
-    const st = (await s.client.status()) as { control: { isWritable: boolean } };
-    if (st.control.isWritable) break;
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  s = await governedSoloDaemon({ start: { idempotencyWindow: WINDOW } });
 });
 afterAll(() => s.close());
 

@@ -30,3 +30,33 @@ export async function soloDaemon(init: Partial<InitOptions> = {}, patch: (c: Dae
     },
   };
 }
+
+/** What `soloDaemon` (and `governedSoloDaemon`) hand back: the folder, the peer, its config, the running daemon and a client on it. */
+export type SoloDaemon = Awaited<ReturnType<typeof soloDaemon>>;
+
+/** What `governedSoloDaemon` may vary: the config (after the ports go ephemeral) and the start options. */
+export interface GovernedSoloOptions {
+  /** Edits the peer's config before it starts, as `soloDaemon`'s `patch`. */
+  readonly config?: (c: DaemonConfig) => DaemonConfig;
+  /** Passed to `startDaemon` (e.g. `{ idempotencyWindow }`); the logger stays silent. */
+  readonly start?: Omit<StartDaemonOptions, "logger">;
+}
+
+/**
+ * A one-peer governed cluster (a single-voter control plane) in a temp folder, running in-process, returned
+ * once `/v1/status` says `control.isWritable`: even a lone voter has to elect itself and apply its own enrol
+ * before the writer gate opens (governed.md §3.9), and the tests' first writes assume it is open. Polls every
+ * 50 ms, 300 times at most, and throws (after closing the daemon) if the gate never opened, rather than hand
+ * over a peer whose first write fails for a reason the test does not name. `close()` stops the daemon and
+ * removes the folder, as for `soloDaemon`.
+ */
+export async function governedSoloDaemon(options: GovernedSoloOptions = {}): Promise<SoloDaemon> {
+  const s = await soloDaemon({ mode: "governed" }, options.config, options.start);
+  for (let i = 0; i < 300; i++) {
+    const st = (await s.client.status()) as { control: { isWritable: boolean } };
+    if (st.control.isWritable) return s;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  await s.close();
+  throw new Error("the one-voter governed daemon was not writable after 300 status polls 50 ms apart");
+}
