@@ -97,7 +97,9 @@ export function splitState(s: State, budget: number, known: readonly string[] = 
   let current: Group[] = [];
   let estimate = 0;
   for (const g of fitting) {
-    if (current.length > 0 && estimate + g.bytes > budget) {
+    // No `current.length > 0` test is needed: an empty pack has estimate 0, and every fitting group
+    // has g.bytes <= budget, so an empty pack is never flushed.
+    if (estimate + g.bytes > budget) {
       emit(current);
       current = [];
       estimate = 0;

@@ -70,6 +70,7 @@ export class TopologyIndex {
   /** Registers the records of `id` (a superset of `before`). */
   recordsChanged(id: AttachmentId, before: readonly AttachmentRecord[] | undefined, now: readonly AttachmentRecord[]): void {
     for (const r of now) {
+      // Stryker disable next-line ConditionalExpression: `false` re-registers an already registered record, a no-op (insertSorted skips a present id, groupSet.has skips a known group); this also hides the killed `true` variant
       if (before !== undefined && before.includes(r)) continue;
       let ins = this.inboundOf.get(r.child);
       if (ins === undefined) this.inboundOf.set(r.child, (ins = []));
