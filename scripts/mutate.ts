@@ -9,6 +9,8 @@
 //   add --survivors to list every surviving / uncovered mutant under the table
 //   --mutate=<glob>[,<glob>]           mutate only these files of the package (a partial score: say so)
 //   --concurrency=<n>                  Stryker's worker processes (default 1, the shared-machine setting).
+//                                      Stryker splits them into checkers and test runners: 1 and 2 gave one of
+//                                      each, 3 two checkers and one runner, 4 two of each (its log, 2026-12-02).
 //                                      Stryker splits them between the TypeScript checker and test runners:
 //                                      its log showed one checker and one test runner at 1 and at 2 alike,
 //                                      so a second test runner needs 3 or more (not yet measured).
