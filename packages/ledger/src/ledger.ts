@@ -277,9 +277,11 @@ export class EntitlementLedger extends LedgerReads {
    * which cannot fit any fragment. A value that fits comes back whole.
    */
   fragments(budget: number, known: readonly string[] = []): { fragments: EntitlementLedger[]; oversize: { group: string; bytes: number }[] } {
+    // Measured through the cache, so a value that fits is then framed for free. Past this check splitState
+    // never answers `this.s` itself (its own first check is this one), so every fragment is a new value.
     if (this.encodeBinary(known).length <= budget) return { fragments: [this], oversize: [] };
     const r = splitState(this.s, budget, known);
-    return { fragments: r.fragments.map((f) => (f === this.s ? this : EntitlementLedger.fromState(f))), oversize: r.oversize };
+    return { fragments: r.fragments.map((f) => EntitlementLedger.fromState(f)), oversize: r.oversize };
   }
 
   /** The least upper bound of two ledgers: idempotent, commutative, associative, EMPTY is the identity. */
