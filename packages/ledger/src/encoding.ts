@@ -144,15 +144,16 @@ function topLevelKeys(text: string): string[] {
     if (c === '"') {
       let j = i + 1;
       while (text[j] !== '"') j += text[j] === "\\" ? 2 : 1;
-      if (depth === 1 && expectKey) {
+      // expectKey is true only from a depth-1 "{" or "," to the next string, which (in JSON that parsed) is a key of the ledger object
+      if (expectKey) {
         keys.push(JSON.parse(text.slice(i, j + 1)) as string);
         expectKey = false;
       }
       i = j;
     } else if (c === "{" || c === "[") {
       depth++;
-      // Stryker disable next-line LogicalOperator: "||" also sets it on a "{" entering depth ≥ 2, which is read only back at depth 1 where (in JSON that parsed) a "," — which sets it anyway — or the final "}" comes next
-      if (depth === 1 && c === "{") expectKey = true;
+      // depth 1 is opened only by the ledger object's own "{" (decodeState refuses any other JSON before the scan)
+      if (depth === 1) expectKey = true;
     } else if (c === "}" || c === "]") depth--;
     else if (c === "," && depth === 1) expectKey = true;
   }
@@ -191,8 +192,10 @@ export function decodeState(text: string): State {
         return Object.freeze({ id: e, parent, child, weight: decodeWeight(n, d, `record ${e}`) });
       });
       if (recs.length === 0) return Object.freeze([]); // an empty inner list is dropped below
+      // Stryker disable next-line MethodExpression,CallExpression: unionRecords inserts each record at its sorted place (dropping equals: compareRecords compares every field), so any order gives the same set
       recs.sort(compareRecords);
       let set: readonly AttachmentRecord[] = Object.freeze([recs[0]!]);
+      // Stryker disable next-line MethodExpression: a union with recs[0] again drops it as equal, so recs gives the same set
       for (const r of recs.slice(1)) set = unionRecords(set, [r]);
       return set;
     });
