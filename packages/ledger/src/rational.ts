@@ -30,6 +30,7 @@ export class Rational {
     if (d === 0n) throw new DivisionByZeroError(`Rational ${n}/0 has a zero denominator`);
     chk(n);
     chk(d);
+    // Stryker disable next-line EqualityOperator: `d <= 0n` differs only at d = 0, thrown two lines up; this also hides the killed `d >= 0n` variant
     if (d < 0n) {
       n = neg(n);
       d = neg(d);
@@ -67,6 +68,7 @@ export class Rational {
 
   /** Compares by the checked cross products (throws rather than misorder). */
   compare(o: Rational): -1 | 0 | 1 {
+    // Stryker disable next-line ConditionalExpression: `false` drops only a shortcut: with both denominators 1 the cross products are the numerators themselves (mul by 1 never overflows); this also hides the killed `true` variant
     if (this.den === 1n && o.den === 1n) return this.num < o.num ? -1 : this.num > o.num ? 1 : 0;
     const l = mul(this.num, o.den);
     const r = mul(o.num, this.den);
@@ -81,6 +83,7 @@ export class Rational {
   /** The least integer `≥ this` (`7/2 → 4`, `−7/2 → −3`). */
   ceil(): bigint {
     const q = this.num / this.den; // truncates toward zero
+    // Stryker disable next-line EqualityOperator,ArithmeticOperator: `num >= 0n` adds only num = 0, where q·den = 0 = num anyway; `q / den` ≠ num whenever q·den ≠ num (den = 1: both are q = num; den ≥ 2 reduced, num > 0: q/den ≤ q < num), so both answer the same; this also hides the killed variants on this line
     return this.num > 0n && q * this.den !== this.num ? q + 1n : q;
   }
 
