@@ -40,6 +40,10 @@ describe("a join that changes only records", () => {
     const s1 = rep.snapshot();
     expect(s1).not.toBe(s0);
     expect(s1.encode()).toBe(p.encode());
+    // the same records again (a fresh, equal array) add nothing: no change, no effect, same snapshot
+    expect(rep.merge(recordOnly())).toBeNull();
+    expect(rep.changes).toBe(1);
+    expect(rep.snapshot()).toBe(s1);
   });
 });
 
