@@ -13,12 +13,16 @@ const plugins = ["@stryker-mutator/vitest-runner", "@stryker-mutator/typescript-
  * @param {string[]} p.tests globs of the test files that judge the mutants
  * @param {string[]} [p.exclude] test globs left out (slow end-to-end / process tests)
  * @param {Record<string, string>} [p.env] reduced run counts for property tests and simulations
+ * @param {string[]} [p.order] test file names (basenames), cheapest first: a mutant's covering files run in this
+ *   order and the run stops at the first failure, so a mutant a quick file kills never waits for a slow one.
+ *   Files not named run after these. Without it vitest runs the largest (or slowest) files first.
  * @returns {import("@stryker-mutator/api/core").PartialStrykerOptions}
  */
-export function strykerConfig({ name, mutate, tests, exclude = [], env = {} }) {
+export function strykerConfig({ name, mutate, tests, exclude = [], env = {}, order = [] }) {
   // The vitest runner's worker inherits this process's environment; stryker/vitest.config.ts reads these.
   process.env.HEDDLE_MUTATE_TESTS = tests.join(",");
   process.env.HEDDLE_MUTATE_EXCLUDE = exclude.join(",");
+  process.env.HEDDLE_MUTATE_ORDER = order.join(",");
   for (const [k, v] of Object.entries(env)) process.env[k] ??= v;
   return {
     $schema: "../node_modules/@stryker-mutator/core/schema/stryker-schema.json",
