@@ -15,7 +15,8 @@ const plugins = ["@stryker-mutator/vitest-runner", "@stryker-mutator/typescript-
  * @param {Record<string, string>} [p.env] reduced run counts for property tests and simulations
  * @param {string[]} [p.order] test file names (basenames), cheapest first: a mutant's covering files run in this
  *   order and the run stops at the first failure, so a mutant a quick file kills never waits for a slow one.
- *   Files not named run after these. Without it vitest runs the largest (or slowest) files first.
+ *   Files not named run after these; an entry ending in `*` names every file starting with the rest. Without
+ *   it vitest runs the largest (or slowest) files first.
  * @returns {import("@stryker-mutator/api/core").PartialStrykerOptions}
  */
 export function strykerConfig({ name, mutate, tests, exclude = [], env = {}, order = [] }) {

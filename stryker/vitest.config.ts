@@ -19,8 +19,10 @@ const order = list(process.env["HEDDLE_MUTATE_ORDER"]);
 class CheapestFirst extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
     const base = await super.sort(files);
+    // An entry ending in "*" names every file whose name starts with what precedes it.
     const rank = (f: TestSpecification): number => {
-      const i = order.indexOf(basename(f.moduleId));
+      const name = basename(f.moduleId);
+      const i = order.findIndex((o) => (o.endsWith("*") ? name.startsWith(o.slice(0, -1)) : name === o));
       return i === -1 ? order.length : i;
     };
     return base.map((f, i) => ({ f, i, r: rank(f) })).sort((a, b) => a.r - b.r || a.i - b.i).map((x) => x.f);
