@@ -53,6 +53,12 @@ describe("peer directory: membership changes (node.md §5.4)", () => {
     expect(d.get("c", 99)!.absentSince).toBe(25);
   });
 
+  it("peers leaving are reported in id order whatever order the old view held them in", () => {
+    const d = new PeerDirectory();
+    d.setMembers(view("d", "c", "b", "a"), 0);
+    expect(d.setMembers(view("b"), 5)).toEqual({ met: [], reentered: [], left: ["a", "c", "d"] });
+  });
+
   it("a known peer coming back is re-entered, not met, and keeps its record; a stranger in the same change is met", () => {
     const d = new PeerDirectory();
     d.setMembers(view("b", "a"), 10);
