@@ -56,10 +56,6 @@ export class PeerDirectory {
     return (this.#sortedKnown ??= [...this.#members, ...this.#absent].sort());
   }
 
-  known(p: PeerId): boolean {
-    return this.#members.has(p) || this.#absent.has(p);
-  }
-
   /** The record of known peer `p`, created (`tailAt = now`) if it has none; undefined if `p` is not known. */
   get(p: PeerId, now: number): KnownPeer | undefined {
     const r = this.#records.get(p);
