@@ -56,10 +56,6 @@ export class PeerDirectory {
     return (this.#sortedKnown ??= [...this.#members, ...this.#absent].sort());
   }
 
-  known(p: PeerId): boolean {
-    return this.#members.has(p) || this.#absent.has(p);
-  }
-
   /** The record of known peer `p`, created (`tailAt = now`) if it has none; undefined if `p` is not known. */
   get(p: PeerId, now: number): KnownPeer | undefined {
     const r = this.#records.get(p);
@@ -90,7 +86,10 @@ export class PeerDirectory {
       if (this.#absent.delete(p)) {
         this.#records.get(p)!.absentSince = null;
         reentered.push(p);
-      } else met.push(p);
+      } else {
+        met.push(p);
+        this.#sortedKnown = null; // only a peer met changes the known set (leaving and re-entering move one within it)
+      }
     }
     const left: PeerId[] = [];
     for (const p of before) {
@@ -103,7 +102,6 @@ export class PeerDirectory {
     }
     this.#members = now;
     this.#sortedMembers = null;
-    if (met.length + left.length > 0) this.#sortedKnown = null;
     met.sort();
     reentered.sort();
     left.sort();
@@ -127,11 +125,10 @@ export class PeerDirectory {
     for (const p of this.#members) {
       const k = this.#records.get(p);
       if (k === undefined) return 0;
-      if (k.acked < min) min = k.acked;
+      min = Math.min(min, k.acked);
     }
     for (const p of this.#absent) {
-      const k = this.#records.get(p)!;
-      if (k.acked < min) min = k.acked;
+      min = Math.min(min, this.#records.get(p)!.acked);
     }
     return min;
   }
