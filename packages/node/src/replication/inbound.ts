@@ -140,6 +140,9 @@ export class InboundCursors {
     if (t.transfer !== m.transfer || t.parts !== m.parts || t.got.has(m.part)) return false;
     if (m.parts > this.#maxTracked) return false;
     if (c.partsHeld >= this.#maxTracked) this.#clearPartial(c);
+    // A defensive guard, unreachable while `partsHeld` counts only `partial` and the transfer: after #clearPartial the parts
+    // held are this transfer's own, fewer than its parts (it completes when all are in), and those are ≤ maxTrackedSeqs.
+    // Stryker disable next-line BooleanLiteral: unreachable (above), so its result is never returned
     if (c.partsHeld >= this.#maxTracked) return false;
     t.got.add(m.part);
     c.partsHeld++;
