@@ -19,7 +19,10 @@ export interface Cursor {
    */
   partsHeld: number;
   based: boolean;
-  /** Highest seq already asked for since the gap opened: an arrival only asks for what is newly missing. */
+  /**
+   * Highest seq already asked for, or held above the gap when it was asked, since the gap opened: an arrival
+   * only asks for what is newly missing (§5.3 ⟨1.1⟩), never for the seq it follows, which is held.
+   */
   requestedTo: number;
   graceAt: number | null;
   retryAt: number | null;
@@ -205,7 +208,10 @@ export class InboundCursors {
       c.requestedTo = Math.min(c.requestedTo, c.contig);
       return;
     }
-    if (this.#top(c) - 1 > Math.max(c.contig, c.requestedTo)) c.graceAt ??= now + this.#graceMs;
+    const top = this.#top(c);
+    if (top - 1 > Math.max(c.contig, c.requestedTo)) c.graceAt ??= now + this.#graceMs;
+    // nothing below the highest seq held is unasked, and that seq is held: the next arrival asks only beyond it
+    else c.requestedTo = Math.max(c.requestedTo, top);
     c.retryAt ??= now + this.#retryMs;
     this.#armed.add(s);
   }
@@ -247,7 +253,7 @@ export class InboundCursors {
       if (c.retryAt !== null && c.retryAt <= now) {
         if (top > c.contig) {
           out.push({ kind: "resend", to: s, inc: c.inc, from: c.contig + 1, to_: top });
-          c.requestedTo = Math.max(c.requestedTo, top);
+          c.requestedTo = Math.max(c.requestedTo, top + 1);
         }
         c.retryAt = now + this.#retryMs;
         c.graceAt = null;
@@ -255,7 +261,7 @@ export class InboundCursors {
         const from = Math.max(c.contig, c.requestedTo) + 1;
         if (top >= from) {
           out.push({ kind: "resend", to: s, inc: c.inc, from, to_: top });
-          c.requestedTo = top;
+          c.requestedTo = top + 1; // top + 1 = max(above), held
         }
         c.graceAt = null;
       }
