@@ -19,7 +19,10 @@ export interface Cursor {
    */
   partsHeld: number;
   based: boolean;
-  /** Highest seq already asked for since the gap opened: an arrival only asks for what is newly missing. */
+  /**
+   * Highest seq already asked for, or held above the gap when it was asked, since the gap opened: an arrival
+   * only asks for what is newly missing (§5.3 ⟨1.1⟩), never for the seq it follows, which is held.
+   */
   requestedTo: number;
   graceAt: number | null;
   retryAt: number | null;
@@ -140,6 +143,9 @@ export class InboundCursors {
     if (t.transfer !== m.transfer || t.parts !== m.parts || t.got.has(m.part)) return false;
     if (m.parts > this.#maxTracked) return false;
     if (c.partsHeld >= this.#maxTracked) this.#clearPartial(c);
+    // A defensive guard, unreachable while `partsHeld` counts only `partial` and the transfer: after #clearPartial the parts
+    // held are this transfer's own, fewer than its parts (it completes when all are in), and those are ≤ maxTrackedSeqs.
+    // Stryker disable next-line BooleanLiteral: unreachable (above), so its result is never returned
     if (c.partsHeld >= this.#maxTracked) return false;
     t.got.add(m.part);
     c.partsHeld++;
@@ -202,7 +208,10 @@ export class InboundCursors {
       c.requestedTo = Math.min(c.requestedTo, c.contig);
       return;
     }
-    if (this.#top(c) - 1 > Math.max(c.contig, c.requestedTo)) c.graceAt ??= now + this.#graceMs;
+    const top = this.#top(c);
+    if (top - 1 > Math.max(c.contig, c.requestedTo)) c.graceAt ??= now + this.#graceMs;
+    // nothing below the highest seq held is unasked, and that seq is held: the next arrival asks only beyond it
+    else c.requestedTo = Math.max(c.requestedTo, top);
     c.retryAt ??= now + this.#retryMs;
     this.#armed.add(s);
   }
@@ -244,7 +253,7 @@ export class InboundCursors {
       if (c.retryAt !== null && c.retryAt <= now) {
         if (top > c.contig) {
           out.push({ kind: "resend", to: s, inc: c.inc, from: c.contig + 1, to_: top });
-          c.requestedTo = Math.max(c.requestedTo, top);
+          c.requestedTo = Math.max(c.requestedTo, top + 1);
         }
         c.retryAt = now + this.#retryMs;
         c.graceAt = null;
@@ -252,7 +261,7 @@ export class InboundCursors {
         const from = Math.max(c.contig, c.requestedTo) + 1;
         if (top >= from) {
           out.push({ kind: "resend", to: s, inc: c.inc, from, to_: top });
-          c.requestedTo = top;
+          c.requestedTo = top + 1; // top + 1 = max(above), held
         }
         c.graceAt = null;
       }
