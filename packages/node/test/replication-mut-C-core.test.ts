@@ -199,7 +199,8 @@ describe("value-too-large: once per group and kind of value (node.md §4.2)", ()
 
 describe("first boot at genesis with a published stream meets a peer (node.md §5.4 ⟨1.1⟩)", () => {
   it("no handshake, but the peer's tail re-offer clock starts at the meeting", () => {
-    // The owner published a patch that has not reached the replica yet: the replica is still genesis.
+    // A replica still at genesis with a published stream (here the patch is published without being applied
+    // to the replica): not restarted and nothing beyond genesis, so it announces nothing to the peers it meets.
     const { core: c } = core();
     c.publish(issued([["e1", [["A", 1n]]]]), 0);
     c.tick(0);
