@@ -470,6 +470,7 @@ export class ReplicationCore {
       return false;
     }
     this.#stateServedAt.set(p, now);
+    // Stryker disable next-line BlockStatement: the prune drops only entries at least an interval old, which never rate-limit again (cost: memory only)
     if (this.#stateServedAt.size > 4 * this.#peers.members.size + 64) {
       for (const [q, t] of this.#stateServedAt) if (now - t >= this.#c.antiEntropyIntervalMs) this.#stateServedAt.delete(q);
     }
