@@ -4,7 +4,7 @@
  * and the defaults themselves (issue 19, mutation survivors of config.ts).
  */
 import { describe, expect, it } from "vitest";
-import { checkReplicationConfig, MIN_FRAME_BYTES, REPLICATION_DEFAULTS, type ReplicationConfig } from "../src/testing.ts";
+import { checkReplicationConfig, MIN_FRAME_BYTES, REPLICATION_DEFAULTS, type ReplicationConfig } from "../src/replication/config.ts";
 
 const POSITIVE = ["antiEntropyIntervalMs", "resendRetryMs", "fullStateRetryMs", "peerEvictionMs", "maxPendingDeltas", "maxTrackedSeqs", "maxResendSpan"] as const;
 const NON_NEGATIVE = ["fullStateRetryLimit", "ackDelayMs", "reorderGraceMs", "deltaBatchMs"] as const;
