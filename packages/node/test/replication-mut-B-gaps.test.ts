@@ -8,6 +8,11 @@ import { describe, expect, it } from "vitest";
 import { InboundCursors } from "../src/replication/inbound.ts";
 
 const cursors = () => new InboundCursors({ maxTrackedSeqs: 64, reorderGraceMs: 50, resendRetryMs: 500, ackDelayMs: 20 });
+/** Delivers sender "s"'s delta `seq` (incarnation 1, one part) as new at `now`, then updates its gap deadlines. */
+const arriving = (c: InboundCursors) => (seq: number, now: number): void => {
+  expect(c.receive("s", seq, 0, 1)).toBe("new");
+  c.checkGap("s", now);
+};
 
 describe("inbound cursors: the coalesced ack", () => {
   it("a later delayed ack does not push the owed one back; a later immediate one pulls it forward; it is sent once", () => {
@@ -45,10 +50,7 @@ describe("inbound cursors: gap requests (§5.3 step 6 ⟨1.1⟩)", () => {
   it("in-order arrivals after an asked gap ask for nothing more; a jump asks only for the seqs it skipped", () => {
     const c = cursors();
     c.adopt("s", 1);
-    const arrive = (seq: number, now: number) => {
-      expect(c.receive("s", seq, 0, 1)).toBe("new");
-      c.checkGap("s", now);
-    };
+    const arrive = arriving(c);
     arrive(1, 0);
     arrive(3, 0);
     expect(c.due(50)).toEqual([{ kind: "resend", to: "s", inc: 1, from: 2, to_: 2 }]);
@@ -64,10 +66,7 @@ describe("inbound cursors: gap requests (§5.3 step 6 ⟨1.1⟩)", () => {
   it("a retry due before a pending grace asks the whole gap and takes the grace's place; in order after it, nothing more is asked", () => {
     const c = cursors();
     c.adopt("s", 1);
-    const arrive = (seq: number, now: number) => {
-      expect(c.receive("s", seq, 0, 1)).toBe("new");
-      c.checkGap("s", now);
-    };
+    const arrive = arriving(c);
     arrive(1, 0);
     arrive(3, 0); // grace 50, retry 500
     expect(c.due(50)).toEqual([{ kind: "resend", to: "s", inc: 1, from: 2, to_: 2 }]);
@@ -84,10 +83,7 @@ describe("inbound cursors: gap requests (§5.3 step 6 ⟨1.1⟩)", () => {
   it("plain reordering asks for nothing; a gap is asked for after the grace, then only what became missing; the retry re-asks the whole gap", () => {
     const c = cursors();
     c.adopt("s", 1);
-    const arrive = (seq: number, now: number) => {
-      expect(c.receive("s", seq, 0, 1)).toBe("new");
-      c.checkGap("s", now);
-    };
+    const arrive = arriving(c);
     arrive(1, 0);
     expect(c.nextDeadline()).toBeNull();
     arrive(3, 0); // 2 is missing: grace until 50, retry at 500
