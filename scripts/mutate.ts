@@ -3,7 +3,7 @@
 //   pnpm mutate policy                 one package (policy | claims | ledger | raft | replication)
 //   pnpm mutate policy claims          several, one after the other
 //   pnpm mutate all                    every core
-//   pnpm mutate policy --incremental   reuse .stryker-incremental/policy.json (written by every run): only
+//   pnpm mutate policy --incremental   reuse stryker/incremental/policy.json (written by every run, committed): only
 //                                      mutants in changed code, or covered by changed tests, run again
 //   pnpm mutate --table policy claims  print the table from the last reports without running anything
 //   add --survivors to list every surviving / uncovered mutant under the table
@@ -67,7 +67,7 @@ function usage(message: string): never {
  */
 function readReport(name: Core): { report: Report; partial: boolean } | null {
   const full = join(ROOT, "reports", "mutation", `${name}.json`);
-  const incremental = join(ROOT, ".stryker-incremental", `${name}.json`);
+  const incremental = join(ROOT, "stryker", "incremental", `${name}.json`);
   const age = (f: string): number => (existsSync(f) ? statSync(f).mtimeMs : -1);
   if (age(full) < 0 && age(incremental) < 0) return null;
   const partial = age(incremental) > age(full) + 1000;
@@ -160,7 +160,7 @@ for (const name of names) {
   if (!flags.has("--table")) {
     const stryker = join(ROOT, "node_modules", "@stryker-mutator", "core", "bin", "stryker.js");
     const cmd = ["-n", "10", process.execPath, stryker, "run", join("stryker", `${name}.config.mjs`)];
-    // Every run records its results in .stryker-incremental/<name>.json; only --incremental reuses them.
+    // Every run records its results in stryker/incremental/<name>.json; only --incremental reuses them.
     cmd.push("--incremental");
     if (!flags.has("--incremental")) cmd.push("--force");
     if (only !== undefined) cmd.push("--mutate", only.slice("--mutate=".length));
