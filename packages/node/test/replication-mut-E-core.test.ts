@@ -540,6 +540,33 @@ describe("ready() hands out what happened, once", () => {
     expect(second.merged.length).toBe(1);
   });
 
+  it("a Ready with some of its lists empty shares none of them with the core: later sends, merges and reports stay out of it", () => {
+    const { core: c } = core({ restarted: true, valueBudget: 256 });
+    // merged only: its sends and tooLarge are empty
+    c.step("C", { kind: "delta", inc: 1, seq: 1, part: 0, parts: 1, value: issued([["e1", [["C", 1n]]]]), ack: null }, 0);
+    const mergedOnly = c.ready();
+    expect(mergedOnly.merged.length).toBe(1);
+    // sends only: its merged and tooLarge are empty
+    c.membership(new Set(["B"]), 1);
+    const sendsOnly = c.ready();
+    expect(brief(sendsOnly.sends)).toEqual(["B:digest"]);
+    // now a send, a merge and a value too large
+    const big = issued([["x9", [0, 1, 2].map((i): [string, bigint] => [`r${i}`.padEnd(90, "x"), 1n])]]);
+    c.step("C", { kind: "delta", inc: 1, seq: 2, part: 0, parts: 1, value: issued([["e1", [["C", 2n]]]]), ack: null }, 2);
+    c.publish(big, 2);
+    c.tick(2);
+    const all = c.ready();
+    expect(all.sends.length).toBeGreaterThan(0);
+    expect(all.merged.length).toBe(1);
+    expect(all.tooLarge.length).toBe(1);
+    expect(mergedOnly.sends).toEqual([]);
+    expect(mergedOnly.tooLarge).toEqual([]);
+    expect(mergedOnly.merged.length).toBe(1);
+    expect(sendsOnly.merged).toEqual([]);
+    expect(sendsOnly.tooLarge).toEqual([]);
+    expect(brief(sendsOnly.sends)).toEqual(["B:digest"]);
+  });
+
   it("a state whose join would leave int64 is refused as bad-value, like a delta (ledger.md I-15)", () => {
     const g = genesis();
     const replica = new LedgerReplica(g.join(issued([["e1", [["B", 5n]]]])));
