@@ -21,6 +21,45 @@ const held = (c: InboundCursors, s = "s") => {
   return { contig: k.contig, above: [...k.above].sort((a, b) => a - b) };
 };
 
+const counting = (c: InboundCursors, s = "s") => {
+  const k = c.snapshot(s)!;
+  return { ...held(c, s), partial: [...k.partial.keys()].sort((a, b) => a - b), partsHeld: k.partsHeld };
+};
+
+describe("inbound cursors: a seq counted whole while a split copy of it is incomplete (§4.2, §5.5)", () => {
+  // Regression: the incomplete split copy stayed in `partial`, holding its parts against maxTrackedSeqs for a seq
+  // already counted (until the next clear), and counting toward the limit that forgets the seqs held above the gap.
+  it("releases the copy's parts: nothing is held for a counted seq, below the prefix or above it", () => {
+    const c = cursors();
+    c.adopt("s", 1);
+    expect(c.receive("s", 1, 0, 3)).toBe("partial");
+    expect(c.receive("s", 1, 2, 3)).toBe("partial");
+    expect(c.receive("s", 4, 0, 2)).toBe("partial");
+    expect(c.receive("s", 6, 1, 2)).toBe("partial");
+    expect(counting(c)).toEqual({ contig: 0, above: [], partial: [1, 4, 6], partsHeld: 4 });
+    expect(c.receive("s", 1, 0, 1)).toBe("new"); // into the prefix
+    expect(counting(c)).toEqual({ contig: 1, above: [], partial: [4, 6], partsHeld: 2 });
+    expect(c.receive("s", 4, 0, 1)).toBe("new"); // above the gap
+    expect(counting(c)).toEqual({ contig: 1, above: [4], partial: [6], partsHeld: 1 });
+    expect(c.receive("s", 4, 1, 2)).toBe("duplicate");
+    expect(c.receive("s", 6, 0, 2)).toBe("new"); // the other split delta is still counted when complete
+    expect(counting(c)).toEqual({ contig: 1, above: [4, 6], partial: [], partsHeld: 0 });
+  });
+
+  it("a stale copy no longer counts toward the limit: the seqs held above the gap are kept", () => {
+    const c = cursors(3);
+    c.adopt("s", 1);
+    expect(c.receive("s", 3, 0, 2)).toBe("partial");
+    expect(c.receive("s", 3, 0, 1)).toBe("new");
+    c.checkGap("s", 0);
+    for (const seq of [5, 7]) {
+      expect(c.receive("s", seq, 0, 1)).toBe("new");
+      c.checkGap("s", 0);
+    }
+    expect(counting(c)).toEqual({ contig: 0, above: [3, 5, 7], partial: [], partsHeld: 0 });
+  });
+});
+
 describe("inbound cursors: cursor resync onto a held seq (§5.3)", () => {
   it("resync to exactly a seq held above the prefix takes that seq into the prefix: it is no longer held above it", () => {
     const c = cursors();
