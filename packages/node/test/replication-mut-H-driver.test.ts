@@ -340,7 +340,9 @@ describe("ReplicationDriver: close (node.md §1)", () => {
     r.driver.close();
     expect(r.timers.pending()).toBe(0);
     expect(r.channel.attached).toBe(false);
+    const wake = r.core.nextWake();
     r.driver.publish(issued([["e1", [["A", 1n]]]]));
+    expect(r.core.nextWake()).toBe(wake); // the patch never reached the core: no batch opened
     r.channel.peers.set(new Set(["B", "C"]));
     r.timers.advanceBy(10_000);
     expect(r.channel.sent).toEqual([]);
