@@ -371,6 +371,33 @@ describe("ReplicationDriver: close (node.md §1)", () => {
     expect(r.timers.pending()).toBe(0);
   });
 
+  it("closed by its own event's listener in the middle of a tick, it clears only handles its timers gave it and leaves none armed", () => {
+    const given = new Set<unknown>();
+    const foreign: unknown[] = [];
+    const strict = (t: VirtualTimers): Timers => ({
+      now: () => t.now(),
+      set: (fn, ms) => {
+        const h = t.set(fn, ms);
+        given.add(h);
+        return h;
+      },
+      clear: (h) => {
+        if (!given.has(h)) foreign.push(h);
+        t.clear(h);
+      },
+    });
+    const r = rig({ peers: ["B"], wrap: strict });
+    r.driver.events.subscribe((e) => {
+      if (e.kind === "anti-entropy") r.driver.close();
+    });
+    r.timers.advanceBy(1_000);
+    expect(r.events.map(([at, e]) => [at, e.kind])).toEqual([[1_000, "anti-entropy"]]);
+    expect(foreign).toEqual([]);
+    expect(r.timers.pending()).toBe(0);
+    r.timers.advanceBy(5_000);
+    expect(r.events.length).toBe(1);
+  });
+
   it("closed by its own event's listener in the middle of a frame, it leaves no timer armed and sends no ack", () => {
     const r = rig({ peers: ["B"] });
     r.driver.events.subscribe((e) => {
