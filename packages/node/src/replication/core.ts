@@ -278,6 +278,7 @@ export class ReplicationCore {
 
   /** Takes everything produced since the last call. */
   ready(): Ready {
+    // Stryker disable next-line ConditionalExpression: `false` builds an empty Ready afresh, equal to NOTHING and sharing no list with the core (only an allocation per call); this also hides the killed ConditionalExpression variants on this line
     if (this.#sends.length === 0 && this.#merged.length === 0 && this.#tooLarge.length === 0 && !this.#aeTick) return NOTHING;
     const r: Ready = { sends: this.#sends, merged: this.#merged, tooLarge: this.#tooLarge, antiEntropyTick: this.#aeTick };
     // Every list handed out is replaced, empty ones too: the caller keeps it, and it must not grow afterwards.
