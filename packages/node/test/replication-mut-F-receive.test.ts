@@ -388,6 +388,36 @@ describe("#onDigest: a peer's digest (node.md §5.2 `digest`)", () => {
   });
 });
 
+/**
+ * A cursor of sender B tracking three things against maxTrackedSeqs 2 (node.md §5.3 step 6, §4.2: parts count
+ * against it): seqs 3 and 4 above the gap and one part of split seq 6 (a part's arrival alone checks no bound).
+ */
+function overTracked() {
+  const t = core({ config: config({ maxTrackedSeqs: 2 }) });
+  t.core.step("B", delta(1, 3, issued("e1", "B", 3)), 0);
+  t.core.step("B", delta(1, 4, issued("e1", "B", 4)), 0);
+  t.core.step("B", delta(1, 6, issued("x6", "B", 1), { part: 0, parts: 2 }), 0);
+  t.core.tick(10);
+  t.core.ready();
+  expect(t.core.cursor("B")).toEqual({ inc: 1, contig: 0, above: [3, 4], based: false, partsHeld: 1 });
+  return t;
+}
+
+describe("a resync keeps the per-sender tracking bound (node.md §5.3 step 6: past maxTrackedSeqs, keep contig, clear the rest)", () => {
+  it("after a matching digest", () => {
+    const { core: c, replica } = overTracked();
+    c.step("B", { kind: "digest", inc: 1, digest: replica.digest(), upThrough: 1 }, 20);
+    expect(c.cursor("B")).toEqual({ inc: 1, contig: 1, above: [], based: true, partsHeld: 0 });
+  });
+
+  it("after a complete full state", () => {
+    const { core: c } = overTracked();
+    c.step("B", state(1, 1, 1, 0, 1, issued("e1", "B", 1)), 20);
+    expect(c.cursor("B")).toEqual({ inc: 1, contig: 1, above: [], based: true, partsHeld: 0 });
+    expect(c.metrics().fullStatesReceived).toBe(1);
+  });
+});
+
 describe("#onStateRequest: only a granted request is served (node.md §5.2 `state-request`, §5.4)", () => {
   it("a stranger's request, or a member's without a granted digest, is unsolicited", () => {
     const { core: c } = ahead();
