@@ -247,6 +247,17 @@ describe("the next wake (node.md §5: the driver arms one timer for it)", () => 
     expect(c.nextWake()).toBe(600);
   });
 
+  it("a cursor deadline after the anti-entropy tick is not the wake", () => {
+    const { core: c } = core();
+    c.step("B", { kind: "delta", inc: 1, seq: 3, part: 0, parts: 1, value: issued("e1", "B", 3), ack: null }, 900);
+    c.tick(905); // the grace: seqs 1 and 2 asked for
+    c.tick(910); // the ack
+    expect(kinds(c.ready().sends)).toEqual(["B:resend", "B:ack"]);
+    expect(c.nextWake()).toBe(1_000); // the gap's retry at 1100 comes after the tick
+    c.tick(1_000);
+    expect(c.nextWake()).toBe(1_100);
+  });
+
   it("a pending handshake retry of one peer is the wake while another's ended", () => {
     const { core: c } = ahead({ config: config({ antiEntropyIntervalMs: 10_000 }) });
     c.membership(new Set(["B"]), 0);
