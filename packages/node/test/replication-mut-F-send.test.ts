@@ -288,29 +288,3 @@ describe("the next wake (node.md §5: the driver arms one timer for it)", () => 
     expect(c.nextWake()).toBe(1_400);
   });
 });
-
-describe("value-too-large is reported once per group, within a bounded memory (node.md §4.2)", () => {
-  it("after 4096 distinct groups the record starts over: a group seen before is reported once more", () => {
-    const { core: c, g } = core({ valueBudget: 256 });
-    /** Edge groups e0 … over the budget: three slots whose replica ids are 90 characters long. */
-    const oversized = (from: number, to: number) =>
-      value({ issued: Array.from({ length: to - from }, (_, i) => [`o${from + i}`, [0, 1, 2].map((r) => [`r${r}`.padEnd(90, "x"), "1"])]) });
-    expect(oversized(0, 1).beyond(g).fragments(256, ["A"]).oversize.length).toBe(1);
-    c.publish(oversized(0, 4096), 0);
-    c.tick(0);
-    expect(c.ready().tooLarge.length).toBe(4096);
-    c.publish(oversized(0, 1), 1);
-    c.tick(1);
-    expect(c.ready().tooLarge).toEqual([]);
-    c.publish(oversized(4096, 4097), 2); // the 4097th group: the record is full and starts over
-    c.tick(2);
-    expect(c.ready().tooLarge.map((t) => t.what)).toEqual(["delta: edge group o4096"]);
-    c.publish(oversized(0, 1), 3);
-    c.tick(3);
-    expect(c.ready().tooLarge.map((t) => t.what)).toEqual(["delta: edge group o0"]);
-    c.publish(oversized(4096, 4097), 4);
-    c.tick(4);
-    expect(c.ready().tooLarge).toEqual([]);
-    expect(c.metrics().valueTooLarge).toBe(4096 + 4);
-  });
-});
