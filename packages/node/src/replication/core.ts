@@ -473,7 +473,7 @@ export class ReplicationCore {
       return false;
     }
     this.#stateServedAt.set(p, now);
-    // Stryker disable next-line BlockStatement: the prune drops only entries at least an interval old, which never rate-limit again (cost: memory only)
+    // Stryker disable next-line BlockStatement,ConditionalExpression,EqualityOperator,ArithmeticOperator: when (if ever) the record is pruned changes only its memory: the prune drops only entries at least an interval old, which never rate-limit again
     if (this.#stateServedAt.size > 4 * this.#peers.members.size + 64) {
       for (const [q, t] of this.#stateServedAt) if (now - t >= this.#c.antiEntropyIntervalMs) this.#stateServedAt.delete(q);
     }
@@ -515,8 +515,8 @@ export class ReplicationCore {
         } else this.#send(p, m);
       });
     }
+    // No #soon: only tick() flushes, and it recomputes the wake (the tail included) when it ends.
     this.#tailAt = Math.min(this.#tailAt, now + this.#c.resendRetryMs);
-    this.#soon(this.#tailAt);
   }
 
   #split(value: EntitlementLedger, what: "delta" | "state"): EntitlementLedger[] {
@@ -535,7 +535,7 @@ export class ReplicationCore {
   // ---- deadlines ------------------------------------------------------------------------------------
 
   #soon(t: number): void {
-    if (t < this.#wake) this.#wake = t;
+    this.#wake = Math.min(this.#wake, t);
   }
 
   #soonCursor(s: PeerId): void {
@@ -547,15 +547,14 @@ export class ReplicationCore {
   }
 
   #computeWake(): number {
-    let t = this.#aeAt;
+    let t = Math.min(this.#aeAt, this.#tailAt);
     const f = this.#out.flushAt;
-    if (f !== null && f < t) t = f;
+    if (f !== null) t = Math.min(t, f);
     const d = this.#in.nextDeadline();
-    if (d !== null && d < t) t = d;
-    if (this.#tailAt < t) t = this.#tailAt;
+    if (d !== null) t = Math.min(t, d);
     for (const p of this.#handshaking) {
       const h = this.#peers.peek(p)?.handshake;
-      if (h != null && h.nextAt < t) t = h.nextAt;
+      if (h != null) t = Math.min(t, h.nextAt);
     }
     return t;
   }
