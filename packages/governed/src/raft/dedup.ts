@@ -17,6 +17,7 @@ function keyId(k: ProposalKey): string {
 
 function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
   if (a.length !== b.length) return false;
+  // Stryker disable next-line EqualityOperator: lengths are equal here, and one step past the end compares undefined with undefined
   for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
   return true;
 }
