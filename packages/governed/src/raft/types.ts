@@ -82,6 +82,7 @@ export function sameEntry(a: LogEntry, b: LogEntry): boolean {
   if ((a.key === null) !== (b.key === null)) return false;
   if (a.key !== null && b.key !== null && (a.key.client !== b.key.client || a.key.seq !== b.key.seq)) return false;
   if (a.command.length !== b.command.length) return false;
+  // Stryker disable next-line EqualityOperator: lengths are equal here, and one step past the end compares undefined with undefined
   for (let i = 0; i < a.command.length; i++) if (a.command[i] !== b.command[i]) return false;
   if ((a.config === undefined) !== (b.config === undefined)) return false;
   if (a.config !== undefined && b.config !== undefined && !sameConfig(a.config, b.config)) return false;
