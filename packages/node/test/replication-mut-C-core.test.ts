@@ -7,24 +7,15 @@
  * full-state rate limit's memory bound, `value-too-large` once per group (§4.2), the tail re-offer clock of
  * a peer met at first boot (§5.4 ⟨1.1⟩), and the next wake while a delta batch is open.
  */
-import { AttachmentId, EntitlementLedger, GroupId, LedgerReplica, ReplicaId, Weight } from "@heddle/ledger";
+import { AttachmentId, EntitlementLedger, LedgerReplica } from "@heddle/ledger";
 import { describe, expect, it } from "vitest";
 import { REPLICATION_DEFAULTS, type ReplicationConfig } from "../src/replication/config.ts";
 import { ReplicationCore, type ReplicationCoreOptions } from "../src/replication/core.ts";
 import type { LedgerMessage } from "../src/replication/messages.ts";
+import { genesis, handCore } from "./support/replication-core.ts";
 
 const INT64_MAX = (1n << 63n) - 1n;
 
-/** Genesis of two replicas A and B with edge e1 (root → g1) prepared and activated. */
-function genesis(): EntitlementLedger {
-  let g = EntitlementLedger.bootstrap(GroupId("root"), new Map([[ReplicaId("A"), 1_000n], [ReplicaId("B"), 1_000n]]), "heddle-static-genesis");
-  const p = g.prepare({ id: AttachmentId("e1"), parent: GroupId("root"), child: GroupId("g1"), weight: Weight.of(1n) });
-  if (!p.ok) throw new Error(p.refusal.kind);
-  g = g.join(p.patch);
-  const a = g.activate(AttachmentId("e1"));
-  if (!a.ok) throw new Error(a.refusal.kind);
-  return g.join(a.patch);
-}
 
 /** A value with `issued` slots only: `[edge, [[replica, amount], …]]`. */
 const issued = (rows: [string, [string, bigint][]][]) =>
@@ -43,12 +34,7 @@ const config = (over: Partial<ReplicationConfig> = {}): ReplicationConfig => ({
   ...over,
 });
 
-function core(over: Partial<ReplicationCoreOptions> = {}): { core: ReplicationCore; replica: LedgerReplica; g: EntitlementLedger } {
-  const g = over.genesis ?? genesis();
-  const replica = over.replica ?? new LedgerReplica(g);
-  const c = new ReplicationCore({ self: "A", incarnation: 1, replica, genesis: g, config: config(), random: () => 0, now: 0, restarted: false, valueBudget: 1 << 20, ...over });
-  return { core: c, replica, g };
-}
+const core = (over: Partial<ReplicationCoreOptions> = {}) => handCore(config(), over);
 
 const kinds = (sends: readonly { to: string; message: LedgerMessage }[]) => sends.map((s) => `${s.to}:${s.message.kind}`);
 

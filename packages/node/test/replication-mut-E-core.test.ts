@@ -10,23 +10,14 @@
  * and `ready()` / `cursor()` / `knownPeers()` handing out values the core never changes afterwards.
  * Every fixture is built inside its test.
  */
-import { AttachmentId, EntitlementLedger, GroupId, LedgerReplica, ReplicaId, Weight } from "@heddle/ledger";
+import { EntitlementLedger, LedgerReplica } from "@heddle/ledger";
 import { describe, expect, it } from "vitest";
 import { REPLICATION_DEFAULTS, type ReplicationConfig } from "../src/replication/config.ts";
 import { ReplicationCore, type Outgoing, type ReplicationCoreOptions } from "../src/replication/core.ts";
+import { genesis, handCore } from "./support/replication-core.ts";
 
 const INT64_MAX = (1n << 63n) - 1n;
 
-/** Genesis of two replicas A and B with edge e1 (root → g1) prepared and activated. */
-function genesis(): EntitlementLedger {
-  let g = EntitlementLedger.bootstrap(GroupId("root"), new Map([[ReplicaId("A"), 1_000n], [ReplicaId("B"), 1_000n]]), "heddle-static-genesis");
-  const p = g.prepare({ id: AttachmentId("e1"), parent: GroupId("root"), child: GroupId("g1"), weight: Weight.of(1n) });
-  if (!p.ok) throw new Error(p.refusal.kind);
-  g = g.join(p.patch);
-  const a = g.activate(AttachmentId("e1"));
-  if (!a.ok) throw new Error(a.refusal.kind);
-  return g.join(a.patch);
-}
 
 /** A value with `issued` slots only: `[edge, [[replica, amount], …]]`. */
 const issued = (rows: [string, [string, bigint][]][]) =>
@@ -49,12 +40,7 @@ const config = (over: Partial<ReplicationConfig> = {}): ReplicationConfig => ({
   ...over,
 });
 
-function core(over: Partial<ReplicationCoreOptions> = {}): { core: ReplicationCore; replica: LedgerReplica; g: EntitlementLedger } {
-  const g = over.genesis ?? genesis();
-  const replica = over.replica ?? new LedgerReplica(g);
-  const c = new ReplicationCore({ self: "A", incarnation: 1, replica, genesis: g, config: config(), random: () => 0, now: 0, restarted: false, valueBudget: 1 << 20, ...over });
-  return { core: c, replica, g };
-}
+const core = (over: Partial<ReplicationCoreOptions> = {}) => handCore(config(), over);
 
 /** Each send as `to:kind`, a delta as `to:delta#seq.part/parts`. */
 const brief = (sends: readonly Outgoing[]) =>

@@ -5,22 +5,13 @@
  * ⟨1.1⟩), the tail clock a publish restarts, and the next wake (the earliest of the anti-entropy tick, the
  * open batch, a cursor deadline, the tail re-offer and a handshake retry).
  */
-import { AttachmentId, EntitlementLedger, GroupId, LedgerReplica, ReplicaId, Weight } from "@heddle/ledger";
+import { EntitlementLedger, LedgerReplica } from "@heddle/ledger";
 import { describe, expect, it } from "vitest";
 import { REPLICATION_DEFAULTS, type ReplicationConfig } from "../src/replication/config.ts";
-import { ReplicationCore, type ReplicationCoreOptions } from "../src/replication/core.ts";
+import { type ReplicationCoreOptions } from "../src/replication/core.ts";
 import type { DeltaMessage, LedgerMessage, StateMessage } from "../src/replication/messages.ts";
+import { genesis, handCore } from "./support/replication-core.ts";
 
-/** Genesis: replicas A and B minted 1000 each at `root`; edge e1 (root → g1) prepared and activated. */
-function genesis(): EntitlementLedger {
-  let g = EntitlementLedger.bootstrap(GroupId("root"), new Map([[ReplicaId("A"), 1_000n], [ReplicaId("B"), 1_000n]]), "heddle-static-genesis");
-  const p = g.prepare({ id: AttachmentId("e1"), parent: GroupId("root"), child: GroupId("g1"), weight: Weight.of(1n) });
-  if (!p.ok) throw new Error(p.refusal.kind);
-  g = g.join(p.patch);
-  const a = g.activate(AttachmentId("e1"));
-  if (!a.ok) throw new Error(a.refusal.kind);
-  return g.join(a.patch);
-}
 
 const value = (components: object) => EntitlementLedger.decode(JSON.stringify({ format: "heddle-ledger/1", ...components }));
 const issued = (edge: string, replica: string, n: number) => value({ issued: [[edge, [[replica, String(n)]]]] });
@@ -41,12 +32,7 @@ const config = (over: Partial<ReplicationConfig> = {}): ReplicationConfig => ({
   ...over,
 });
 
-function core(over: Partial<ReplicationCoreOptions> = {}): { core: ReplicationCore; replica: LedgerReplica; g: EntitlementLedger } {
-  const g = over.genesis ?? genesis();
-  const replica = over.replica ?? new LedgerReplica(g);
-  const c = new ReplicationCore({ self: "A", incarnation: 1, replica, genesis: g, config: config(), random: () => 0, now: 0, restarted: false, valueBudget: 1 << 20, ...over });
-  return { core: c, replica, g };
-}
+const core = (over: Partial<ReplicationCoreOptions> = {}) => handCore(config(), over);
 
 /** A core whose state is beyond genesis (it announces itself to the peers it meets). */
 function ahead(over: Partial<ReplicationCoreOptions> = {}) {

@@ -1,0 +1,28 @@
+// The hand-driven replication core the replication-mut-* tests share: one genesis and one constructor, each
+// file passing the timings it pins. Functions only — nothing is built while a test file loads (docs/mutation.md,
+// "Build fixtures inside the test").
+import { AttachmentId, EntitlementLedger, GroupId, LedgerReplica, ReplicaId, Weight } from "@heddle/ledger";
+import type { ReplicationConfig } from "../../src/replication/config.ts";
+import { ReplicationCore, type ReplicationCoreOptions } from "../../src/replication/core.ts";
+
+/** Genesis of two replicas A and B with edge e1 (root → g1) prepared and activated. */
+export function genesis(): EntitlementLedger {
+  let g = EntitlementLedger.bootstrap(GroupId("root"), new Map([[ReplicaId("A"), 1_000n], [ReplicaId("B"), 1_000n]]), "heddle-static-genesis");
+  const p = g.prepare({ id: AttachmentId("e1"), parent: GroupId("root"), child: GroupId("g1"), weight: Weight.of(1n) });
+  if (!p.ok) throw new Error(p.refusal.kind);
+  g = g.join(p.patch);
+  const a = g.activate(AttachmentId("e1"));
+  if (!a.ok) throw new Error(a.refusal.kind);
+  return g.join(a.patch);
+}
+
+/** Core "A", incarnation 1, clock at 0, at `genesis()` unless `over` says otherwise; `config` unless `over.config`. */
+export function handCore(
+  config: ReplicationConfig,
+  over: Partial<ReplicationCoreOptions> = {},
+): { core: ReplicationCore; replica: LedgerReplica; g: EntitlementLedger } {
+  const g = over.genesis ?? genesis();
+  const replica = over.replica ?? new LedgerReplica(g);
+  const c = new ReplicationCore({ self: "A", incarnation: 1, replica, genesis: g, config, random: () => 0, now: 0, restarted: false, valueBudget: 1 << 20, ...over });
+  return { core: c, replica, g };
+}
