@@ -166,6 +166,7 @@ export class RaftCore {
   #electionDeadline = 0;
   #heartbeatDue = 0;
   #checkQuorumDue = 0;
+  // Stryker disable next-line UnaryOperator: read only by #inLease behind `#leader !== null`; the one step() path that sets another node as leader (append/snapshot) sets this to now before anything reads it, and a leader's own lease skips it
   #lastLeaderContact = -Infinity;
   #votes = new Map<NodeId, boolean>();
   #preVoteRound = 0;
