@@ -94,3 +94,31 @@ describe("forwarded proposal over the frame budget (R-F2, R-R7)", () => {
     expect(a.lastIndex).toBe(last + 1);
   });
 });
+
+describe("a candidate whose configuration is changed by a leader's frame (R-M3, R-E1)", () => {
+  it("the frame makes it a follower of that leader first, and it stays one in the configuration that removed it", () => {
+    const c = new RaftCore({
+      id: "c", bootstrap: ABC, persisted: { term: 1, votedFor: null, snapshot: null, entries: [] }, config: raftConfig({}), random: seededRandom(3), now: 0,
+    });
+    let now = 0;
+    while (c.state !== "candidate" && now < 10_000) {
+      now += 10;
+      c.tick(now);
+      const rd = c.ready();
+      c.advance(rd);
+      if (c.state === "precandidate") c.step("b", { type: "preVoteReply", term: 2, granted: true, round: 1 });
+    }
+    expect(c.state).toBe("candidate");
+    expect(c.term).toBe(2);
+    c.advance(c.ready());
+    const removal: LogEntry = { index: 1, term: 2, kind: "config", key: null, command: new Uint8Array(), config: { voters: ["a", "b"], learners: [] }, stampedAt: 0 };
+    c.step("a", { type: "append", term: 2, prevLogIndex: 0, prevLogTerm: 0, leaderCommit: 0, round: 1, entries: [removal] });
+    const rd = c.ready();
+    expect(rd.trace.filter((t) => t.type === "stepDown")).toEqual([{ type: "stepDown", term: 2, reason: "lost-election" }]);
+    expect(sent(rd)).toEqual([
+      { to: "a", message: { type: "appendReply", term: 2, success: true, matchIndex: 1, rejectedPrev: 0, conflictTerm: null, conflictIndex: 0, round: 1 } },
+    ]);
+    expect([c.state, c.leader, c.term]).toEqual(["follower", "a", 2]);
+    expect(c.config).toEqual({ voters: ["a", "b"], learners: [] });
+  });
+});

@@ -1013,9 +1013,9 @@ export class RaftCore {
       // otherwise the round would wait for an append reply that may never come
       this.#checkReads();
     }
-    if ((this.#state === "candidate" || this.#state === "precandidate") && !cfg.voters.includes(this.id)) {
-      this.#becomeFollower(this.#term, null, "removed");
-    }
+    // Only a follower or the leader gets here — at construction, on the leader's own appends, or on entries or a
+    // snapshot from a leader, whose frame made a candidate or pre-candidate a follower first — so no candidate is
+    // ever left campaigning in a configuration that removed it.
   }
 
   #budgetedEntries(from: LogIndex): LogEntry[] {
@@ -1338,10 +1338,7 @@ export class RaftCore {
       this.#inSnap = rs;
     }
     if (m.offset !== rs.received) return reply(rs.received, false);
-    if (rs.received + m.data.length > rs.total) {
-      this.#inSnap = null;
-      return reply(0, false);
-    }
+    // the chunk fits: #hygiene refused any with offset + length > total, and here offset = received, total = rs.total
     rs.chunks.push(m.data);
     rs.received += m.data.length;
     if (rs.received < rs.total) return reply(rs.received, false);
