@@ -9,10 +9,10 @@
  */
 import { AttachmentId, EntitlementLedger, LedgerReplica } from "@heddle/ledger";
 import { describe, expect, it } from "vitest";
-import { REPLICATION_DEFAULTS, type ReplicationConfig } from "../src/replication/config.ts";
+import type { ReplicationConfig } from "../src/replication/config.ts";
 import { ReplicationCore, type ReplicationCoreOptions } from "../src/replication/core.ts";
 import type { LedgerMessage } from "../src/replication/messages.ts";
-import { genesis, handCore } from "./support/replication-core.ts";
+import { genesis, handConfig, handCore } from "./support/replication-core.ts";
 
 const INT64_MAX = (1n << 63n) - 1n;
 
@@ -24,15 +24,8 @@ const issued = (rows: [string, [string, bigint][]][]) =>
 /** One edge group whose binary form is over 256 bytes (three replica ids of 90 characters each). */
 const oversized = (edge: string) => issued([[edge, [0, 1, 2].map((i): [string, bigint] => [`r${i}`.padEnd(90, "x"), 1n])]]);
 
-const config = (over: Partial<ReplicationConfig> = {}): ReplicationConfig => ({
-  ...REPLICATION_DEFAULTS,
-  antiEntropyIntervalMs: 100,
-  resendRetryMs: 200,
-  fullStateRetryMs: 300,
-  deltaBatchMs: 0,
-  antiEntropy: false,
-  ...over,
-});
+const config = (over: Partial<ReplicationConfig> = {}): ReplicationConfig => handConfig({ antiEntropyIntervalMs: 100, ...over });
+
 
 const core = (over: Partial<ReplicationCoreOptions> = {}) => handCore(config(), over);
 

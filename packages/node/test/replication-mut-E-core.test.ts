@@ -12,9 +12,9 @@
  */
 import { EntitlementLedger, LedgerReplica } from "@heddle/ledger";
 import { describe, expect, it } from "vitest";
-import { REPLICATION_DEFAULTS, type ReplicationConfig } from "../src/replication/config.ts";
+import type { ReplicationConfig } from "../src/replication/config.ts";
 import { ReplicationCore, type Outgoing, type ReplicationCoreOptions } from "../src/replication/core.ts";
-import { genesis, handCore } from "./support/replication-core.ts";
+import { genesis, handConfig, handCore } from "./support/replication-core.ts";
 
 const INT64_MAX = (1n << 63n) - 1n;
 
@@ -26,19 +26,9 @@ const issued = (rows: [string, [string, bigint][]][]) =>
 /** The n-th local patch of A: its `issued` slot on e1 at n (each one a new absolute value). */
 const patch = (n: number) => issued([["e1", [["A", BigInt(n)]]]]);
 
-const config = (over: Partial<ReplicationConfig> = {}): ReplicationConfig => ({
-  ...REPLICATION_DEFAULTS,
-  antiEntropyIntervalMs: 10_000,
-  resendRetryMs: 200,
-  fullStateRetryMs: 300,
-  fullStateRetryLimit: 2,
-  peerEvictionMs: 50_000,
-  ackDelayMs: 10,
-  reorderGraceMs: 5,
-  deltaBatchMs: 0,
-  antiEntropy: false,
-  ...over,
-});
+const config = (over: Partial<ReplicationConfig> = {}): ReplicationConfig =>
+  handConfig({ antiEntropyIntervalMs: 10_000, fullStateRetryLimit: 2, peerEvictionMs: 50_000, ackDelayMs: 10, reorderGraceMs: 5, ...over });
+
 
 const core = (over: Partial<ReplicationCoreOptions> = {}) => handCore(config(), over);
 

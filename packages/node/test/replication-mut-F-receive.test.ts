@@ -9,10 +9,10 @@
  */
 import { AttachmentId, EntitlementLedger, LedgerReplica } from "@heddle/ledger";
 import { describe, expect, it } from "vitest";
-import { REPLICATION_DEFAULTS, type ReplicationConfig } from "../src/replication/config.ts";
+import type { ReplicationConfig } from "../src/replication/config.ts";
 import { ReplicationCore, type ReplicationCoreOptions } from "../src/replication/core.ts";
 import type { AckInfo, DeltaMessage, LedgerMessage, StateMessage } from "../src/replication/messages.ts";
-import { genesis, handCore } from "./support/replication-core.ts";
+import { genesis, handConfig, handCore } from "./support/replication-core.ts";
 
 const INT64_MAX = ((1n << 63n) - 1n).toString();
 
@@ -22,18 +22,9 @@ const value = (components: object) => EntitlementLedger.decode(JSON.stringify({ 
 /** `issued[edge][replica] = n`. */
 const issued = (edge: string, replica: string, n: number | string) => value({ issued: [[edge, [[replica, String(n)]]]] });
 
-const config = (over: Partial<ReplicationConfig> = {}): ReplicationConfig => ({
-  ...REPLICATION_DEFAULTS,
-  antiEntropyIntervalMs: 1_000,
-  resendRetryMs: 200,
-  fullStateRetryMs: 300,
-  fullStateRetryLimit: 3,
-  ackDelayMs: 10,
-  reorderGraceMs: 5,
-  deltaBatchMs: 0,
-  antiEntropy: false,
-  ...over,
-});
+const config = (over: Partial<ReplicationConfig> = {}): ReplicationConfig =>
+  handConfig({ antiEntropyIntervalMs: 1_000, fullStateRetryLimit: 3, ackDelayMs: 10, reorderGraceMs: 5, ...over });
+
 
 const core = (over: Partial<ReplicationCoreOptions> = {}) => handCore(config(), over);
 

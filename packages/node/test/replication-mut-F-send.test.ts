@@ -7,10 +7,10 @@
  */
 import { EntitlementLedger, LedgerReplica } from "@heddle/ledger";
 import { describe, expect, it } from "vitest";
-import { REPLICATION_DEFAULTS, type ReplicationConfig } from "../src/replication/config.ts";
+import type { ReplicationConfig } from "../src/replication/config.ts";
 import { type ReplicationCoreOptions } from "../src/replication/core.ts";
 import type { DeltaMessage, LedgerMessage, StateMessage } from "../src/replication/messages.ts";
-import { genesis, handCore } from "./support/replication-core.ts";
+import { genesis, handConfig, handCore } from "./support/replication-core.ts";
 
 
 const value = (components: object) => EntitlementLedger.decode(JSON.stringify({ format: "heddle-ledger/1", ...components }));
@@ -19,18 +19,9 @@ const issued = (edge: string, replica: string, n: number) => value({ issued: [[e
 const wide = (n: number, amount = 1) =>
   value({ issued: Array.from({ length: n }, (_, i) => [`x${i}`, ["p", "q", "r"].map((r) => [`${r}${i}`.padEnd(30, "z"), String(amount)])]) });
 
-const config = (over: Partial<ReplicationConfig> = {}): ReplicationConfig => ({
-  ...REPLICATION_DEFAULTS,
-  antiEntropyIntervalMs: 1_000,
-  resendRetryMs: 200,
-  fullStateRetryMs: 300,
-  fullStateRetryLimit: 3,
-  ackDelayMs: 10,
-  reorderGraceMs: 5,
-  deltaBatchMs: 0,
-  antiEntropy: false,
-  ...over,
-});
+const config = (over: Partial<ReplicationConfig> = {}): ReplicationConfig =>
+  handConfig({ antiEntropyIntervalMs: 1_000, fullStateRetryLimit: 3, ackDelayMs: 10, reorderGraceMs: 5, ...over });
+
 
 const core = (over: Partial<ReplicationCoreOptions> = {}) => handCore(config(), over);
 

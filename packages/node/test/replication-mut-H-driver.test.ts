@@ -7,7 +7,7 @@
  * at the core's next wake, the events it reports, and what `close()` stops — also when the owner closes
  * it from inside one of its own notifications.
  */
-import { AttachmentId, EntitlementLedger, GroupId, LedgerReplica, ReplicaId, Weight, fnv1a64 } from "@heddle/ledger";
+import { EntitlementLedger, LedgerReplica, fnv1a64 } from "@heddle/ledger";
 import { SeamSubscriberError, WatchCell, type PeerId, type Seam, type SendResult, type Timers } from "@heddle/seam";
 import { VirtualTimers } from "@heddle/seam/testing";
 import { describe, expect, it } from "vitest";
@@ -17,7 +17,10 @@ import { ReplicationCore } from "../src/replication/core.ts";
 import { ReplicationDriver, type ReplicationEvent } from "../src/replication/driver.ts";
 import type { LedgerMessage } from "../src/replication/messages.ts";
 import { encodeLedgerFrame, readLedgerFrame } from "../src/replication/wire.ts";
+import { genesis } from "./support/replication-core.ts";
 
+/** The replicas of every rig's genesis: A drives, B…D are peers. */
+const REPLICAS = ["A", "B", "C", "D"];
 const INT64_MAX = (1n << 63n) - 1n;
 
 /** The ledger channel as the test drives it: sends recorded (answered by `result`), frames and views delivered by hand. */
@@ -66,17 +69,6 @@ class HandChannel implements Seam {
   }
 }
 
-/** Genesis of A…D with edge e1 (root → g1) prepared and activated. */
-function genesis(): EntitlementLedger {
-  let g = EntitlementLedger.bootstrap(GroupId("root"), new Map(["A", "B", "C", "D"].map((p) => [ReplicaId(p), 1_000n])), "heddle-static-genesis");
-  const p = g.prepare({ id: AttachmentId("e1"), parent: GroupId("root"), child: GroupId("g1"), weight: Weight.of(1n) });
-  if (!p.ok) throw new Error(p.refusal.kind);
-  g = g.join(p.patch);
-  const a = g.activate(AttachmentId("e1"));
-  if (!a.ok) throw new Error(a.refusal.kind);
-  return g.join(a.patch);
-}
-
 /** A value with `issued` slots only: `[edge, [[replica, amount], …]]`. */
 const issued = (rows: [string, [string, bigint][]][]) =>
   EntitlementLedger.decode(JSON.stringify({ format: "heddle-ledger/1", issued: rows.map(([e, slots]) => [e, slots.map(([r, n]) => [r, String(n)])]) }));
@@ -112,7 +104,7 @@ interface RigOptions {
 function rig(o: RigOptions = {}): Rig {
   const timers = new VirtualTimers();
   if (o.start !== undefined) timers.advanceBy(o.start);
-  const g = genesis();
+  const g = genesis(REPLICAS);
   const gd = fnv1a64(g.encode());
   const channel = new HandChannel(o.peers ?? []);
   const replica = o.replica ?? new LedgerReplica(g);
@@ -250,7 +242,7 @@ describe("ReplicationDriver: inbound frames (node.md §4.3, §5.3)", () => {
   });
 
   it("a value the core refuses (its join leaves int64) is rejected as bad-value and not counted as a frame in", () => {
-    const g = genesis();
+    const g = genesis(REPLICAS);
     const replica = new LedgerReplica(g.join(issued([["e1", [["B", 5n]]]])));
     const r = rig({ peers: ["B"], replica });
     expect(sentKinds(r)).toEqual(["B:digest"]); // a state beyond genesis announces itself
