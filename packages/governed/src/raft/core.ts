@@ -868,7 +868,10 @@ export class RaftCore {
       this.#term = term;
       this.#votedFor = null;
       this.#hardStateDirty = true;
-      this.#failForwards();
+      // R-F4: a higher term ends every forward, also one to the leader we follow: it has since stepped down (and
+      // answered "failed", perhaps lost) or restarted and forgotten it, so no answer may ever come
+      for (const id of this.#outForwards.keys()) this.#finish(id, "leadership-lost");
+      this.#outForwards.clear();
     }
     const was = this.#state;
     this.#state = "follower";
