@@ -163,7 +163,7 @@ describe("compact refusals (R-S1)", () => {
     cycle(b); // applies 1–3
     expect(b.compact(2, new Uint8Array([2]))).toBe(true);
     const first = b.snapshot;
-    expect(first).toMatchObject({ lastIndex: 2, lastTerm: 1 });
+    expect(first).toMatchObject({ lastIndex: 2, lastTerm: 1, config: ABC, state: new Uint8Array([2]) });
     cycle(b);
     expect(b.compact(2, new Uint8Array([22]))).toBe(false);
     expect(b.compact(1, new Uint8Array([1]))).toBe(false);
