@@ -481,7 +481,15 @@ export class RaftCore {
   changeMembership(id: number, target: ClusterConfig): void {
     if (this.#state !== "leader") return this.#finish(id, "not-leader");
     if (this.#transfer !== null) return this.#finish(id, "transferring");
-    if (this.termAt(this.#commit) !== this.#term || this.#configIndex > this.#commit || this.#pendingConfig !== null) {
+    // R-M2: the no-op of this term committed, and no config entry past the commit index. Once an entry of this term
+    // is committed, a config entry past it is this leader's own and pending: the last two tests hold together.
+    if (
+      this.termAt(this.#commit) !== this.#term ||
+      // Stryker disable next-line ConditionalExpression: with the first test false, #configIndex > #commit exactly while #pendingConfig is set (below), so either one alone refuses the same calls
+      this.#configIndex > this.#commit ||
+      // Stryker disable next-line ConditionalExpression: #pendingConfig is set together with #configIndex = its index and cleared by the #commitTo that passes that index, so it is set only while the test above holds
+      this.#pendingConfig !== null
+    ) {
       return this.#finish(id, "membership-in-progress");
     }
     if (!validSingleStep(this.#config, target)) return this.#finish(id, "invalid-membership");
@@ -516,7 +524,9 @@ export class RaftCore {
     const generation = ++this.#transferGeneration;
     this.#transfer = { target, ids: [id], term: this.#term, generation, deadline: this.#now + this.cfg.electionTimeoutMaxMs, timeoutNowSent: false };
     this.#emit({ type: "transferStart", target, term: this.#term, generation });
-    if (!this.#maybeSendTimeoutNow(false)) this.#sendAppend(target, false);
+    // Stryker disable next-line BooleanLiteral: `resend` only matters once TimeoutNow was sent, and this transfer was created just above with timeoutNowSent false
+    const timeoutNowSent = this.#maybeSendTimeoutNow(false);
+    if (!timeoutNowSent) this.#sendAppend(target, false);
   }
 
   /**
@@ -524,7 +534,14 @@ export class RaftCore {
    * (R-S1). The snapshot records the configuration in force at `throughIndex`. False when not applicable.
    */
   compact(throughIndex: LogIndex, state: Uint8Array): boolean {
-    if (throughIndex <= this.floor || throughIndex > this.#applied || this.#pendingInstall !== null) return false;
+    if (
+      throughIndex <= this.floor ||
+      throughIndex > this.#applied ||
+      // Stryker disable next-line ConditionalExpression: while an install is pending #applied equals the floor (the constructor and #install set both; only ready() moves #applied, after clearing it), so the two tests above already refuse every index
+      this.#pendingInstall !== null
+    ) {
+      return false;
+    }
     const lastTerm = this.termAt(throughIndex)!;
     const snap: StoredSnapshot = { lastIndex: throughIndex, lastTerm, config: this.#configAt(throughIndex), state };
     this.#log = this.#log.slice(throughIndex - this.floor);
@@ -871,7 +888,10 @@ export class RaftCore {
       this.#term = term;
       this.#votedFor = null;
       this.#hardStateDirty = true;
-      this.#failForwards();
+      // R-F4: a higher term ends every forward, also one to the leader we follow: it has since stepped down (and
+      // answered "failed", perhaps lost) or restarted and forgotten it, so no answer may ever come
+      for (const id of this.#outForwards.keys()) this.#finish(id, "leadership-lost");
+      this.#outForwards.clear();
     }
     const was = this.#state;
     this.#state = "follower";
