@@ -115,7 +115,9 @@ describe("the first step of a transfer (R-T1)", () => {
     const toB = sent(rd).filter((m) => m.to === "b").map((m) => m.message);
     expect(toB).toHaveLength(1);
     expect(toB[0]).toMatchObject({ type: "append", term: 1, prevLogIndex: 2, prevLogTerm: 1 });
-    expect((toB[0] as { entries: LogEntry[] }).entries.map((e) => e.index)).toEqual([3]);
+    const append = toB[0];
+    if (append?.type !== "append") throw new Error("expected an AppendEntries to b");
+    expect(append.entries.map((e) => e.index)).toEqual([3]);
     // b has not been told to campaign: it holds neither the last index nor a committed copy of it
     expect(rd.outcomes).toEqual([]);
     expect(b.lastIndex).toBe(1);
