@@ -11,9 +11,6 @@
 //   --concurrency=<n>                  Stryker's worker processes (default 1, the shared-machine setting).
 //                                      Stryker splits them into checkers and test runners: 1 and 2 gave one of
 //                                      each, 3 two checkers and one runner, 4 two of each (its log, 2026-12-02).
-//                                      Stryker splits them between the TypeScript checker and test runners:
-//                                      its log showed one checker and one test runner at 1 and at 2 alike,
-//                                      so a second test runner needs 3 or more (not yet measured).
 //   --incremental --mutate=<files>     a chunk: results of the package's other files are carried over from
 //                                      the incremental file, so chunks run in separate sittings add up to
 //                                      the whole package (the table lists files with no result yet)
