@@ -33,8 +33,8 @@ export default strykerConfig({
     "raft-errors.test.ts",
     "vote-rules.test.ts",
     "raft-regressions.test.ts",
-    // One file per classified survivor area: each runs in well under a second, and the mutants they were written
-    // for survive every file above, so they go before the seeded suites.
+    // One file per classified survivor area: small hand-built scenarios with no seeded loops, and the mutants they
+    // were written for survive every file above, so they go before the seeded suites.
     "raft-mut-*",
     "core-model.test.ts",
     "codec.test.ts",
