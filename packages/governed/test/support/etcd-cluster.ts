@@ -6,7 +6,7 @@
  */
 import { execFileSync, spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { createConnection, createServer } from "node:net";
 import type { Server, Socket } from "node:net";
 import { tmpdir } from "node:os";
@@ -28,15 +28,45 @@ export function etcdBinary(): string | null {
   return null;
 }
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+/** Linux's ephemeral range (`listen(0)` and outgoing connections draw from it), or null when unreadable. */
+function ephemeralRange(): [number, number] | null {
+  try {
+    const [lo, hi] = readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8").trim().split(/\s+/).map(Number);
+    return Number.isSafeInteger(lo) && Number.isSafeInteger(hi) ? [lo!, hi!] : null;
+  } catch {
+    return null;
+  }
+}
+
+function tryListen(port: number): Promise<number | null> {
+  return new Promise((resolve) => {
     const s = createServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
+    s.once("error", () => resolve(null));
+    s.listen(port, "127.0.0.1", () => {
       const a = s.address();
-      s.close(() => (typeof a === "object" && a !== null ? resolve(a.port) : reject(new Error("no port"))));
+      s.close(() => resolve(typeof a === "object" && a !== null ? a.port : null));
     });
   });
+}
+
+/**
+ * A loopback port free now, for a process we start next (etcd binds it itself). It is picked below the ephemeral
+ * range when the kernel tells us that range: a port from `listen(0)` is free again the moment we close it, and
+ * under a parallel test run another test's outgoing connection or `listen(0)` can take it before etcd binds it
+ * (an etcd member then exits at start, which is how a CI run once failed). Below the range only another explicit
+ * pick can collide, and the random choice makes that rare; `EtcdCluster` also checks every member stays up.
+ */
+export async function freePort(): Promise<number> {
+  const range = ephemeralRange();
+  if (range !== null && range[0] > 12_000) {
+    for (let i = 0; i < 50; i++) {
+      const port = 10_000 + Math.floor(Math.random() * (range[0] - 10_000));
+      if ((await tryListen(port)) !== null) return port;
+    }
+  }
+  const p = await tryListen(0);
+  if (p === null) throw new Error("no free loopback port");
+  return p;
 }
 
 /** A loopback TCP proxy to `target` whose connections a test can cut, and which can refuse new ones for a while. */
@@ -109,6 +139,10 @@ interface Member {
   readonly peerPort: number;
   readonly clientPort: number;
   proc: ChildProcess | null;
+  /** Started and not killed on purpose: if its process is gone, it died. */
+  wanted: boolean;
+  /** The tail of its stderr, for the error when it dies. */
+  stderr: string;
 }
 
 /** `size` etcd members on loopback. */
@@ -125,16 +159,24 @@ export class EtcdCluster {
     this.#token = `heddle-test-${process.pid}-${Date.now()}`;
   }
 
+  /** Starts `size` fresh members; a member that dies at start (a port taken meanwhile) means fresh ports, up to 3 tries. */
   static async start(size = 3): Promise<EtcdCluster> {
     const bin = etcdBinary();
     if (bin === null) throw new Error("etcd is not installed (apt-get install etcd-server)");
-    const dir = mkdtempSync(join(tmpdir(), "heddle-etcd-"));
-    const members: Member[] = [];
-    for (let i = 0; i < size; i++) members.push({ name: `e${i}`, peerPort: await freePort(), clientPort: await freePort(), proc: null });
-    const c = new EtcdCluster(bin, dir, members);
-    for (let i = 0; i < size; i++) c.startMember(i);
-    await c.ready();
-    return c;
+    for (let attempt = 1; ; attempt++) {
+      const dir = mkdtempSync(join(tmpdir(), "heddle-etcd-"));
+      const members: Member[] = [];
+      for (let i = 0; i < size; i++) members.push({ name: `e${i}`, peerPort: await freePort(), clientPort: await freePort(), proc: null, wanted: false, stderr: "" });
+      const c = new EtcdCluster(bin, dir, members);
+      for (let i = 0; i < size; i++) c.startMember(i);
+      try {
+        await c.ready();
+        return c;
+      } catch (e) {
+        await c.stop();
+        if (attempt >= 3) throw e;
+      }
+    }
   }
 
   get endpoints(): string[] {
@@ -145,6 +187,8 @@ export class EtcdCluster {
   startMember(i: number): void {
     const m = this.members[i]!;
     if (m.proc !== null) return;
+    m.wanted = true;
+    m.stderr = "";
     const initial = this.members.map((x) => `${x.name}=http://127.0.0.1:${x.peerPort}`).join(",");
     // prettier-ignore
     m.proc = spawn(this.#bin, [
@@ -153,15 +197,18 @@ export class EtcdCluster {
       "--listen-client-urls", `http://127.0.0.1:${m.clientPort}`, "--advertise-client-urls", `http://127.0.0.1:${m.clientPort}`,
       "--initial-cluster", initial, "--initial-cluster-state", "new", "--initial-cluster-token", this.#token,
       "--logger", "zap", "--log-level", "error", "--heartbeat-interval", "50", "--election-timeout", "500",
-    ], { stdio: "ignore" });
-    m.proc.on("exit", () => {
-      if (m.proc !== null && m.proc.exitCode !== null) m.proc = null;
+    ], { stdio: ["ignore", "ignore", "pipe"] });
+    const proc = m.proc;
+    proc.stderr?.setEncoding("utf8").on("data", (d: string) => (m.stderr = (m.stderr + d).slice(-2_000)));
+    proc.on("exit", () => {
+      if (m.proc === proc) m.proc = null;
     });
   }
 
   /** SIGKILLs member `i` and waits for it to exit. */
   async kill(i: number): Promise<void> {
     const p = this.members[i]!.proc;
+    this.members[i]!.wanted = false;
     if (p === null) return;
     const exited = new Promise<void>((r) => p.once("exit", () => r()));
     p.kill("SIGKILL");
@@ -187,9 +234,19 @@ export class EtcdCluster {
   }
 
   /** Waits until every running member answers a linearizable read. */
+  /** Throws if a member that should run has died (a port taken, a crash), with the tail of its stderr. */
+  alive(): void {
+    for (let i = 0; i < this.members.length; i++) {
+      const m = this.members[i]!;
+      if (m.wanted && m.proc === null) throw new Error(`etcd member ${i} exited (client port ${m.clientPort}, peer port ${m.peerPort}): ${m.stderr.trim() || "no stderr"}`);
+    }
+  }
+
+  /** Waits until every running member answers a linearizable read; throws if a member that should run has died. */
   async ready(timeoutMs = 30_000): Promise<void> {
     const until = Date.now() + timeoutMs;
     for (let i = 0; i < this.members.length; i++) {
+      this.alive();
       if (this.members[i]!.proc === null) continue;
       const c = new Etcd3({ hosts: this.endpoints[i]!, dialTimeout: 500 });
       try {
@@ -198,6 +255,7 @@ export class EtcdCluster {
             await c.kv.range({ key: Buffer.from("heddle-probe") }, { deadline: new Date(Date.now() + 1_000) });
             break;
           } catch (e) {
+            this.alive();
             if (Date.now() > until) throw new Error(`etcd member ${i} not ready: ${(e as Error).message}`);
             await sleep(100);
           }
@@ -206,6 +264,7 @@ export class EtcdCluster {
         c.close();
       }
     }
+    this.alive();
   }
 
   async stop(): Promise<void> {
