@@ -11,7 +11,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { APPEND_OVERHEAD_BYTES, entryBytes } from "../src/raft/codec.ts";
-import type { AppendMessage, LogEntry, PersistedState, Ready } from "../src/index.ts";
+import type { LogEntry, Message, PersistedState, Ready } from "../src/index.ts";
 import { kvCommand } from "./support/kv-machine.ts";
 import { isolate, Script } from "./support/script.ts";
 import type { InFlight } from "./support/script.ts";
@@ -27,8 +27,11 @@ function settled(config = {}): Script {
   return s;
 }
 /** The AppendEntries in `rd` addressed to `to`. */
+type AppendMessage = Extract<Message, { type: "append" }>;
 function appendsTo(rd: Ready, to: string): AppendMessage[] {
-  return [...rd.earlyMessages, ...rd.messages].filter((env) => env.to === to && env.message.type === "append").map((env) => env.message as AppendMessage);
+  const out: AppendMessage[] = [];
+  for (const env of [...rd.earlyMessages, ...rd.messages]) if (env.to === to && env.message.type === "append") out.push(env.message);
+  return out;
 }
 const indexes = (m: AppendMessage): number[] => m.entries.map((e) => e.index);
 /** Moves only `id`'s clock by 10 ms and takes its ready; nothing is delivered. */
