@@ -186,6 +186,22 @@ describe("hints from a faulty follower (R-R3)", () => {
     expect(nextToB(s, [{ from: "b", to: "a", message: lie }])).toEqual([{ prev: i1, entries: [i2] }]);
   });
 
+  it("a conflict term the leader holds only past the rejected position is no hint: the follower's first index is used", () => {
+    // a: terms 1 2 2 3 3, elected at term 4 (no-op 6) while b hears nothing: b is probed at prevLogIndex 5
+    const s = new Script(ABC);
+    const ac = [1, 2, 2, 3, 3].map((term, k): LogEntry => ({ index: k + 1, term, kind: "app", key: null, command: new Uint8Array([k]), stampedAt: 0 }));
+    for (const id of ["a", "c"]) s.start(id, undefined, { term: 3, votedFor: null, snapshot: null, entries: ac });
+    const a = s.core("a");
+    s.elect("a", isolate(["b"]));
+    expect([a.term, a.lastIndex]).toEqual([4, 6]);
+    s.inflight = [];
+    // b claims term 4 at index 5, from index 2 on: the leader's only term-4 entry is 6, past the rejected position
+    const lie: AppendReplyMessage = {
+      type: "appendReply", term: 4, success: false, matchIndex: 0, rejectedPrev: 5, conflictTerm: 4, conflictIndex: 2, round: 0,
+    };
+    expect(nextToB(s, [{ from: "b", to: "a", message: lie }])).toEqual([{ prev: 1, entries: [2, 3, 4, 5, 6] }]);
+  });
+
   it("a rejection at index 0, which always matches, leaves the next position at 1: the follower is still probed and catches up", () => {
     const s = new Script(ABC);
     const a = s.core("a");
