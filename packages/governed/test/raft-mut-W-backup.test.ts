@@ -12,7 +12,8 @@
  *   position, never below index 1 (R-R3: "clamps it into [1, previous nextIndex − 1]").
  */
 import { describe, expect, it } from "vitest";
-import type { AppendMessage, AppendReplyMessage, LogEntry } from "../src/index.ts";
+import type { LogEntry } from "../src/index.ts";
+import type { AppendMessage, AppendReplyMessage } from "../src/raft/message.ts";
 import { kvCommand } from "./support/kv-machine.ts";
 import { isolate, Script } from "./support/script.ts";
 import type { InFlight } from "./support/script.ts";

@@ -14,7 +14,8 @@
  *   flight per follower).
  */
 import { describe, expect, it } from "vitest";
-import type { AppendMessage, LogEntry } from "../src/index.ts";
+import type { LogEntry } from "../src/index.ts";
+import type { AppendMessage } from "../src/raft/message.ts";
 import { kvCommand } from "./support/kv-machine.ts";
 import { isolate, Script } from "./support/script.ts";
 import type { InFlight } from "./support/script.ts";
