@@ -1134,7 +1134,7 @@ export class RaftCore {
       if (!stale) {
         let hint = m.conflictIndex;
         if (m.conflictTerm !== null) {
-          for (let i = Math.min(m.rejectedPrev, this.lastIndex); i > this.floor; i--) {
+          for (let i = Math.min(m.rejectedPrev, this.lastIndex); i >= this.floor; i--) {
             const t = this.termAt(i)!;
             if (t === m.conflictTerm) {
               hint = i + 1;
