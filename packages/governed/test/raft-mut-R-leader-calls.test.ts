@@ -16,44 +16,26 @@
 import { describe, expect, it } from "vitest";
 import { raftConfig, RaftCore } from "../src/index.ts";
 import type { ClusterConfig, Envelope, LogEntry, Ready } from "../src/index.ts";
+import { cycle, electVia, handCore, hand, sent } from "./support/hand-driven.ts";
+import type { HandConfig } from "./support/hand-driven.ts";
 
 const ABC: ClusterConfig = { voters: ["a", "b", "c"], learners: ["l"] };
 const enc = new TextEncoder();
 
-function core(id: string, cfg: Parameters<typeof raftConfig>[0] = {}): RaftCore {
-  return new RaftCore({
-    id, bootstrap: ABC, persisted: { term: 0, votedFor: null, snapshot: null, entries: [] },
-    config: raftConfig({ electionTimeoutMinMs: 150, electionTimeoutMaxMs: 300, heartbeatMs: 50, ...cfg }), random: () => 0, now: 0,
-  });
-}
-/** One ready/advance cycle. */
-function cycle(c: RaftCore): Ready {
-  const rd = c.ready();
-  c.advance(rd);
-  return rd;
-}
-function sent(rd: Ready): Envelope[] {
-  return [...rd.earlyMessages, ...rd.messages];
-}
-/** Hands `msgs` addressed to `to` over to it (from `from`), and returns its next Ready. */
-function hand(from: RaftCore, msgs: Envelope[], to: RaftCore): Ready {
-  for (const m of msgs) if (m.to === to.id) to.step(from.id, m.message);
-  return cycle(to);
+function core(id: string, cfg: HandConfig = {}): RaftCore {
+  return handCore(id, { bootstrap: ABC, cfg });
 }
 
 /** a leads term 1 (elected at 150 with b's votes); `noop` holds its first AppendEntries (the no-op at 1), unanswered. */
-function leaderA(cfg: Parameters<typeof raftConfig>[0] = {}): { a: RaftCore; b: RaftCore; noop: Envelope[] } {
+function leaderA(cfg: HandConfig = {}): { a: RaftCore; b: RaftCore; noop: Envelope[] } {
   const a = core("a", cfg);
   const b = core("b", cfg);
-  a.tick(150);
-  const preVoteGranted = sent(hand(a, sent(cycle(a)), b));
-  const voteGranted = sent(hand(a, sent(hand(b, preVoteGranted, a)), b));
-  const noop = sent(hand(b, voteGranted, a));
+  const noop = sent(electVia(a, b));
   expect([a.state, a.term, a.lastIndex]).toEqual(["leader", 1, 1]);
   return { a, b, noop };
 }
 /** leaderA with the no-op acknowledged by b: committed, b in step with a. */
-function committedWithB(cfg: Parameters<typeof raftConfig>[0] = {}): { a: RaftCore; b: RaftCore } {
+function committedWithB(cfg: HandConfig = {}): { a: RaftCore; b: RaftCore } {
   const { a, b, noop } = leaderA(cfg);
   hand(b, sent(hand(a, noop, b)), a);
   expect([a.commitIndex, b.commitIndex]).toEqual([1, 0]);

@@ -15,41 +15,10 @@
  *   `superseded`, answering its caller.
  */
 import { describe, expect, it } from "vitest";
-import { raftConfig, RaftCore } from "../src/index.ts";
-import type { ClusterConfig, Envelope, LogEntry, Ready } from "../src/index.ts";
+import type { LogEntry, Ready } from "../src/index.ts";
+import { cycle, electVia as elect, handCore as core, hand, sent } from "./support/hand-driven.ts";
 
-const ABC: ClusterConfig = { voters: ["a", "b", "c"], learners: [] };
 const enc = new TextEncoder();
-type Cfg = Parameters<typeof raftConfig>[0];
-
-function core(id: string, o: { cfg?: Cfg; term?: number; entries?: LogEntry[] } = {}): RaftCore {
-  return new RaftCore({
-    id, bootstrap: ABC, persisted: { term: o.term ?? 0, votedFor: null, snapshot: null, entries: o.entries ?? [] },
-    config: raftConfig({ electionTimeoutMinMs: 150, electionTimeoutMaxMs: 300, heartbeatMs: 50, ...o.cfg }), random: () => 0, now: 0,
-  });
-}
-function cycle(c: RaftCore): Ready {
-  const rd = c.ready();
-  c.advance(rd);
-  return rd;
-}
-function sent(rd: Ready): Envelope[] {
-  return [...rd.earlyMessages, ...rd.messages];
-}
-/** Hands the envelopes addressed to `to` over to it (from `from`) and returns its next Ready. */
-function hand(from: RaftCore, msgs: Envelope[], to: RaftCore): Ready {
-  for (const m of msgs) if (m.to === to.id) to.step(from.id, m.message);
-  return cycle(to);
-}
-/** `a`'s election timer fires at `now`; `voter` grants its pre-vote and vote. Returns a's Ready of the win. */
-function elect(a: RaftCore, voter: RaftCore, now: number): Ready {
-  a.tick(now);
-  const preVotes = sent(cycle(a));
-  const votes = sent(hand(voter, sent(hand(a, preVotes, voter)), a));
-  const won = hand(voter, sent(hand(a, votes, voter)), a);
-  expect(a.state).toBe("leader");
-  return won;
-}
 const outcomeIds = (rds: Ready[]) => rds.flatMap((rd) => rd.outcomes.map((o) => o.id));
 
 describe("a lost pre-vote (R-E2)", () => {

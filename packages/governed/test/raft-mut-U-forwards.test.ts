@@ -5,30 +5,9 @@
  * changes nothing — the request has its one outcome.
  */
 import { describe, expect, it } from "vitest";
-import { raftConfig, RaftCore } from "../src/index.ts";
-import type { ClusterConfig, Envelope, Ready } from "../src/index.ts";
+import { cycle, handCore as core, hand, sent } from "./support/hand-driven.ts";
 
-const ABC: ClusterConfig = { voters: ["a", "b", "c"], learners: [] };
 const enc = new TextEncoder();
-
-function core(id: string): RaftCore {
-  return new RaftCore({
-    id, bootstrap: ABC, persisted: { term: 0, votedFor: null, snapshot: null, entries: [] },
-    config: raftConfig({ electionTimeoutMinMs: 150, electionTimeoutMaxMs: 300, heartbeatMs: 50 }), random: () => 0, now: 0,
-  });
-}
-function cycle(c: RaftCore): Ready {
-  const rd = c.ready();
-  c.advance(rd);
-  return rd;
-}
-function sent(rd: Ready): Envelope[] {
-  return [...rd.earlyMessages, ...rd.messages];
-}
-function hand(from: RaftCore, msgs: Envelope[], to: RaftCore): Ready {
-  for (const m of msgs) if (m.to === to.id) to.step(from.id, m.message);
-  return cycle(to);
-}
 
 describe("forwards of a follower that starts a pre-vote (R-F4)", () => {
   it("fail at once as leadership-lost, and the old leader's late answer is ignored", () => {

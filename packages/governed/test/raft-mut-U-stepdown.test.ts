@@ -11,38 +11,15 @@
  *   commits from those commits alone.
  */
 import { describe, expect, it } from "vitest";
-import { raftConfig, RaftCore } from "../src/index.ts";
-import type { ClusterConfig, Envelope, Ready } from "../src/index.ts";
+import type { ClusterConfig, Ready, RaftCore } from "../src/index.ts";
+import { ABC, cycle, electVia as elect, handCore, hand, sent } from "./support/hand-driven.ts";
+import type { HandConfig } from "./support/hand-driven.ts";
 
-const ABC: ClusterConfig = { voters: ["a", "b", "c"], learners: [] };
 const enc = new TextEncoder();
 const KEY = { client: "k", seq: 1 };
 
-function core(id: string, bootstrap: ClusterConfig = ABC, cfg: Parameters<typeof raftConfig>[0] = {}): RaftCore {
-  return new RaftCore({
-    id, bootstrap, persisted: { term: 0, votedFor: null, snapshot: null, entries: [] },
-    config: raftConfig({ electionTimeoutMinMs: 150, electionTimeoutMaxMs: 300, heartbeatMs: 50, commitNoticeMs: 5, ...cfg }), random: () => 0, now: 0,
-  });
-}
-function cycle(c: RaftCore): Ready {
-  const rd = c.ready();
-  c.advance(rd);
-  return rd;
-}
-function sent(rd: Ready): Envelope[] {
-  return [...rd.earlyMessages, ...rd.messages];
-}
-function hand(from: RaftCore, msgs: Envelope[], to: RaftCore): Ready {
-  for (const m of msgs) if (m.to === to.id) to.step(from.id, m.message);
-  return cycle(to);
-}
-function elect(a: RaftCore, voter: RaftCore, now: number): Ready {
-  a.tick(now);
-  const preVotes = sent(cycle(a));
-  const votes = sent(hand(voter, sent(hand(a, preVotes, voter)), a));
-  const won = hand(voter, sent(hand(a, votes, voter)), a);
-  expect(a.state).toBe("leader");
-  return won;
+function core(id: string, bootstrap: ClusterConfig = ABC, cfg: HandConfig = {}): RaftCore {
+  return handCore(id, { bootstrap, cfg: { commitNoticeMs: 5, ...cfg } });
 }
 
 /**

@@ -14,50 +14,20 @@
  *   not repeat it (the heartbeat does, in case it was lost).
  */
 import { describe, expect, it } from "vitest";
-import { raftConfig, RaftCore } from "../src/index.ts";
-import type { ClusterConfig, Envelope, LogEntry, Message, Ready } from "../src/index.ts";
+import type { ClusterConfig, Envelope, LogEntry, RaftCore, Ready } from "../src/index.ts";
+import { cycle, electVia, entry, handCore, hand, sent, sentTo as to } from "./support/hand-driven.ts";
+import type { HandConfig as Cfg } from "./support/hand-driven.ts";
 
 const ABC: ClusterConfig = { voters: ["a", "b", "c"], learners: ["l"] };
 const enc = new TextEncoder();
-type Cfg = Parameters<typeof raftConfig>[0];
 
-function entry(index: number, term: number): LogEntry {
-  return { index, term, kind: "app", key: null, command: new Uint8Array([index]), stampedAt: 0 };
-}
 function core(id: string, cfg: Cfg = {}, term = 0, entries: LogEntry[] = []): RaftCore {
-  return new RaftCore({
-    id, bootstrap: ABC, persisted: { term, votedFor: null, snapshot: null, entries },
-    config: raftConfig({ electionTimeoutMinMs: 150, electionTimeoutMaxMs: 300, heartbeatMs: 50, ...cfg }), random: () => 0, now: 0,
-  });
-}
-/** One ready/advance cycle. */
-function cycle(c: RaftCore): Ready {
-  const rd = c.ready();
-  c.advance(rd);
-  return rd;
-}
-function sent(rd: Ready): Envelope[] {
-  return [...rd.earlyMessages, ...rd.messages];
-}
-/** Hands `msgs` addressed to `to` over to it (from `from`), and returns its next Ready. */
-function hand(from: RaftCore, msgs: Envelope[], to: RaftCore): Ready {
-  for (const m of msgs) if (m.to === to.id) to.step(from.id, m.message);
-  return cycle(to);
-}
-function to(rd: Ready, id: string): Message[] {
-  return sent(rd).filter((m) => m.to === id).map((m) => m.message);
+  return handCore(id, { bootstrap: ABC, cfg, term, entries });
 }
 const commitTrace = (rd: Ready) => rd.trace.filter((t) => t.type === "commitAdvance");
 
 /** `a` wins the election of the term after its own with `b`'s (pre-)votes; `first` is its first ready's frames. */
-function elect(a: RaftCore, b: RaftCore): Envelope[] {
-  a.tick(150);
-  const preVoteGranted = sent(hand(a, sent(cycle(a)), b));
-  const voteGranted = sent(hand(a, sent(hand(b, preVoteGranted, a)), b));
-  const first = sent(hand(b, voteGranted, a));
-  expect(a.state).toBe("leader");
-  return first;
-}
+const elect = (a: RaftCore, b: RaftCore): Envelope[] => sent(electVia(a, b));
 /** a leads term 1 with b; its no-op (index 1) is committed and b acknowledged it (b: replicate, next 2). */
 function committedWithB(cfg: Cfg = {}): { a: RaftCore; b: RaftCore; first: Envelope[] } {
   const a = core("a", cfg);
