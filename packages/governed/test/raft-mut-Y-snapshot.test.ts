@@ -194,3 +194,44 @@ describe("a node that stepped down (check-quorum) in the same term", () => {
     expect(a.refusedFrames.size).toBe(0);
   });
 });
+
+describe("the done answer counts toward commitment (R-R4)", () => {
+  it("in the turn a removal made the voter set smaller, it commits what the smaller majority already holds", () => {
+    // voters a, b, c, d (a majority is three); c lags and gets a's snapshot, d stops answering after the election
+    const V4: ClusterConfig = { voters: ["a", "b", "c", "d"], learners: [] };
+    const [a, b, c, d] = ["a", "b", "c", "d"].map((id) => handCore(id, { bootstrap: V4 })) as [RaftCore, RaftCore, RaftCore, RaftCore];
+    a.tick(150);
+    let out = sent(cycle(a)); // pre-votes, then votes, from b and d
+    for (let round = 0; round < 2; round++) {
+      const fromB = sent(hand(a, out, b));
+      const fromD = sent(hand(a, out, d));
+      hand(b, fromB, a);
+      out = sent(hand(d, fromD, a));
+    }
+    expect(a.state).toBe("leader");
+    const acks = (rd: Envelope[], voters: RaftCore[]): void => {
+      const back = voters.map((v) => [v, sent(hand(a, rd, v))] as const);
+      for (const [v, msgs] of back) hand(v, msgs, a);
+    };
+    acks(out, [b, d]); // commit 1
+    a.propose(1, enc.encode("x"), null);
+    acks(sent(cycle(a)), [b, d]); // commit 2
+    expect(a.commitIndex).toBe(2);
+    expect(a.compact(2, enc.encode("state"))).toBe(true);
+    cycle(a);
+    a.propose(2, enc.encode("y"), null); // entry 3; c (below the floor) is sent the snapshot
+    const r3 = sent(cycle(a));
+    expect(only(r3, "c", "snapshot")).toMatchObject([{ lastIndex: 2, offset: 0 }]);
+    acks(r3, [b]); // only b holds 3: two of four, not committed
+    expect(a.commitIndex).toBe(2);
+    const done = sent(hand(a, r3, c));
+    expect(done.map((m) => m.message)).toMatchObject([{ type: "snapshotReply", lastIndex: 2, done: true }]);
+    // one turn: d is removed (entry 4, in force at once: a majority is now two of a, b, c) and c's answer arrives
+    a.changeMembership(9, { voters: ["a", "b", "c"], learners: [] });
+    for (const m of done) a.step("c", m.message);
+    const rd = cycle(a);
+    expect(a.commitIndex).toBe(3);
+    expect(rd.outcomes).toEqual([{ id: 2, ok: true, index: 3, term: 1 }]);
+    expect(sentTo(rd, "c")).toMatchObject([{ type: "append", prevLogIndex: 2, leaderCommit: 3, entries: [{ index: 3 }, { index: 4 }] }]);
+  });
+});
