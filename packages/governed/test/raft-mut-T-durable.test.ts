@@ -151,4 +151,20 @@ describe("snapshots and the durable log", () => {
     b.advance(b.ready());
     expect(b.persistedLast).toBe(4);
   });
+
+  it("a ready that installed a snapshot over a conflicting log counts as durable through the snapshot, not the old log's end", () => {
+    const b = new RaftCore({
+      id: "b", bootstrap: ABC, persisted: { term: 0, votedFor: null, snapshot: null, entries: [] }, config: raftConfig({}), random: () => 0.5, now: 0,
+    });
+    b.step("a", { type: "append", term: 1, prevLogIndex: 0, prevLogTerm: 0, leaderCommit: 0, round: 0, entries: [e(1, 1), e(2, 1), e(3, 1)] });
+    b.advance(b.ready());
+    expect([b.lastIndex, b.persistedLast]).toEqual([3, 3]);
+    // c (term 2) installs its snapshot through 5: b's entry 3 has another term, so its whole log goes
+    b.step("c", { type: "snapshot", term: 2, lastIndex: 5, lastTerm: 2, config: ABC, total: 1, offset: 0, data: new Uint8Array([5]) });
+    const rd = b.ready();
+    expect(rd.storage.map((op) => op.op)).toEqual(["snapshot", "truncateFrom", "discardThrough"]);
+    b.advance(rd);
+    // what is on disk now is the snapshot through 5 and nothing after it
+    expect([b.floor, b.lastIndex, b.persistedLast]).toEqual([5, 5, 5]);
+  });
 });

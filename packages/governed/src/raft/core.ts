@@ -729,12 +729,18 @@ export class RaftCore {
     this.#readyOut = false;
     if (o.appendsPending === true) return;
     let p = this.#persistedLast;
+    // a leader's snapshot installed in this ready: the truncation of the log it replaced (pushed after it, so that
+    // a crash between the two keeps the committed entries) does not reach below it
+    let installed = 0;
     for (const op of rd.storage) {
       if (op.op === "append" && op.entries.length > 0) p = op.entries[op.entries.length - 1]!.index;
-      else if (op.op === "truncateFrom") p = Math.min(p, op.index - 1);
+      else if (op.op === "truncateFrom") p = Math.max(Math.min(p, op.index - 1), installed);
       // a local compaction may still be in flight (written in the background), and it covers only committed
       // indexes: it never adds to what this node counts as its own durable log
-      else if (op.op === "snapshot" && op.local !== true) p = Math.max(p, op.snapshot.lastIndex);
+      else if (op.op === "snapshot" && op.local !== true) {
+        p = Math.max(p, op.snapshot.lastIndex);
+        installed = op.snapshot.lastIndex;
+      }
     }
     p = Math.min(p, this.#truncFloorSinceReady - 1, this.lastIndex);
     this.#persistedLast = Math.max(this.#persistedLast, p);
@@ -1290,6 +1296,7 @@ export class RaftCore {
       this.#send(from, { type: "appendReply", term: this.#term, round: m.round, rejectedPrev: m.prevLogIndex, ...r });
     if (prev < floor) {
       const skip = floor - prev;
+      // Stryker disable next-line EqualityOperator: under G4 (crash faults) `length === skip` gives the same reply: the last entry sent is the one at our floor ≤ commit, which a correct leader holds with our term (Leader Completeness), so the term check below passes and the reply is this one
       if (entries.length <= skip) return reply({ success: true, matchIndex: prev + entries.length, conflictTerm: null, conflictIndex: 0 });
       if (entries[skip - 1]!.term !== this.termAt(floor)) return this.#refuse(from, "snapshot-mismatch");
       entries = entries.slice(skip);
@@ -1309,6 +1316,7 @@ export class RaftCore {
       const e = entries[k]!;
       if (e.index <= this.lastIndex) {
         if (this.termAt(e.index) === e.term) continue;
+        // Stryker disable next-line ConditionalExpression,EqualityOperator: under G4 no correct leader sends, at or below our commit index, an entry whose term differs from ours (Leader Completeness + Log Matching); the guard is defence only
         if (e.index <= this.#commit) return this.#refuse(from, "truncate-committed");
         this.#truncateFrom(e.index);
       }
@@ -1336,6 +1344,7 @@ export class RaftCore {
     pr.snapIndex = s.lastIndex;
     pr.snapOffset = 0;
     pr.inflight = [];
+    // Stryker disable next-line BooleanLiteral: probeOutstanding is read only for a peer in probe; a peer in snapshot leaves that state only through the done reply, which sets it false before anything reads it
     pr.probeOutstanding = false;
     this.#sendSnapshotChunk(peer, pr);
   }
@@ -1364,6 +1373,7 @@ export class RaftCore {
     pr.ackedSinceHeartbeat = true;
     if (m.done) {
       const match = Math.min(m.lastIndex, this.lastIndex);
+      // Stryker disable next-line EqualityOperator: with match === pr.match the assignment writes the value already there (this also hides the killed `true` variant)
       if (match > pr.match) pr.match = match;
       if (pr.state === "snapshot") {
         pr.state = "probe";
@@ -1386,6 +1396,7 @@ export class RaftCore {
       this.#send(from, { type: "snapshotReply", term: this.#term, lastIndex: m.lastIndex, nextOffset, done });
     if (m.lastIndex <= this.#commit) return reply(0, true);
     const commitTerm = this.termAt(this.#commit);
+    // Stryker disable next-line ConditionalExpression: under G4 a snapshot past our commit index from our term's leader has lastTerm ≥ the term at our commit index (terms never fall along a log the leader shares up to there); only a forged frame is stale here
     if (commitTerm !== undefined && m.lastTerm < commitTerm) return this.#refuse(from, "snapshot-stale");
     if (m.total > this.cfg.snapshotMaxBytes) {
       this.#inSnap = null;
@@ -1393,6 +1404,7 @@ export class RaftCore {
       return reply(0, false);
     }
     let rs = this.#inSnap;
+    // Stryker disable next-line ConditionalExpression: lastTerm and total are fixed by (term, lastIndex): one term has one leader and it holds one snapshot per index, so under G4 only a forged chunk differs there (this also hides the killed term and lastIndex variants)
     if (rs === null || rs.term !== this.#term || rs.lastIndex !== m.lastIndex || rs.lastTerm !== m.lastTerm || rs.total !== m.total) {
       if (m.offset !== 0) return reply(0, false);
       rs = { term: this.#term, lastIndex: m.lastIndex, lastTerm: m.lastTerm, config: m.config, total: m.total, chunks: [], received: 0 };
@@ -1433,6 +1445,7 @@ export class RaftCore {
     this.#ops.push({ op: "discardThrough", index: s.lastIndex });
     this.#snapshot = s;
     this.changedFrom = Math.min(this.changedFrom, oldFloor + 1);
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: #onSnapshot returned for lastIndex ≤ commit and nothing since moved the commit index, so the test is always true here (this also hides its killed `false` and `>=` variants)
     if (this.#commit < s.lastIndex) this.#commit = s.lastIndex;
     this.#applied = s.lastIndex;
     this.#pendingInstall = s;
@@ -1485,6 +1498,7 @@ export class RaftCore {
    */
   #maybeSendTimeoutNow(resend: boolean): boolean {
     const t = this.#transfer;
+    // Stryker disable next-line ConditionalExpression,BooleanLiteral: every caller runs on a leader whose transfer was made in its own term (a leader's term never changes while it leads); the result is read only by transferLeadership, right after it made a fresh transfer
     if (t === null || this.#state !== "leader" || t.term !== this.#term || (t.timeoutNowSent && !resend)) return false;
     // Unreachable today, kept as a guard (it goes live with joint consensus, R-M6, whose final config the leader
     // appends by itself): the leader's config changes only through its own appends, changeMembership refuses while a
