@@ -6,10 +6,11 @@
  * (each frame breaks exactly one rule), and a value exactly at the ceiling is still accepted.
  */
 import { describe, expect, it } from "vitest";
-import type { Message, RaftCore, SnapshotMessage } from "../src/index.ts";
+import type { Message, RaftCore } from "../src/index.ts";
 import { ABC, cycle, electVia, handCore, sent, sentTo } from "./support/hand-driven.ts";
 
 const CEIL = 50;
+type SnapshotMessage = Extract<Message, { type: "snapshot" }>;
 
 function follower(term: number): RaftCore {
   const b = handCore("b", { term, cfg: { termCeiling: CEIL } });
