@@ -1516,6 +1516,7 @@ export class RaftCore {
     this.#send(t.target, { type: "timeoutNow", term: this.#term });
     if (!t.timeoutNowSent) this.#emit({ type: "timeoutNowSent", target: t.target, term: this.#term, generation: t.generation });
     t.timeoutNowSent = true;
+    // Stryker disable next-line BooleanLiteral: only transferLeadership reads the result, and TimeoutNow went out only once the target matched the whole log, so its #sendAppend(target, false) after a false finds replicate with next > lastIndex or a probe outstanding and sends nothing
     return true;
   }
 
@@ -1607,6 +1608,7 @@ export class RaftCore {
         return null;
       }
       case "appendReply":
+        // Stryker disable next-line EqualityOperator: under G4 no reply carries conflictTerm = the ceiling: an entry of the ceiling term is the ceiling-term leader's own and never conflicts with it (this also hides the killed `>=` on conflictIndex)
         return m.matchIndex > ceil || m.conflictIndex > ceil || (m.conflictTerm ?? 0) > ceil ? "above-ceiling" : null;
       case "snapshot":
         if (m.lastIndex > ceil || m.lastTerm > m.term || m.lastIndex < 1 || m.lastTerm < 1) return "above-ceiling";
