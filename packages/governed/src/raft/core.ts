@@ -1373,7 +1373,7 @@ export class RaftCore {
     pr.ackedSinceHeartbeat = true;
     if (m.done) {
       const match = Math.min(m.lastIndex, this.lastIndex);
-      // Stryker disable next-line EqualityOperator: with match === pr.match the assignment writes the value already there (this also hides the killed `true` variant)
+      // Stryker disable next-line EqualityOperator: with match === pr.match the assignment writes the value already there
       if (match > pr.match) pr.match = match;
       if (pr.state === "snapshot") {
         pr.state = "probe";
