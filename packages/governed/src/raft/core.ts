@@ -882,6 +882,7 @@ export class RaftCore {
     this.#noopIndex = noop.index;
     this.#heartbeatDue = this.#now + this.cfg.heartbeatMs;
     this.#checkQuorumDue = this.#now + this.#randomTimeout();
+    // Stryker disable next-line CallExpression: the cache is filled only while leading and #failLeaderPending empties it on the one way out of leadership (a new core starts empty), so it is empty here; each of the two clears alone keeps stale keys out
     this.#dedup.clear();
     // Stryker disable next-line EqualityOperator: the last entry is the no-op just appended, which the dedup cache ignores; this also hides the killed `>` variant
     for (let i = Math.max(this.floor + 1, this.lastIndex - this.cfg.maxDedupKeys * 4); i <= this.lastIndex; i++) this.#dedup.remember(this.entryAt(i)!);
@@ -891,7 +892,8 @@ export class RaftCore {
     const waiting = this.#waitingForLeader;
     this.#waitingForLeader = [];
     for (const w of waiting) this.propose(w.id, w.command, w.key);
-    this.#maybeCommit();
+    // nothing to commit yet: the leader counts itself only once its own append is durable (R-R4), and every entry of
+    // its term (the no-op, the proposals just taken) was appended in this step
   }
 
   #becomeFollower(term: number, leader: NodeId | null, reason: StepDownReason): void {
@@ -1427,7 +1429,8 @@ export class RaftCore {
   }
 
   #install(s: StoredSnapshot): void {
-    const keep = s.lastIndex <= this.lastIndex && this.termAt(s.lastIndex) === s.lastTerm;
+    // termAt is undefined past the last index, so this also asks that the snapshot's last entry is in the log
+    const keep = this.termAt(s.lastIndex) === s.lastTerm;
     const oldFloor = this.floor;
     // a compaction not yet taken is superseded (s.lastIndex > commit >= applied >= its index): dropping it keeps
     // the ready's local steps free of any index this install writes, so they may still be written after it
@@ -1522,6 +1525,7 @@ export class RaftCore {
 
   /** R-T3: only the leader this node follows in the current term may order it to campaign. */
   #onTimeoutNow(from: NodeId): void {
+    // Stryker disable next-line ConditionalExpression: a candidate or pre-candidate follows nobody (#leader is null) and a leader follows itself, so `#leader !== from` alone refuses every non-follower (no node sends itself TimeoutNow); this also hides the killed whole-condition variants
     if (this.#state !== "follower" || this.#leader !== from) return this.#refuse(from, "timeout-now-not-from-leader");
     if (!this.#canCampaign()) return this.#refuse(from, "timeout-now-not-voter");
     this.#emit({ type: "transferCampaign", from, term: this.#term + 1 });
