@@ -12,7 +12,7 @@ import { describe, expect, it } from "vitest";
 import { seededRandom } from "@heddle/seam";
 import { raftConfig, RaftCore } from "../src/index.ts";
 import type { LogEntry, Message, Ready } from "../src/index.ts";
-import { Script } from "./support/script.ts";
+import { type Script, transferringToB } from "./support/script.ts";
 
 const ABC = { voters: ["a", "b", "c"], learners: [] };
 
@@ -92,13 +92,7 @@ describe("denials at the current or a later term carry the kind of request (R-E2
 describe("which leader frame ends a running transfer (R-T2)", () => {
   /** a leads term `term` of a, b, c and has started a transfer to b (request id 1); nothing was delivered since. */
   function transferring(): { s: Script; a: RaftCore; term: number } {
-    const s = new Script(["a", "b", "c"]);
-    s.elect("a");
-    const a = s.core("a");
-    const term = a.term;
-    a.transferLeadership(1, "b");
-    s.flush("a");
-    s.inflight = [];
+    const { s, a, term } = transferringToB();
     expect(a.transfer).toMatchObject({ target: "b", term });
     return { s, a, term };
   }

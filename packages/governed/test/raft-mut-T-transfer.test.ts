@@ -6,17 +6,11 @@
  */
 import { describe, expect, it } from "vitest";
 import type { Message } from "../src/index.ts";
-import { Script } from "./support/script.ts";
+import { type Script, transferringToB } from "./support/script.ts";
 
 /** a led a, b, c and started a transfer to b (request 1, TimeoutNow lost); a later-term reply made it a follower of nobody; proposal 2 waits. */
 function strandedTransfer(): { s: Script; term: number } {
-  const s = new Script(["a", "b", "c"]);
-  s.elect("a");
-  const a = s.core("a");
-  const term = a.term;
-  a.transferLeadership(1, "b");
-  s.flush("a");
-  s.inflight = [];
+  const { s, a, term } = transferringToB();
   a.step("c", { type: "appendReply", term: term + 1, success: false, matchIndex: 0, rejectedPrev: 0, conflictTerm: null, conflictIndex: 0, round: 0 });
   expect([a.state, a.leader, a.transfer?.target]).toEqual(["follower", null, "b"]);
   a.propose(2, new Uint8Array([2]), null);

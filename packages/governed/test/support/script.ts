@@ -166,3 +166,18 @@ export class Script {
 export function isolate(group: readonly string[]): (m: InFlight) => boolean {
   return (m) => group.includes(m.from) === group.includes(m.to);
 }
+
+/**
+ * A Script of a, b, c in which a leads and has started a leadership transfer to b (request id 1); its
+ * TimeoutNow was flushed and then dropped, so nothing was delivered since.
+ */
+export function transferringToB(): { s: Script; a: RaftCore; term: number } {
+  const s = new Script(["a", "b", "c"]);
+  s.elect("a");
+  const a = s.core("a");
+  const term = a.term;
+  a.transferLeadership(1, "b");
+  s.flush("a");
+  s.inflight = [];
+  return { s, a, term };
+}
