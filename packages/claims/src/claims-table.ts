@@ -273,7 +273,14 @@ class Table implements ClaimsTable {
       const key = claimKey(r.key);
       const capacity = this.#capacityOf(key);
       if (roster !== undefined && !roster.has(key)) {
-        blocked.push({ key, capacity, reason: "not-on-roster", holders: [], roster: this.#config.roster ?? [] });
+        blocked.push({
+          key,
+          capacity,
+          reason: "not-on-roster",
+          holders: [],
+          // Stryker disable next-line ArrayDeclaration: tableConfig (the only maker of a TableConfig) sets roster and rosterSet together, so the fallback is never used
+          roster: this.#config.roster ?? [],
+        });
         continue;
       }
       const own = mine?.get(key);
@@ -291,7 +298,9 @@ class Table implements ClaimsTable {
       }
     }
     const max = this.#config.maxPerHolder;
-    if (max !== undefined && fresh.length > 0) {
+    // Also for a take that adds no claim: with `fresh` empty the block below pushes nothing and leaves `blocked` in
+    // request order, so a `fresh.length > 0` guard here would save only the count (a cost, not a result).
+    if (max !== undefined) {
       let count = 0;
       if (mine !== undefined) for (const r of mine.values()) if (this.#holdsAt(r, at)) count++;
       for (const f of fresh) {
@@ -329,7 +338,8 @@ class Table implements ClaimsTable {
     if (blocked.length > 0) return { ok: false, blocked };
 
     const superseded: LapsedClaim[] = [];
-    const grantToken = fresh.length === 0 ? 0 : (token ?? this.#lastToken + 1);
+    // Read only when something is granted fresh: a resource neither blocked nor existing is fresh.
+    const grantToken = token ?? this.#lastToken + 1;
     if (fresh.length > 0) {
       this.#lastToken = grantToken;
       for (const f of fresh) {
@@ -394,6 +404,7 @@ class Table implements ClaimsTable {
   }
 
   #removeAll(records: ClaimRecord[], at: number): string[] {
+    // Stryker disable next-line MethodExpression,ArithmeticOperator: a holder's Map and a scope's Set already iterate in seq order (#insert appends every record, with a fresh seq, and never re-sets an entry), so the sort moves nothing
     records.sort((a, b) => a.seq - b.seq);
     const released: string[] = [];
     for (const r of records) {
@@ -498,11 +509,12 @@ class Table implements ClaimsTable {
   encode(): string {
     const c = this.#config;
     const doc: Record<string, unknown> = { format: CLAIMS_FORMAT };
-    if (c.roster !== undefined) doc["roster"] = c.roster;
+    // An absent roster or maxPerHolder is undefined here, which JSON.stringify leaves out (and keeps the key order).
+    doc["roster"] = c.roster;
     if (c.capacity.size > 0) {
       doc["capacity"] = [...c.capacity].sort((a, b) => compareCodeUnits(a[0], b[0]));
     }
-    if (c.maxPerHolder !== undefined) doc["maxPerHolder"] = c.maxPerHolder;
+    doc["maxPerHolder"] = c.maxPerHolder;
     doc["now"] = this.#now;
     doc["lastToken"] = this.#lastToken;
     if (this.#order.size > 0) {
