@@ -76,12 +76,8 @@ export function decodeClaims(text: string, options: { scopeEnded?: (scope: strin
   const maxPerHolder = "maxPerHolder" in o ? int(o["maxPerHolder"], "maxPerHolder", 1) : undefined;
   let config;
   try {
-    config = tableConfig({
-      ...(roster !== undefined ? { roster } : {}),
-      capacity,
-      ...(maxPerHolder !== undefined ? { maxPerHolder } : {}),
-      ...(options.scopeEnded !== undefined ? { scopeEnded: options.scopeEnded } : {}),
-    });
+    // tableConfig reads each option by its value, never by its presence: an absent one may go in as undefined.
+    config = tableConfig({ roster, capacity, maxPerHolder, scopeEnded: options.scopeEnded });
   } catch (e) {
     fail(e instanceof Error ? e.message : String(e));
   }

@@ -23,7 +23,8 @@ export function fnv1a32(text: string): number {
   for (let i = 0; i < text.length; i++) {
     let c = text.charCodeAt(i);
     if (c >= 0xd800 && c <= 0xdbff) {
-      const d = i + 1 < text.length ? text.charCodeAt(i + 1) : 0;
+      // Past the end charCodeAt gives NaN, which fails the range test below as any non-low-surrogate does.
+      const d = text.charCodeAt(i + 1);
       if (d >= 0xdc00 && d <= 0xdfff) {
         c = 0x10000 + ((c - 0xd800) << 10) + (d - 0xdc00);
         i++;
