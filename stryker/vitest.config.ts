@@ -1,4 +1,5 @@
 import { basename } from "node:path";
+import { fileURLToPath } from "node:url";
 import { configDefaults, defineConfig } from "vitest/config";
 import { BaseSequencer, type TestSpecification } from "vitest/node";
 
@@ -34,6 +35,8 @@ export default defineConfig({
     include,
     exclude: [...configDefaults.exclude, ...list(process.env["HEDDLE_MUTATE_EXCLUDE"])],
     ...(order.length > 0 ? { sequence: { sequencer: CheapestFirst } } : {}),
+    // One fixed fast-check seed for properties that name none (see the file).
+    setupFiles: [fileURLToPath(new URL("./fast-check-seed.ts", import.meta.url))],
     testTimeout: 120_000,
     hookTimeout: 60_000,
   },
