@@ -86,6 +86,19 @@ describe("heard-from", () => {
     const handMade: KeeperState = { ...a, slots: new Map<string, KeeperSlot>([["c", sc], ["b", sb], ["a", own]]) };
     expect(lookKeeper(handMade, "invoices", settlingMs).view).toMatchObject({ keeper: "a", unheard: ["b", "c"], sure: false });
   });
+
+  it("lists the closed claims in peer order too, whatever order the state's slot map iterates in", () => {
+    const a = renewKeeper(fresh("a"), "invoices", 0, { take: true }).state;
+    const own = a.slots.get("a");
+    const sb = closeKeeper(fresh("b"), "invoices", 10, 1).slot;
+    const sc = closeKeeper(fresh("c"), "invoices", 20, 2).slot;
+    if (own === undefined) throw new Error("renewKeeper wrote no own slot");
+    const handMade: KeeperState = { ...a, slots: new Map<string, KeeperSlot>([["c", sc], ["b", sb], ["a", own]]) };
+    expect(lookKeeper(handMade, "invoices", settlingMs).view.closed).toStrictEqual([
+      { peer: "b", closedAt: 10, wroteUpTo: 1 },
+      { peer: "c", closedAt: 20, wroteUpTo: 2 },
+    ]);
+  });
 });
 
 describe("close", () => {

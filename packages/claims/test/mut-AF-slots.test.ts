@@ -67,6 +67,10 @@ describe("keeperClaimsOn", () => {
     expect(keeperClaimsOn(slots, "invoices").map((c) => [c.peer, c.part])).toEqual([["b", "invoices"], ["c", "invoices"]]);
     expect(keeperClaimsOn(slots, "reminders").map((c) => [c.peer, c.part])).toEqual([["a", "reminders"], ["c", "reminders"]]);
     expect(keeperClaimsOn(slots, "audit")).toEqual([]);
+    // a map the caller built itself, iterating in another order, still gives peer order
+    const handMade: KeeperSlots = new Map([...slots].reverse());
+    expect(keeperClaimsOn(handMade, "invoices").map((c) => c.peer)).toEqual(["b", "c"]);
+    expect(keeperClaimsOn(handMade, "reminders").map((c) => c.peer)).toEqual(["a", "c"]);
   });
 });
 
