@@ -91,7 +91,7 @@ export function chooseKeeper(
   timings: KeeperTimings = KEEPER_DEFAULTS,
 ): KeeperClaim | undefined {
   const holding = [...claims].filter((c) => c.part === part && keeperClaimHolds(c, rule, now, timings));
-  if (holding.length === 0) return undefined;
+  // No claim holding: every branch below sorts an empty list, and its [0] is undefined.
   const byPeer = (a: KeeperClaim, b: KeeperClaim): number => compareCodeUnits(a.peer, b.peer);
   if (rule === "follows-you") {
     return holding.sort((a, b) => laterWins(a.activeAt, b.activeAt) || byPeer(a, b))[0];

@@ -81,7 +81,8 @@ export function putKeeperSlot(slots: KeeperSlots, slot: KeeperSlot): { slots: Ke
 export function keeperClaimsOn(slots: KeeperSlots, part: string): readonly KeeperClaim[] {
   const out: KeeperClaim[] = [];
   for (const slot of slots.values()) for (const c of slot.claims) if (c.part === part) out.push(c);
-  return out;
+  // The package's own maps iterate in peer order already; a map the caller built need not.
+  return out.sort((a, b) => compareCodeUnits(a.peer, b.peer));
 }
 
 /**

@@ -1,4 +1,4 @@
-import { compareCodeUnits, idProblem } from "./claim-key.ts";
+import { idProblem } from "./claim-key.ts";
 import { chooseKeeper, closeKeeperClaim, KEEPER_DEFAULTS, renewKeeperClaim } from "./keeper-claim.ts";
 import type { KeeperClaim, KeeperRenewal, KeeperRule, KeeperTimings } from "./keeper-claim.ts";
 import { keeperClaimsOn, putKeeperSlot, writeKeeperClaim } from "./keeper-slots.ts";
@@ -99,8 +99,7 @@ function observe(state: KeeperState, part: string, now: number): { state: Keeper
       const at = state.heard.get(c.peer);
       return at === undefined || now - at > t.othersHeardMs;
     })
-    .map((c) => c.peer)
-    .sort(compareCodeUnits);
+    .map((c) => c.peer); // in peer order, as keeperClaimsOn returns them
   const closed = claims
     .filter((c) => c.closedAt !== undefined)
     .map((c) => ({ peer: c.peer, closedAt: c.closedAt ?? 0, ...(c.wroteUpTo !== undefined ? { wroteUpTo: c.wroteUpTo } : {}) }));

@@ -1,0 +1,164 @@
+/**
+ * Keeper state at its edges (claims.md §3): a part nobody keeps is never settled and has no `keeperSince`;
+ * heard-from counts only the other peers' unclosed claims on this very part, heard within `othersHeardMs`
+ * inclusive, listed in peer order whatever order the state's slot map iterates in; a closed entry carries
+ * `wroteUpTo` only when the peer said it; `close` closes this part's claim and no other, keeping what the
+ * claim said; an unknown part is refused first, by name; a slot mentioning a part without a rule is still
+ * accepted. Stryker survivors of the seventeenth session (helper AF).
+ */
+import { describe, expect, it } from "vitest";
+import { closeKeeper, KEEPER_DEFAULTS, keeperState, lookKeeper, receiveKeeperSlot, renewKeeper } from "../src/index.ts";
+import type { KeeperSlot, KeeperState } from "../src/index.ts";
+import { thrown } from "./support/thrown.ts";
+
+const { settlingMs, othersHeardMs } = KEEPER_DEFAULTS;
+const RULES = { reminders: "follows-you", invoices: "stays-put" } as const;
+const fresh = (self: string, rules: Record<string, "follows-you" | "stays-put"> = RULES): KeeperState =>
+  keeperState({ self, epoch: 1, rules });
+
+describe("settling without a keeper", () => {
+  it("a part nobody keeps is never settled, however long it stays unkept, and has no keeperSince", () => {
+    const first = lookKeeper(fresh("a"), "invoices", 0);
+    expect(first.view).toMatchObject({ keeper: undefined, claim: undefined, settled: false, keeps: false, mayAct: false, sure: false });
+    expect(first.view.keeperSince).toBeUndefined();
+    const later = lookKeeper(first.state, "invoices", 10 * settlingMs).view;
+    expect(later.keeper).toBeUndefined();
+    expect(later.settled).toBe(false);
+    expect(later.keeperSince).toBeUndefined();
+  });
+
+  it("after the only keeper closes, the part is unkept: not settled, no keeperSince", () => {
+    let a = renewKeeper(fresh("a"), "reminders", 0).state;
+    a = lookKeeper(a, "reminders", settlingMs).state;
+    const closed = closeKeeper(a, "reminders", settlingMs + 1);
+    expect(closed.view.keeper).toBeUndefined();
+    expect(closed.view.keeperSince).toBeUndefined();
+    const view = lookKeeper(closed.state, "reminders", 5 * settlingMs).view;
+    expect([view.keeper, view.keeperSince, view.settled, view.mayAct]).toEqual([undefined, undefined, false, false]);
+  });
+});
+
+describe("heard-from", () => {
+  /** `a` keeps invoices (taken at 0); `b` renewed invoices at 10 and `a` heard it at 10. */
+  function keeperAndOther(): KeeperState {
+    const a = renewKeeper(fresh("a"), "invoices", 0, { take: true }).state;
+    const rb = renewKeeper(fresh("b"), "invoices", 10);
+    return receiveKeeperSlot(a, "b", rb.slot, 10).state;
+  }
+
+  it("a peer heard exactly othersHeardMs ago still counts as heard; one millisecond later it does not", () => {
+    const a = keeperAndOther();
+    expect(lookKeeper(a, "invoices", 10 + othersHeardMs).view).toMatchObject({ mayAct: true, unheard: [], sure: true });
+    expect(lookKeeper(a, "invoices", 10 + othersHeardMs + 1).view).toMatchObject({ mayAct: true, unheard: ["b"], sure: false });
+  });
+
+  it("a closed claim needs no hearing from: its peer holds nothing", () => {
+    let a = renewKeeper(fresh("a"), "invoices", 0, { take: true }).state;
+    const b = renewKeeper(fresh("b"), "invoices", 10).state;
+    a = receiveKeeperSlot(a, "b", closeKeeper(b, "invoices", 20).slot, 20).state;
+    const view = lookKeeper(a, "invoices", 20 + 10 * othersHeardMs).view;
+    expect(view).toMatchObject({ keeper: "a", mayAct: true, unheard: [], sure: true });
+    expect(view.closed).toStrictEqual([{ peer: "b", closedAt: 20 }]);
+  });
+
+  it("only claims on this part count: a peer claiming another part is not waited for", () => {
+    let a = renewKeeper(fresh("a"), "invoices", 0, { take: true }).state;
+    const rb = renewKeeper(fresh("b"), "reminders", 10);
+    const cb = closeKeeper(rb.state, "reminders", 20, 7);
+    a = receiveKeeperSlot(a, "b", rb.slot, 10).state;
+    let view = lookKeeper(a, "invoices", 10 + 10 * othersHeardMs).view;
+    expect(view).toMatchObject({ keeper: "a", unheard: [], sure: true });
+    expect(view.closed).toStrictEqual([]);
+    // nor does another part's closed claim appear among this part's closed claims
+    a = receiveKeeperSlot(a, "b", cb.slot, 20).state;
+    view = lookKeeper(a, "invoices", 30).view;
+    expect(view.closed).toStrictEqual([]);
+    expect(lookKeeper(a, "reminders", 30).view.closed).toStrictEqual([{ peer: "b", closedAt: 20, wroteUpTo: 7 }]);
+  });
+
+  it("lists the unheard in peer order, whatever order the state's slot map iterates in", () => {
+    const a = renewKeeper(fresh("a"), "invoices", 0, { take: true }).state;
+    const own = a.slots.get("a");
+    const sb = renewKeeper(fresh("b"), "invoices", 10).slot;
+    const sc = renewKeeper(fresh("c"), "invoices", 10).slot;
+    if (own === undefined) throw new Error("renewKeeper wrote no own slot");
+    // a caller that keeps the slots itself may hand them back in any order (KeeperState is plain data)
+    const handMade: KeeperState = { ...a, slots: new Map<string, KeeperSlot>([["c", sc], ["b", sb], ["a", own]]) };
+    expect(lookKeeper(handMade, "invoices", settlingMs).view).toMatchObject({ keeper: "a", unheard: ["b", "c"], sure: false });
+  });
+
+  it("lists the closed claims in peer order too, whatever order the state's slot map iterates in", () => {
+    const a = renewKeeper(fresh("a"), "invoices", 0, { take: true }).state;
+    const own = a.slots.get("a");
+    const sb = closeKeeper(fresh("b"), "invoices", 10, 1).slot;
+    const sc = closeKeeper(fresh("c"), "invoices", 20, 2).slot;
+    if (own === undefined) throw new Error("renewKeeper wrote no own slot");
+    const handMade: KeeperState = { ...a, slots: new Map<string, KeeperSlot>([["c", sc], ["b", sb], ["a", own]]) };
+    expect(lookKeeper(handMade, "invoices", settlingMs).view.closed).toStrictEqual([
+      { peer: "b", closedAt: 10, wroteUpTo: 1 },
+      { peer: "c", closedAt: 20, wroteUpTo: 2 },
+    ]);
+  });
+});
+
+describe("close", () => {
+  it("closes this part's claim and no other, keeping what the claim said", () => {
+    let a = fresh("a");
+    a = renewKeeper(a, "invoices", 100, { take: true, active: 90, wroteUpTo: 5 }).state;
+    a = renewKeeper(a, "reminders", 110, { active: 105 }).state;
+    const c = closeKeeper(a, "reminders", 200);
+    expect(c.slot.claims).toStrictEqual([
+      { part: "invoices", peer: "a", claimedAt: 100, renewedAt: 100, activeAt: 90, takenAt: 100, wroteUpTo: 5 },
+      { part: "reminders", peer: "a", claimedAt: 110, renewedAt: 200, activeAt: 105, closedAt: 200 },
+    ]);
+    expect(c.view).toMatchObject({ part: "reminders", keeper: undefined, closed: [{ peer: "a", closedAt: 200 }] });
+    const d = closeKeeper(c.state, "invoices", 300, 12);
+    expect(d.slot.claims[0]).toStrictEqual({
+      part: "invoices",
+      peer: "a",
+      claimedAt: 100,
+      renewedAt: 300,
+      activeAt: 90,
+      takenAt: 100,
+      closedAt: 300,
+      wroteUpTo: 12,
+    });
+  });
+
+  it("closing a part never claimed writes a claim closed at once", () => {
+    const c = closeKeeper(fresh("a"), "invoices", 50, 3);
+    expect(c.slot.claims).toStrictEqual([{ part: "invoices", peer: "a", claimedAt: 50, renewedAt: 50, activeAt: 50, closedAt: 50, wroteUpTo: 3 }]);
+  });
+});
+
+describe("parts without a rule", () => {
+  it("renew, close and look name the unknown part first, whatever else is wrong", () => {
+    const a = fresh("a");
+    const E = 'RangeError: no rule for part "payroll"';
+    expect(thrown(() => lookKeeper(a, "payroll", 0))).toBe(E);
+    expect(thrown(() => renewKeeper(a, "payroll", -1))).toBe(E);
+    expect(thrown(() => closeKeeper(a, "payroll", -1))).toBe(E);
+    expect(thrown(() => renewKeeper(a, "", 0))).toBe('RangeError: no rule for part ""');
+    expect(thrown(() => closeKeeper(a, "", 0))).toBe('RangeError: no rule for part ""');
+  });
+
+  it("a slot that also claims a part this peer has no rule for is accepted, and its known parts count", () => {
+    const b = fresh("b", { invoices: "stays-put", payroll: "stays-put" });
+    let rb = renewKeeper(b, "payroll", 5);
+    rb = renewKeeper(rb.state, "invoices", 10);
+    const received = receiveKeeperSlot(fresh("a"), "b", rb.slot, 10);
+    expect(received.accepted).toBe(true);
+    expect(received.why).toBeUndefined();
+    expect(received.state.slots.get("b")).toBe(rb.slot);
+    expect(lookKeeper(received.state, "invoices", 10 + settlingMs).view).toMatchObject({ keeper: "b", keeperSince: 10, settled: true });
+  });
+
+  it("an accepted copy says so, a stale one too (it still counts as hearing from its author)", () => {
+    const rb = renewKeeper(fresh("b"), "invoices", 10);
+    const once = receiveKeeperSlot(fresh("a"), "b", rb.slot, 10);
+    expect(once).toStrictEqual({ state: once.state, accepted: true });
+    const again = receiveKeeperSlot(once.state, "b", rb.slot, 20);
+    expect(again).toStrictEqual({ state: again.state, accepted: true });
+    expect(again.state.heard.get("b")).toBe(20);
+  });
+});
