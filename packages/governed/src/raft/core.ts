@@ -547,6 +547,9 @@ export class RaftCore {
     const snap: StoredSnapshot = { lastIndex: throughIndex, lastTerm, config: this.#configAt(throughIndex), state };
     this.#log = this.#log.slice(throughIndex - this.floor);
     this.#snapshot = snap;
+    // with no config entry left above the new floor the snapshot carries the configuration: configIndex names the
+    // floor, as after a restart from the same storage (a later append without a config entry does not rescan)
+    this.#configIndex = Math.max(this.#configIndex, throughIndex);
     this.#ops.push({ op: "snapshot", snapshot: snap, local: true }, { op: "discardThrough", index: throughIndex, local: true });
     this.#emit({ type: "compacted", throughIndex });
     return true;
@@ -733,6 +736,7 @@ export class RaftCore {
     // a crash between the two keeps the committed entries) does not reach below it
     let installed = 0;
     for (const op of rd.storage) {
+      // Stryker disable next-line ConditionalExpression: the core never makes an append op without entries (#appendEntries returns on an empty list and merges only into a non-empty op), so the length test is always true for a ready it took
       if (op.op === "append" && op.entries.length > 0) p = op.entries[op.entries.length - 1]!.index;
       else if (op.op === "truncateFrom") p = Math.max(Math.min(p, op.index - 1), installed);
       // a local compaction may still be in flight (written in the background), and it covers only committed
@@ -952,6 +956,7 @@ export class RaftCore {
   }
 
   #setLeader(l: NodeId | null): void {
+    // Stryker disable next-line ConditionalExpression: with the same leader again the rest does nothing: out-forwards exist only from a follower to the leader it follows (none while no leader is known), so #failForwards keeps them all, and #waitingForLeader is empty while a leader is known (filled only with none, drained the moment one is set); the `true` variant does not compile
     if (l === this.#leader) return;
     this.#leader = l;
     this.#failForwards();
@@ -1024,7 +1029,7 @@ export class RaftCore {
     this.#persistedLast = Math.min(this.#persistedLast, index - 1);
     this.#truncFloorSinceReady = Math.min(this.#truncFloorSinceReady, index);
     this.changedFrom = Math.min(this.changedFrom, index);
-    // Stryker disable next-line ConditionalExpression: with no config entry at or above index the rescan finds the config already in force (only the diagnostic configIndex may move up to floor); this also hides the killed `false` variant
+    // Stryker disable next-line ConditionalExpression: with no config entry at or above index the rescan finds the config and configIndex already in force; this also hides the killed `false` variant
     if (this.#configIndex >= index) this.#recomputeConfig();
   }
 
