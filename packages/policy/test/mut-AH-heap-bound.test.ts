@@ -63,3 +63,18 @@ describe("the overflow bound covers the service a round can still add", () => {
     agrees([e], { quantum: room }, room, [`a:${room}`]);
   });
 });
+
+describe("the overflow bound scales the service already counted by the weight's denominator", () => {
+  // Weight 1/512 and a floor in halves: V = (Σ w·ev) / (Σ w) multiplies an ev numerator near 2^60 by 512, so
+  // the literal loop's first pick overflows. The bound must count 2^50 units at 512 per unit (u·wd/wn); at
+  // u/wd/wn its A is about 2^41 and its product 2^61 would let the engine answer three units.
+  it("a fold of 2^50 units: ev = 1/2 − 2^59", () => {
+    const e = edge("a", { w: [1n, 512n], gauge: [Rational.of(1n, 2n), 1n << 50n], demand: [100n, 100n] });
+    agrees([e], { quantum: 3n }, 3n, "LedgerOverflowError");
+  });
+
+  it("a return of 2^50 units: ev = 1/2 − 2^59", () => {
+    const e = edge("a", { w: [1n, 512n], gauge: [Rational.of(1n, 2n), 0n], returned: 1n << 50n, demand: [100n, 100n] });
+    agrees([e], { quantum: 3n }, 3n, "LedgerOverflowError");
+  });
+});
