@@ -151,7 +151,7 @@ function roundIsOverflowFree(
       ceilDiv(units * w.den, w.num) +
       ceilDiv(abs(e.summary.returned) * w.den, w.num) +
       ceilAbs(e.virtualOffset) +
-      // Stryker disable next-line ArithmeticOperator: slack: the units term already counts h, and an edge granted g so far bids q ≤ h − g, so |ev| + q/w stays within A without this term; h/wd only shrinks it (docs/mutation.md, policy, seventeenth session)
+      // Stryker disable next-line ArithmeticOperator: slack: the units term already counts h, and an edge granted g so far bids q ≤ h − g, so |ev| + q/w stays within A without this term; h/wd only shrinks it
       ceilDiv(h * w.den, w.num) +
       1n;
     if (A > Amax) Amax = A;
