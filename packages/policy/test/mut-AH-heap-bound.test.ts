@@ -47,8 +47,8 @@ describe("the quantum heap: a candidate that finished its demand no longer count
 describe("the overflow bound covers the service a round can still add", () => {
   // One edge of weight 1 whose offset already puts ev at about 2^62: with holdings and quantum just above
   // 2^62, pick's first deadline ev + q passes 2^63 − 1, so the literal loop throws. The bound's A must count
-  // the round's holdings (in `units` and in its own h/w term) to decline it; without them A is about 2^62,
-  // every conjunct holds and the unbounded engine would answer a grant instead of the error.
+  // the round's holdings at least once to decline it; with them cancelled (h subtracted in `units`, or the h/w
+  // term subtracted) A is about 2^62, every conjunct holds and the unbounded engine would answer a grant.
   const ev = (1n << 62n) - 10n;
   const h = (1n << 62n) + 100n;
 
