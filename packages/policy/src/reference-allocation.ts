@@ -25,6 +25,7 @@ export function allocateByRepeatedPick(
     // `pick` refuses a repeated id (validatePolicyEdges), so exactly one edge carries the winning id.
     const i = copy.findIndex((e) => e.record.id === g.attachment);
     const target = copy[i];
+    // Stryker disable next-line StringLiteral: unreachable: pick names one of the edges it was given, and copy holds them all
     if (target === undefined) throw new Error("unreachable: pick named an edge not in the list");
     copy[i] = applyGrantToEdge(target, g.amount);
     h = checkedSub(h, g.amount);
