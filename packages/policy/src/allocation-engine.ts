@@ -245,7 +245,8 @@ export class AllocationEngine {
       const outstanding = committed - spent;
       const need = e.demand.targetOutstanding - outstanding;
       if (!inRange(committed) || !inRange(outstanding) || !inRange(need)) return null;
-      if (need <= 0n) continue;
+      // A need ≤ 0 (§5 step 1's skip) gives untrimmed ≤ need ≤ 0, skipped below; the cap room between cannot
+      // decline it, as a need ≤ 0 means outstanding ≥ target ≥ 0, so cap − outstanding stays in range.
       let untrimmed = min(min(config.quantum, need), e.demand.maximumUsefulGrant);
       if (cap !== null) {
         const room = cap - outstanding;
@@ -343,15 +344,14 @@ export class AllocationEngine {
     for (const e of this.entries) if (e.place === "tree") this.heap.push(e);
   }
 
-  /** Files a live candidate in the tree or, when the holdings trim its quantum, in the side list. */
+  /**
+   * Files a live candidate in the tree. When the holdings trim its quantum, they are below the quantum, so
+   * the heap is active by the sweep that ends next() and holds the entry's record: the sweep moves it to the
+   * side list.
+   */
   private place(entry: Entry): void {
     // Stryker disable next-line UpdateOperator: a strictly monotone sequence either way (see prepare); only equality with an older heap record is ever tested
     entry.version++;
-    if (entry.untrimmed > this.holdings) {
-      entry.place = "bound";
-      this.bound.push(entry);
-      return;
-    }
     entry.place = "tree";
     entry.deadline = entry.key + entry.untrimmed * entry.step;
     this.tree.insert(entry);
@@ -375,7 +375,9 @@ export class AllocationEngine {
     let winner: Entry | null = this.tree.earliestEligible(threshold) as Entry | null;
     let winnerDeadline = winner === null ? 0n : winner.deadline;
     for (const b of this.bound) {
-      if (b.place !== "bound" || b.key > threshold) continue;
+      // Every listed entry is still "bound" here: one leaves only by winning, and a side-list winner takes
+      // all the holdings (its quantum exceeds them), after which next() answers null before this scan.
+      if (b.key > threshold) continue;
       const deadline = b.key + h * b.step;
       if (winner === null || deadline < winnerDeadline || (deadline === winnerDeadline && b.id < winner.id)) {
         winner = b;
@@ -401,7 +403,8 @@ export class AllocationEngine {
     let untrimmed = min(min(this.quantum, need), winner.maxGrant);
     if (this.cap !== null) untrimmed = min(untrimmed, this.cap - winner.outstanding);
     winner.untrimmed = untrimmed;
-    if (need > 0n && untrimmed > 0n) {
+    // untrimmed ≤ need, so this is also the test `need > 0`.
+    if (untrimmed > 0n) {
       this.weightedSum += winner.scaledWeight * winner.key;
       this.place(winner);
     } else {
