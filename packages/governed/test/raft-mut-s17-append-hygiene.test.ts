@@ -9,7 +9,7 @@
  */
 import { describe, expect, it } from "vitest";
 import type { Message, RaftCore } from "../src/index.ts";
-import { cycle, entry, handCore, sent } from "./support/hand-driven.ts";
+import { cycle, electVia, entry, handCore, sent } from "./support/hand-driven.ts";
 
 const CEIL = 50;
 const TERM = 46;
@@ -89,5 +89,19 @@ describe("AppendEntries: the entries' terms (R-X5)", () => {
     cycle(b);
     expect([...b.refusedFrames]).toEqual([]);
     expect(b.lastIndex).toBe(3);
+  });
+});
+
+describe("AppendEntries replies: a success whose matchIndex is above the ceiling (R-X5)", () => {
+  it("is dropped before the leader counts it", () => {
+    const a = handCore("a", { cfg: { termCeiling: CEIL } });
+    const b = handCore("b", { cfg: { termCeiling: CEIL } });
+    electVia(a, b);
+    const commit = a.commitIndex;
+    a.step("b", { type: "appendReply", term: a.term, success: true, matchIndex: CEIL + 1, rejectedPrev: 0, round: 0, conflictIndex: 0, conflictTerm: null });
+    const rd = cycle(a);
+    expect(rd.trace).toEqual([{ type: "frameRefused", from: "b", reason: "above-ceiling" }]);
+    expect([...a.refusedFrames]).toEqual([["above-ceiling", 1]]);
+    expect([a.state, a.commitIndex]).toEqual(["leader", commit]);
   });
 });
