@@ -1,16 +1,7 @@
 // The rules of the granted table (claims.md §1–2), one behaviour per test.
 import { describe, expect, it } from "vitest";
 import { createClaims, heldList, MAX_RESOURCES_PER_TAKE } from "../src/index.ts";
-import type { TakeOutcome } from "../src/index.ts";
-
-function granted(o: TakeOutcome) {
-  if (!o.ok) throw new Error(`expected a grant, got ${JSON.stringify(o)}`);
-  return o;
-}
-function refused(o: TakeOutcome) {
-  if (o.ok) throw new Error(`expected a refusal, got ${JSON.stringify(o)}`);
-  return o;
-}
+import { granted, refused } from "./support/outcomes.ts";
 
 describe("keys and roster (§1)", () => {
   it("trims surrounding white space and nothing else", () => {

@@ -4,16 +4,9 @@
 // is not a string, and wouldRefuse without `now`. Each test pins results exactly (toStrictEqual).
 import { describe, expect, it } from "vitest";
 import { createClaims } from "../src/index.ts";
-import type { TakeOutcome, TakeRequest } from "../src/index.ts";
+import type { TakeRequest } from "../src/index.ts";
+import { granted, refused } from "./support/outcomes.ts";
 
-function granted(o: TakeOutcome) {
-  if (!o.ok) throw new Error(`expected a grant, got ${JSON.stringify(o)}`);
-  return o;
-}
-function refused(o: TakeOutcome) {
-  if (o.ok) throw new Error(`expected a refusal, got ${JSON.stringify(o)}`);
-  return o;
-}
 const ex = (key: string) => ({ key, mode: "exclusive" as const });
 const sh = (key: string) => ({ key, mode: "shared" as const });
 /** What a log entry carrying a number where the key belongs looks like once decoded. */

@@ -6,16 +6,7 @@
 import { describe, expect, it } from "vitest";
 import { createClaims, decodeClaims, MAX_ROSTER_KEYS } from "../src/index.ts";
 import type { ClaimsOptions, TakeRequest } from "../src/index.ts";
-
-/** `Name: message` of what `f` throws, or "accepted". */
-function thrown(f: () => unknown): string {
-  try {
-    f();
-  } catch (e) {
-    return `${(e as Error).name}: ${(e as Error).message}`;
-  }
-  return "accepted";
-}
+import { thrown } from "./support/thrown.ts";
 
 const BAD_NOW = "RangeError: now must be a number of milliseconds in 0 … 2^53 − 1, got -1";
 

@@ -15,16 +15,7 @@ import {
   decodeKeeperSlot,
 } from "../src/index.ts";
 import type { TakeRequest } from "../src/index.ts";
-
-/** `Name: message` of what `f` throws, or "accepted". */
-function thrown(f: () => unknown): string {
-  try {
-    f();
-  } catch (e) {
-    return `${(e as Error).name}: ${(e as Error).message}`;
-  }
-  return "accepted";
-}
+import { thrown } from "./support/thrown.ts";
 
 function sample() {
   const t = createClaims({ roster: ["b", "a", "pool"], capacity: { pool: 3, a: null }, maxPerHolder: 4 });
