@@ -1,4 +1,4 @@
-import { Rational } from "@heddle/ledger";
+import { Rational, Weight } from "@heddle/ledger";
 import type { AttachmentId, AttachmentRecord, EdgeSummary, Gauge } from "@heddle/ledger";
 import { checkedSub } from "./checked-int64.ts";
 import type { Demand } from "./demand.ts";
@@ -37,7 +37,7 @@ function requireBig(v: unknown, what: string, id: string): void {
 
 /**
  * Throws {@link PolicyInputError} unless `e` is consistent (policy.md §3.3): `record.id =
- * summary.attachment`, `0 ≤ baseIssued ≤ summary.issued`, both demand fields `≥ 0`, `gauge.folded ≥ 0`,
+ * summary.attachment`, a `Weight` weight, `0 ≤ baseIssued ≤ summary.issued`, both demand fields `≥ 0`, `gauge.folded ≥ 0`,
  * a `Rational` offset and floor.
  */
 export function validatePolicyEdge(e: PolicyEdge): void {
@@ -48,6 +48,10 @@ export function validatePolicyEdge(e: PolicyEdge): void {
   const id = String(e.record.id);
   if (e.record.id !== e.summary.attachment) {
     throw new PolicyInputError(`edge ${id}: record id differs from summary attachment ${String(e.summary.attachment)}`);
+  }
+  if (!(e.record.weight instanceof Weight)) {
+    const got = e.record.weight === null ? "null" : typeof e.record.weight;
+    throw new PolicyInputError(`edge ${id}: weight must be a Weight (build it with Weight.of(num, den)), got ${got}`);
   }
   requireBig(e.summary.issued, "issued", id);
   requireBig(e.summary.returned, "returned", id);

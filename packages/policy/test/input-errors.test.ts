@@ -81,6 +81,16 @@ describe("policy edges: messages and exact bounds", () => {
     expect(refusal(() => pick([edge("a", { demand: [-1n, 1n] })], Q1, 1n))).toBe("edge a: targetOutstanding < 0");
     expect(refusal(() => pick([edge("a", { demand: [1n, -1n] })], Q1, 1n))).toBe("edge a: maximumUsefulGrant < 0");
     expect(refusal(() => pick([bad(a, { virtualOffset: 0n })], Q1, 1n))).toBe("edge a: virtualOffset must be a Rational");
+    // a JavaScript caller's look-alike weight is refused here, by name, not deep inside the pick (policy.md §3.3)
+    const lookAlike = { num: 1n, den: 1n };
+    for (const [weight, got] of [[lookAlike, "object"], [null, "null"], [1n, "bigint"], [undefined, "undefined"]] as const) {
+      expect(refusal(() => pick([bad(a, { record: { ...a.record, weight } })], Q1, 1n))).toBe(
+        `edge a: weight must be a Weight (build it with Weight.of(num, den)), got ${got}`,
+      );
+    }
+    expect(refusal(() => front([bad(a, { record: { ...a.record, weight: { num: -1n, den: 1n } } })]))).toBe(
+      "edge a: weight must be a Weight (build it with Weight.of(num, den)), got object",
+    );
     expect(refusal(() => pick([edge("a", { gauge: [0n, -1n] })], Q1, 1n))).toBe("edge a: gauge.folded < 0");
     expect(refusal(() => pick([bad(a, { gauge: { floor: Rational.ZERO, folded: 0 } })], Q1, 1n))).toBe(
       "edge a: gauge.folded must be a bigint, got number",
