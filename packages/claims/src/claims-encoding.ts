@@ -7,8 +7,8 @@ import { MAX_LABEL_LENGTH, MAX_TABLE_TEXT } from "./limits.ts";
 
 const TOP_KEYS = new Set(["format", "roster", "capacity", "maxPerHolder", "now", "lastToken", "claims"]);
 
-function fail(why: string): never {
-  throw new ClaimsDecodeError(`claims table: ${why}`);
+function fail(why: string, bound?: "text"): never {
+  throw new ClaimsDecodeError(`claims table: ${why}`, bound);
 }
 
 function int(v: unknown, what: string, min: number): number {
@@ -45,7 +45,7 @@ function optional<T>(v: unknown, read: (x: unknown) => T): T | undefined {
  */
 export function decodeClaims(text: string, options: { scopeEnded?: (scope: string) => boolean } = {}): ClaimsTable {
   if (typeof text !== "string") fail("input must be a string");
-  if (text.length > MAX_TABLE_TEXT) fail(`input is longer than ${MAX_TABLE_TEXT} code units`);
+  if (text.length > MAX_TABLE_TEXT) fail(`input is longer than ${MAX_TABLE_TEXT} code units`, "text");
   let doc: unknown;
   try {
     doc = JSON.parse(text);

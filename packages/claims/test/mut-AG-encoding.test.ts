@@ -5,8 +5,19 @@
  * `scopeEnded`, so dropping it went unseen.
  */
 import { describe, expect, it } from "vitest";
-import { createClaims, decodeClaims, MAX_TABLE_TEXT } from "../src/index.ts";
+import { ClaimsDecodeError, createClaims, decodeClaims, MAX_TABLE_TEXT } from "../src/index.ts";
 import { thrown } from "./support/thrown.ts";
+
+/** The ClaimsDecodeError `f` throws; fails the test on anything else. */
+function refusal(f: () => unknown): ClaimsDecodeError {
+  try {
+    f();
+  } catch (e) {
+    if (e instanceof ClaimsDecodeError) return e;
+    throw e;
+  }
+  throw new Error("expected a ClaimsDecodeError, nothing was thrown");
+}
 
 describe("decodeClaims: the table text bound", () => {
   // `repeat` builds the long text lazily; only the decoder's JSON.parse flattens it (≈ 256 MB, a fraction of a
@@ -19,6 +30,9 @@ describe("decodeClaims: the table text bound", () => {
     expect(thrown(() => decodeClaims(`${atBound}x`))).toBe(
       "ClaimsDecodeError: claims table: input is longer than 268435456 code units",
     );
+    // the refusal by length names its bound, as the slot decoders' do, so a receiver can count it by reason
+    expect(refusal(() => decodeClaims(`${atBound}x`)).bound).toBe("text");
+    expect(refusal(() => decodeClaims("x")).bound).toBeUndefined();
   }, 120_000);
 });
 
