@@ -172,8 +172,8 @@ class Table implements ClaimsTable {
   /** Mutators move the table's clock forward only: an earlier `now` is judged as the latest. */
   #advance(now: number | undefined): number {
     if (now === undefined) return this.#now;
-    checkTime(now, "now");
-    if (now > this.#now) this.#now = now;
+    const t = checkTime(now, "now");
+    if (t > this.#now) this.#now = t;
     return this.#now;
   }
 
