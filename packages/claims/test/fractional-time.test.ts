@@ -16,4 +16,13 @@ describe("fractional times", () => {
     expect(JSON.parse(t.encode()).now).toBe(7);
     expect(decodeClaims(t.encode()).encode()).toBe(t.encode());
   });
+
+  it("a time of -0 is stored as 0", () => {
+    const t = createClaims();
+    granted(t.take({ holder: "a", resources: [{ key: "k", mode: "exclusive" }] }, -0));
+    expect(Object.is(t.now, 0)).toBe(true);
+    expect(Object.is(t.open()[0]!.since, 0)).toBe(true);
+    t.release("a", "k", -0);
+    expect(Object.is(t.now, 0)).toBe(true);
+  });
 });
