@@ -8,6 +8,7 @@ import { createLibp2p, type Libp2p } from "libp2p";
 import * as lp from "it-length-prefixed";
 import { FrameDecoder } from "./frame-decoder.ts";
 import { whenWritable } from "./drain.ts";
+import { halfWindowUpdates, withCoalescedWrites } from "./coalesced-writes.ts";
 import { peerIdOf } from "./peer-key.ts";
 import { SeamSubscriberError, sortedIds, type PeerId, type Seam, type SendResult } from "./seam.ts";
 import type { Timers } from "./timers.ts";
@@ -131,7 +132,7 @@ export async function libp2pSeam(opts: Libp2pSeamOptions): Promise<Libp2pSeam> {
     privateKey: opts.privateKey,
     addresses: { listen: opts.listen },
     transports: [tcp()],
-    connectionEncrypters: [noise()],
+    connectionEncrypters: [withCoalescedWrites(noise())],
     streamMuxers: [yamux()],
     connectionMonitor: { enabled: false },
     connectionGater: {
@@ -173,6 +174,7 @@ export async function libp2pSeam(opts: Libp2pSeamOptions): Promise<Libp2pSeam> {
   // cut by the end of its stream is counted. A handler that throws is a bug above the seam: counted, the
   // frame is lost, the stream goes on.
   const readStream = (stream: Stream, from: PeerId) => {
+    halfWindowUpdates(stream);
     const decoder = new FrameDecoder(maxFrameBytes);
     let failed = false;
     const deliver = (frame: Uint8Array) => {

@@ -1,0 +1,250 @@
+import { createServer, connect, type Socket } from "node:net";
+import { once } from "node:events";
+import { Uint8ArrayList } from "uint8arraylist";
+import { StreamState, YamuxStream } from "@chainsafe/libp2p-yamux/stream";
+import fc from "fast-check";
+import { afterEach, describe, expect, it } from "vitest";
+import { coalesceWrites, halfWindowUpdates } from "../src/coalesced-writes.ts";
+import { sleep, startLibp2pSeams } from "../src/testing.ts";
+
+const WINDOW = 256 * 1024; // yamux 8's initial stream window
+const HEADER = 12;
+const DATA = 0; // yamux frame types
+const WINDOW_UPDATE = 1;
+const ACK = 2; // yamux flag
+
+const sockets: Socket[] = [];
+afterEach(() => {
+  for (const s of sockets.splice(0)) s.destroy();
+});
+
+/** A connected loopback pair: `[writer, reader]`. */
+async function socketPair(): Promise<[Socket, Socket]> {
+  const server = createServer();
+  server.listen(0, "127.0.0.1");
+  await once(server, "listening");
+  const port = (server.address() as { port: number }).port;
+  const accepted = once(server, "connection") as Promise<[Socket]>;
+  const writer = connect(port, "127.0.0.1");
+  writer.setNoDelay(true);
+  await once(writer, "connect");
+  const [reader] = await accepted;
+  server.close();
+  sockets.push(writer, reader);
+  return [writer, reader];
+}
+
+/** Counts the batches the socket hands to its handle: one `_write` or one `_writev` is one syscall. */
+function countFlushes(socket: Socket): { flushes: number[] } {
+  const seen = { flushes: [] as number[] };
+  const s = socket as Socket & { _write: Function; _writev: Function };
+  const write = s._write.bind(socket);
+  const writev = s._writev.bind(socket);
+  s._write = (chunk: unknown, enc: unknown, cb: unknown) => {
+    seen.flushes.push(1);
+    return write(chunk, enc, cb);
+  };
+  s._writev = (chunks: unknown[], cb: unknown) => {
+    seen.flushes.push(chunks.length);
+    return writev(chunks, cb);
+  };
+  return seen;
+}
+
+async function readAll(socket: Socket, bytes: number): Promise<Buffer> {
+  const parts: Buffer[] = [];
+  let got = 0;
+  while (got < bytes) {
+    const [chunk] = (await once(socket, "data")) as [Buffer];
+    parts.push(chunk);
+    got += chunk.length;
+  }
+  return Buffer.concat(parts);
+}
+
+describe("coalesceWrites", () => {
+  it("sends what one tick gives a connection in one syscall, bytes unchanged and in order", async () => {
+    const [writer, reader] = await socketPair();
+    const conn = { socket: writer, sendData: () => ({ sentBytes: 0, canSendMore: true }) };
+    expect(coalesceWrites(conn)).toBe(true);
+    const seen = countFlushes(writer);
+    // as Noise hands it over: a 2-byte length prefix, then the ciphertext — twice in one tick
+    const r1 = conn.sendData(new Uint8ArrayList(Uint8Array.of(0, 3), Uint8Array.of(1, 2, 3)) as never);
+    const r2 = conn.sendData(new Uint8ArrayList(Uint8Array.of(0, 2), Uint8Array.of(4, 5)) as never);
+    expect(r1).toEqual({ sentBytes: 5, canSendMore: true });
+    expect(r2).toEqual({ sentBytes: 4, canSendMore: true });
+    expect(seen.flushes).toEqual([]); // corked until the tick ends
+    const got = await readAll(reader, 9);
+    expect([...got]).toEqual([0, 3, 1, 2, 3, 0, 2, 4, 5]);
+    expect(seen.flushes).toEqual([4]); // one writev of four buffers
+    // a later tick is a new batch
+    conn.sendData(new Uint8ArrayList(Uint8Array.of(0, 1), Uint8Array.of(9)) as never);
+    expect([...(await readAll(reader, 3))]).toEqual([0, 1, 9]);
+    expect(seen.flushes).toEqual([4, 2]);
+  });
+
+  it("reports backpressure as the socket does, and every byte still arrives", async () => {
+    const [writer, reader] = await socketPair();
+    const conn = { socket: writer, sendData: () => ({ sentBytes: 0, canSendMore: true }) };
+    coalesceWrites(conn);
+    const big = new Uint8Array(writer.writableHighWaterMark + 1).fill(7);
+    const r = conn.sendData(new Uint8ArrayList(Uint8Array.of(1), big) as never);
+    expect(r).toEqual({ sentBytes: big.length + 1, canSendMore: false });
+    const drained = once(writer, "drain");
+    const got = await readAll(reader, big.length + 1);
+    await drained;
+    expect(got[0]).toBe(1);
+    expect(got.subarray(1).every((b) => b === 7)).toBe(true);
+  });
+
+  it("leaves anything without a Node socket alone, and patches once", () => {
+    const sendData = () => ({ sentBytes: 0, canSendMore: true });
+    const plain = { sendData };
+    expect(coalesceWrites(plain)).toBe(false);
+    expect(plain.sendData).toBe(sendData);
+    expect(coalesceWrites(null)).toBe(false);
+    expect(coalesceWrites({ socket: {}, sendData })).toBe(false);
+  });
+
+  it("a socket destroyed while corked neither throws nor writes", async () => {
+    const [writer] = await socketPair();
+    const conn = { socket: writer, sendData: () => ({ sentBytes: 0, canSendMore: true }) };
+    coalesceWrites(conn);
+    writer.on("error", () => {});
+    conn.sendData(new Uint8ArrayList(Uint8Array.of(1)) as never);
+    writer.destroy();
+    await sleep(5);
+    expect(writer.destroyed).toBe(true);
+  });
+});
+
+interface SentFrame {
+  type: number;
+  flag: number;
+  length: number;
+}
+
+const quiet = Object.assign(() => {}, { error: () => {}, trace: () => {}, enabled: false }) as unknown as {
+  newScope(): unknown;
+};
+(quiet as { newScope: () => unknown }).newScope = () => quiet;
+
+function yamuxStream(state: StreamState): { stream: YamuxStream; sent: SentFrame[] } {
+  const sent: SentFrame[] = [];
+  const stream = new YamuxStream({
+    id: "1",
+    streamId: 1,
+    state,
+    direction: "inbound",
+    log: quiet as never,
+    getRTT: () => -1, // no window auto-tuning: the window stays WINDOW
+    sendFrame: (header) => {
+      sent.push({ type: header.type, flag: header.flag, length: header.length });
+      return true;
+    },
+  });
+  return { stream, sent };
+}
+
+function deliver(stream: YamuxStream, bytes: number): void {
+  stream.handleData({
+    header: { type: DATA, flag: 0, streamID: 1, length: bytes, version: 0 },
+    data: new Uint8ArrayList(new Uint8Array(bytes)),
+  } as never);
+}
+
+const updates = (sent: SentFrame[]) => sent.filter((f) => f.type === WINDOW_UPDATE);
+
+describe("halfWindowUpdates", () => {
+  it("returns the window once half is used, not after every frame", () => {
+    const eager = yamuxStream(StreamState.Established);
+    const lazy = yamuxStream(StreamState.Established);
+    expect(halfWindowUpdates(lazy.stream)).toBe(true);
+    for (let i = 0; i < 128; i++) {
+      deliver(eager.stream, 1024);
+      deliver(lazy.stream, 1024);
+    }
+    expect(updates(eager.sent)).toHaveLength(128); // yamux's own rule: one per data frame
+    expect(updates(lazy.sent)).toHaveLength(0); // exactly half used: nothing owed yet
+    deliver(lazy.stream, 1);
+    expect(updates(lazy.sent)).toEqual([{ type: WINDOW_UPDATE, flag: 0, length: 128 * 1024 + 1 }]);
+    deliver(lazy.stream, 1024);
+    expect(updates(lazy.sent)).toHaveLength(1);
+  });
+
+  it("still sends the ACK a new inbound stream owes with its first update", () => {
+    const { stream, sent } = yamuxStream(StreamState.SYNReceived);
+    halfWindowUpdates(stream);
+    deliver(stream, 10);
+    expect(updates(sent)).toEqual([{ type: WINDOW_UPDATE, flag: ACK, length: 10 }]);
+    deliver(stream, 10);
+    expect(updates(sent)).toHaveLength(1);
+  });
+
+  it("sends nothing while paused, and what is owed on resume", () => {
+    const { stream, sent } = yamuxStream(StreamState.Established);
+    halfWindowUpdates(stream);
+    stream.sendPause();
+    for (let i = 0; i < 3; i++) deliver(stream, 64 * 1024);
+    expect(updates(sent)).toHaveLength(0);
+    stream.sendResume();
+    expect(updates(sent)).toEqual([{ type: WINDOW_UPDATE, flag: 0, length: 3 * 64 * 1024 }]);
+  });
+
+  it("leaves anything that is not a yamux stream alone", () => {
+    expect(halfWindowUpdates({ sendWindowUpdate() {} })).toBe(false);
+    expect(halfWindowUpdates(null)).toBe(false);
+  });
+
+  it("a writer that sends whenever its window allows is never refused and never stalls", () => {
+    fc.assert(
+      fc.property(fc.array(fc.integer({ min: 1, max: 3 * WINDOW }), { minLength: 1, maxLength: 60 }), (writes) => {
+        const { stream, sent } = yamuxStream(StreamState.Established);
+        halfWindowUpdates(stream);
+        let credit = WINDOW; // the writer's view of the window
+        let seen = 0;
+        for (const want of writes) {
+          let left = want;
+          while (left > 0) {
+            // a stall: the writer has bytes and no credit, and no update is coming
+            expect(credit).toBeGreaterThan(0);
+            const n = Math.min(left, credit, 64 * 1024 - HEADER);
+            credit -= n;
+            left -= n;
+            const before = sent.length;
+            deliver(stream, n); // throws if the receive window is exceeded
+            for (const f of sent.slice(before)) if (f.type === WINDOW_UPDATE) credit += f.length;
+            seen += n;
+            expect(credit).toBeLessThanOrEqual(WINDOW);
+            expect(credit).toBeGreaterThanOrEqual(WINDOW / 2);
+          }
+        }
+        expect(seen).toBe(writes.reduce((a, b) => a + b, 0));
+      }),
+      { numRuns: 200 },
+    );
+  });
+});
+
+describe("the libp2p seam with both", () => {
+  it("carries frames larger than the yamux window, in order, many times over", async () => {
+    const { seams } = await startLibp2pSeams(2);
+    const [a, b] = seams as [(typeof seams)[0], (typeof seams)[0]];
+    const got: number[] = [];
+    b.onFrame((_from, frame) => got.push(frame[0]! + frame.length));
+    const sizes = [1, 300_000, 17, 1 << 20, 70_000, 1 << 20, 5, 1 << 20, 1 << 20, 2];
+    const want = sizes.map((n, i) => i + n);
+    const deadline = Date.now() + 20_000;
+    let sent = 0;
+    while (got.length < sizes.length && Date.now() < deadline) {
+      while (sent < sizes.length && b.peers.get().has(a.self) && a.peers.get().has(b.self)) {
+        const n = sizes[sent]!;
+        if (a.send(b.self, new Uint8Array(n).fill(sent)) !== "queued") break;
+        sent++;
+      }
+      await sleep(20);
+    }
+    expect(got).toEqual(want);
+    for (const s of seams) await s.close();
+  });
+});
