@@ -3,7 +3,7 @@
  * path (governed.md §5.5; issue 15).
  *
  * Both systems run as N separate OS processes on 127.0.0.1 with fsync on: ours with the segmented log store
- * (one write + fdatasync per group-commit batch, in a worker thread) over the node package's libp2p seam; etcd
+ * (one write + fdatasync per group-commit batch, on libuv's thread pool) over the node package's libp2p seam; etcd
  * with its defaults (its WAL is fsynced). The load generator is this process, writing 256-byte values with 1 or 64
  * writes outstanding to the leader over one connection, and counting a write when the leader has applied it
  * (both on etcd's default timing: heartbeat 100 ms, election timeout 1 s — `HEDDLE_RAFT_TIMING=spec` for ours
@@ -15,6 +15,9 @@
  *
  *   npx -y pnpm@10 --filter @heddle/governed bench                              # 4 s per cell, one round
  *   HEDDLE_BENCH_SECONDS=5 HEDDLE_BENCH_ROUNDS=3 npx -y pnpm@10 --filter @heddle/governed bench
+ *
+ * `HEDDLE_BENCH_PROFILE=<dir>` (diagnostics) runs each member of ours under `--cpu-prof`, writing its profile to
+ * `<dir>` when the bench stops it (with SIGTERM then, so the profiler can write; SIGKILL otherwise).
  *
  * Prints a table (median over rounds) and one JSON line per cell:
  * {"system":"heddle"|"etcd","workload":"raft","voters":…,"concurrency":…,"opsPerSec":…,"p50Ms":…,"p99Ms":…}.
@@ -41,6 +44,7 @@ const VALUE = new Uint8Array(256).fill(0x76);
 const SIZES = (process.env.HEDDLE_BENCH_SIZES ?? "3,5").split(",").map(Number);
 const CONCURRENCY = (process.env.HEDDLE_BENCH_CONCURRENCY ?? "1,64").split(",").map(Number);
 const SYSTEMS = (process.env.HEDDLE_BENCH_SYSTEMS ?? "heddle,etcd").split(",") as System[];
+const PROFILE_DIR = process.env.HEDDLE_BENCH_PROFILE ?? "";
 const fixture = join(import.meta.dirname, "..", "test", "fixtures", "raft-process.ts");
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -131,7 +135,8 @@ class Member {
   readonly #waiting = new Map<number, (r: Record<string, unknown>) => void>();
   readonly ready: Promise<void>;
   constructor(dir: string, index: number, ids: string[], voters: string[]) {
-    this.child = spawn(process.execPath, [fixture, dir, String(index), JSON.stringify(ids), JSON.stringify(voters)], {
+    const profile = PROFILE_DIR === "" ? [] : ["--cpu-prof", `--cpu-prof-dir=${PROFILE_DIR}`];
+    this.child = spawn(process.execPath, [...profile, fixture, dir, String(index), JSON.stringify(ids), JSON.stringify(voters)], {
       stdio: ["pipe", "pipe", "inherit"],
       // etcd's default timing (heartbeat 100 ms, election timeout 1 s, randomized up to 2 s) for both systems
       env: { ...process.env, HEDDLE_RAFT_TIMING: process.env.HEDDLE_RAFT_TIMING ?? "etcd" },
@@ -187,8 +192,8 @@ async function ours(size: number): Promise<Cell[]> {
     return cells;
   } finally {
     await client?.close();
-    for (const m of members) m.child.kill("SIGKILL");
-    await sleep(200);
+    for (const m of members) m.child.kill(PROFILE_DIR === "" ? "SIGKILL" : "SIGTERM");
+    await sleep(PROFILE_DIR === "" ? 200 : 2_000);
     rmSync(dir, { recursive: true, force: true });
   }
 }
