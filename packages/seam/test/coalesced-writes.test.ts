@@ -4,7 +4,7 @@ import { Uint8ArrayList } from "uint8arraylist";
 import { StreamState, YamuxStream } from "@chainsafe/libp2p-yamux/stream";
 import fc from "fast-check";
 import { afterEach, describe, expect, it } from "vitest";
-import { coalesceWrites, halfWindowUpdates } from "../src/coalesced-writes.ts";
+import { coalesceWrites, halfWindowUpdates, quietLengthDecoder } from "../src/coalesced-writes.ts";
 import { sleep, startLibp2pSeams } from "../src/testing.ts";
 
 const WINDOW = 256 * 1024; // yamux 8's initial stream window
@@ -62,15 +62,22 @@ async function readAll(socket: Socket, bytes: number): Promise<Buffer> {
   return Buffer.concat(parts);
 }
 
+type SendData = (data: Uint8ArrayList) => { sentBytes: number; canSendMore: boolean };
+
+/** A stand-in for `@libp2p/tcp`'s connection: the socket, and a `sendData` that coalesceWrites replaces. */
+function tcpConnection(socket: Socket): { socket: Socket; sendData: SendData } {
+  return { socket, sendData: () => ({ sentBytes: 0, canSendMore: true }) };
+}
+
 describe("coalesceWrites", () => {
   it("sends what one tick gives a connection in one syscall, bytes unchanged and in order", async () => {
     const [writer, reader] = await socketPair();
-    const conn = { socket: writer, sendData: () => ({ sentBytes: 0, canSendMore: true }) };
+    const conn = tcpConnection(writer);
     expect(coalesceWrites(conn)).toBe(true);
     const seen = countFlushes(writer);
     // as Noise hands it over: a 2-byte length prefix, then the ciphertext — twice in one tick
-    const r1 = conn.sendData(new Uint8ArrayList(Uint8Array.of(0, 3), Uint8Array.of(1, 2, 3)) as never);
-    const r2 = conn.sendData(new Uint8ArrayList(Uint8Array.of(0, 2), Uint8Array.of(4, 5)) as never);
+    const r1 = conn.sendData(new Uint8ArrayList(Uint8Array.of(0, 3), Uint8Array.of(1, 2, 3)));
+    const r2 = conn.sendData(new Uint8ArrayList(Uint8Array.of(0, 2), Uint8Array.of(4, 5)));
     expect(r1).toEqual({ sentBytes: 5, canSendMore: true });
     expect(r2).toEqual({ sentBytes: 4, canSendMore: true });
     expect(seen.flushes).toEqual([]); // corked until the tick ends
@@ -78,17 +85,17 @@ describe("coalesceWrites", () => {
     expect([...got]).toEqual([0, 3, 1, 2, 3, 0, 2, 4, 5]);
     expect(seen.flushes).toEqual([4]); // one writev of four buffers
     // a later tick is a new batch
-    conn.sendData(new Uint8ArrayList(Uint8Array.of(0, 1), Uint8Array.of(9)) as never);
+    conn.sendData(new Uint8ArrayList(Uint8Array.of(0, 1), Uint8Array.of(9)));
     expect([...(await readAll(reader, 3))]).toEqual([0, 1, 9]);
     expect(seen.flushes).toEqual([4, 2]);
   });
 
   it("reports backpressure as the socket does, and every byte still arrives", async () => {
     const [writer, reader] = await socketPair();
-    const conn = { socket: writer, sendData: () => ({ sentBytes: 0, canSendMore: true }) };
+    const conn = tcpConnection(writer);
     coalesceWrites(conn);
     const big = new Uint8Array(writer.writableHighWaterMark + 1).fill(7);
-    const r = conn.sendData(new Uint8ArrayList(Uint8Array.of(1), big) as never);
+    const r = conn.sendData(new Uint8ArrayList(Uint8Array.of(1), big));
     expect(r).toEqual({ sentBytes: big.length + 1, canSendMore: false });
     const drained = once(writer, "drain");
     const got = await readAll(reader, big.length + 1);
@@ -108,13 +115,49 @@ describe("coalesceWrites", () => {
 
   it("a socket destroyed while corked neither throws nor writes", async () => {
     const [writer] = await socketPair();
-    const conn = { socket: writer, sendData: () => ({ sentBytes: 0, canSendMore: true }) };
+    const conn = tcpConnection(writer);
     coalesceWrites(conn);
     writer.on("error", () => {});
-    conn.sendData(new Uint8ArrayList(Uint8Array.of(1)) as never);
+    conn.sendData(new Uint8ArrayList(Uint8Array.of(1)));
     writer.destroy();
     await sleep(5);
     expect(writer.destroyed).toBe(true);
+  });
+});
+
+describe("quietLengthDecoder", () => {
+  const uint16BE = Object.assign(
+    (data: Uint8ArrayList) => {
+      if (data.length < 2) throw new RangeError("Could not decode int16BE");
+      return data.getUint16(0);
+    },
+    { bytes: 2 },
+  );
+
+  it("answers a short buffer with one prebuilt RangeError, and decodes the rest as before", () => {
+    const conn = { decoder: { lengthDecoder: uint16BE as unknown } };
+    expect(quietLengthDecoder(conn)).toBe(true);
+    const decode = conn.decoder.lengthDecoder as typeof uint16BE;
+    expect(decode).not.toBe(uint16BE);
+    expect(decode.bytes).toBe(2);
+    const caught = (data: Uint8ArrayList): unknown => {
+      try {
+        decode(data);
+      } catch (e) {
+        return e;
+      }
+      return null;
+    };
+    const first = caught(new Uint8ArrayList());
+    expect(first).toBeInstanceOf(RangeError); // what LengthPrefixedDecoder waits for more bytes on
+    expect(caught(new Uint8ArrayList(Uint8Array.of(1)))).toBe(first); // the same instance: no stack per throw
+    expect(decode(new Uint8ArrayList(Uint8Array.of(1), Uint8Array.of(2, 99)))).toBe(258);
+  });
+
+  it("leaves anything without a length decoder alone", () => {
+    expect(quietLengthDecoder({})).toBe(false);
+    expect(quietLengthDecoder({ decoder: {} })).toBe(false);
+    expect(quietLengthDecoder(null)).toBe(false);
   });
 });
 
@@ -150,7 +193,7 @@ function deliver(stream: YamuxStream, bytes: number): void {
   stream.handleData({
     header: { type: DATA, flag: 0, streamID: 1, length: bytes, version: 0 },
     data: new Uint8ArrayList(new Uint8Array(bytes)),
-  } as never);
+  });
 }
 
 const updates = (sent: SentFrame[]) => sent.filter((f) => f.type === WINDOW_UPDATE);
