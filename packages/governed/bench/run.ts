@@ -16,7 +16,8 @@
  *   npx -y pnpm@10 --filter @heddle/governed bench                              # 4 s per cell, one round
  *   HEDDLE_BENCH_SECONDS=5 HEDDLE_BENCH_ROUNDS=3 npx -y pnpm@10 --filter @heddle/governed bench
  *
- * `HEDDLE_BENCH_PROFILE=<dir>` (diagnostics) runs each member of ours under `--cpu-prof`, writing its profile to
+ * `HEDDLE_BENCH_QUANTILES=1` (diagnostics) prints each cell's latency distribution and mean (at one client the
+ * mean, not the median, sets the rate). `HEDDLE_BENCH_PROFILE=<dir>` (diagnostics) runs each member of ours under `--cpu-prof`, writing its profile to
  * `<dir>` when the bench stops it (with SIGTERM then, so the profiler can write; SIGKILL otherwise).
  *
  * Prints a table (median over rounds) and one JSON line per cell:
@@ -44,6 +45,7 @@ const VALUE = new Uint8Array(256).fill(0x76);
 const SIZES = (process.env.HEDDLE_BENCH_SIZES ?? "3,5").split(",").map(Number);
 const CONCURRENCY = (process.env.HEDDLE_BENCH_CONCURRENCY ?? "1,64").split(",").map(Number);
 const SYSTEMS = (process.env.HEDDLE_BENCH_SYSTEMS ?? "heddle,etcd").split(",") as System[];
+const QUANTILES = process.env.HEDDLE_BENCH_QUANTILES === "1";
 const PROFILE_DIR = process.env.HEDDLE_BENCH_PROFILE ?? "";
 const fixture = join(import.meta.dirname, "..", "test", "fixtures", "raft-process.ts");
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -108,6 +110,12 @@ async function load(concurrency: number, client: KvClient, pids: readonly (numbe
   const seconds = (performance.now() - startedAt) / 1000;
   lat.sort((a, b) => a - b);
   const q = (p: number): number => lat[Math.min(lat.length - 1, Math.floor(p * lat.length))] ?? NaN;
+  if (QUANTILES) {
+    const mean = lat.reduce((a, b) => a + b, 0) / Math.max(1, lat.length);
+    const at = [0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.98, 0.99, 0.999].map((p) => `p${p * 100} ${q(p).toFixed(2)}`).join(" ");
+    const over = (ms: number): number => lat.filter((x) => x > ms).reduce((a, b) => a + b, 0) / Math.max(1, lat.reduce((a, b) => a + b, 0));
+    console.log(`    c=${concurrency} latency ms: mean ${mean.toFixed(3)} ${at} max ${(lat.at(-1) ?? NaN).toFixed(2)}; share of time in writes over 3 ms ${(100 * over(3)).toFixed(1)} %`);
+  }
   const perOp = (k: number): number => ((cpu1[k]! - cpu0[k]!) * 1000) / Math.max(1, lat.length);
   let followers = 0;
   for (let k = 1; k < pids.length; k++) followers += perOp(k);

@@ -5,13 +5,13 @@
  */
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { memoryRaftStorage, RaftRestoreError, walRaftStorage } from "../src/index.ts";
 import type { LogEntry, PersistedState, StoredSnapshot } from "../src/index.ts";
 import { crc32c } from "../src/raft/crc32c.ts";
-import { nodeWalDirectory } from "../src/raft/wal-files.ts";
+import { INLINE_WRITE_MAX_BYTES, nodeWalDirectory } from "../src/raft/wal-files.ts";
 import { openSegmentedLog, SegmentedLog } from "../src/raft/wal-log.ts";
 import { PowerCut, SimDirectory } from "./support/sim-directory.ts";
 import { scanSegment } from "../src/raft/wal-records.ts";
@@ -242,6 +242,63 @@ describe("segmented log store", () => {
         }
       }
       expect(outcomes, `${trigger}: crashes landed both before and after the call took effect`).toEqual(new Set(["before", "after"]));
+    }
+  });
+});
+
+describe("the real files' write-and-sync", () => {
+  const sizes = [1, INLINE_WRITE_MAX_BYTES, INLINE_WRITE_MAX_BYTES + 1, 3 * INLINE_WRITE_MAX_BYTES];
+
+  it("writes every size at its position, on the caller's thread or the pool, and answers after returning", async () => {
+    const path = mkdtempSync(join(tmpdir(), "heddle-wal-files-"));
+    try {
+      for (const dsync of [false, true]) {
+        const dir = nodeWalDirectory(path);
+        const f = dir.open(`f-${dsync}`, { create: true, dsync });
+        let at = 7;
+        const want: Uint8Array[] = [new Uint8Array(7)];
+        for (const [k, n] of sizes.entries()) {
+          const bytes = new Uint8Array(n).fill(k + 1);
+          let answered = false;
+          const done = new Promise<Error | null>((resolve) =>
+            f.writeAndSyncAsync!(bytes, at, (e) => {
+              answered = true;
+              resolve(e);
+            }),
+          );
+          expect(answered).toBe(false); // never answers before it returns
+          expect(await done).toBeNull();
+          want.push(bytes);
+          at += n;
+        }
+        f.close();
+        expect(Buffer.compare(readFileSync(join(path, `f-${dsync}`)), Buffer.concat(want))).toBe(0);
+      }
+    } finally {
+      rmSync(path, { recursive: true, force: true });
+    }
+  });
+
+  it("reports a failed write through the callback, with the system's code, for every size", async () => {
+    const path = mkdtempSync(join(tmpdir(), "heddle-wal-files-"));
+    try {
+      const f = nodeWalDirectory(path).open("f", { create: true, dsync: false });
+      for (const n of sizes) {
+        let answered = false;
+        const done = new Promise<Error | null>((resolve) =>
+          f.writeAndSyncAsync!(new Uint8Array(n), 2 ** 52, (e) => {
+            answered = true;
+            resolve(e);
+          }),
+        );
+        expect(answered).toBe(false);
+        const e = await done;
+        expect(e).toBeInstanceOf(Error);
+        expect((e as NodeJS.ErrnoException).code).toMatch(/^(EFBIG|EINVAL)$/); // beyond any file system's largest file
+      }
+      f.close();
+    } finally {
+      rmSync(path, { recursive: true, force: true });
     }
   });
 });
