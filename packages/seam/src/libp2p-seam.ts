@@ -9,6 +9,7 @@ import * as lp from "it-length-prefixed";
 import { FrameDecoder } from "./frame-decoder.ts";
 import { whenWritable } from "./drain.ts";
 import { halfWindowUpdates, withCoalescedWrites } from "./coalesced-writes.ts";
+import { noiseCrypto } from "./noise-crypto.ts";
 import { peerIdOf } from "./peer-key.ts";
 import { SeamSubscriberError, sortedIds, type PeerId, type Seam, type SendResult } from "./seam.ts";
 import type { Timers } from "./timers.ts";
@@ -132,7 +133,7 @@ export async function libp2pSeam(opts: Libp2pSeamOptions): Promise<Libp2pSeam> {
     privateKey: opts.privateKey,
     addresses: { listen: opts.listen },
     transports: [tcp()],
-    connectionEncrypters: [withCoalescedWrites(noise())],
+    connectionEncrypters: [withCoalescedWrites(noise({ crypto: noiseCrypto }))],
     streamMuxers: [yamux()],
     connectionMonitor: { enabled: false },
     connectionGater: {
