@@ -7,6 +7,18 @@ import { privateKeyToProtobuf } from "@libp2p/crypto/keys";
 import { edgeId, generatePeerKey, peerIdOf } from "@heddle/node";
 import { CONFIG_VERSION, type PeerConfigDocument } from "./config-schema.ts";
 
+/**
+ * A new API bearer token: 32 random bytes, base64url (43 characters), never starting with `-`. One token in 64
+ * did, and a command line then reads `--token -…` as a missing value (`util.parseArgs` refuses an option value that
+ * looks like an option), so `heddle … --token "$(cat token)"` failed with a usage error for that peer alone.
+ */
+export function newApiToken(random: (bytes: number) => Buffer = randomBytes): string {
+  for (;;) {
+    const token = random(32).toString("base64url");
+    if (!token.startsWith("-")) return token;
+  }
+}
+
 /** Options of {@link initCluster}. */
 export interface InitOptions {
   /** The folder to create (must not exist, or be empty). */
@@ -112,7 +124,7 @@ export async function initCluster(o: InitOptions): Promise<InitPeer[]> {
     const pdir = join(dir, `peer-${i}`);
     mkdirSync(pdir, { mode: 0o700 });
     writeSecret(join(pdir, "peer.key"), p.key);
-    writeSecret(join(pdir, "token"), `${randomBytes(32).toString("base64url")}\n`);
+    writeSecret(join(pdir, "token"), `${newApiToken()}\n`);
     const doc: PeerConfigDocument = {
       version: CONFIG_VERSION,
       identity: { keyFile: "peer.key" },
