@@ -1,4 +1,4 @@
-// Fewer socket writes under libp2p's TCP connections (issue 15).
+// Fewer socket writes, and less work per message, under libp2p's TCP connections (issue 15).
 //
 // Under libp2p 3.3 every yamux frame becomes one Noise message, and `@chainsafe/libp2p-noise` 17 hands the TCP
 // connection that message as a list of two buffers: its 2-byte length prefix and the ciphertext. `@libp2p/tcp` 11
@@ -11,6 +11,10 @@
 // The bytes on the wire are the same, in the same order; only the syscalls that carry them change. Backpressure
 // is the socket's own: `write` still answers whether the socket's buffer is below its high-water mark, and the
 // socket still emits `drain` once a flush empties it.
+//
+// Two more per-message costs of the same stack are cut here, each explained at its function:
+// `halfWindowUpdates` (yamux's window update after every data frame) and `quietLengthDecoder` (an error object
+// built after every Noise message received). `withCoalescedWrites` applies the Noise-side ones to each connection.
 import type { Socket } from "node:net";
 import type { ConnectionEncrypter } from "@libp2p/interface";
 import { StreamState, YamuxStream } from "@chainsafe/libp2p-yamux/stream";
