@@ -72,18 +72,23 @@ interface InFlightTake {
  * Wraps `source.claims` so that `take` answers a refusal from the leader's applied table whenever the table,
  * read at a confirmed ReadIndex and judged at the leader's clock (never earlier than `claimsNow`), refuses it.
  *
- * Why it is linearizable: the ReadIndex confirmation proves that no other leader committed anything after the
- * read index, and the table is judged once the applied prefix has reached it — so the refusal is the answer the
- * log's state gave at a point inside the call. Why it is cheap: a refused take costs one heartbeat round, no
- * append and no fsync; a take the local (unconfirmed) table would grant skips the read and is proposed at once.
+ * Why it is linearizable: the ReadIndex confirmation, started after the call began, proves that no other leader
+ * committed anything before the read index, and the table is judged once the applied prefix has reached it — so
+ * the refusal is the answer the log's state gave at a point inside the call. One confirmation serves the whole
+ * call: every entry past its read index was committed after the call began (by this leader, or by a later one
+ * elected after the confirmation), so judging the applied table again later in the call — after waiting for
+ * another take — is still the log's state at a point inside the call. Why it is cheap: a refused take costs at
+ * most one heartbeat round (shared with every read of that round), no append and no fsync; a take the local
+ * (unconfirmed) table would grant skips the read and is proposed at once.
  *
  * Contention: when many takes of one free key arrive together, the table is free for all of them until the first
  * grant applies, so each would be proposed and all but one refused *in the log* — one commit per refusal. Instead,
  * the leader proposes one take per key at a time: a take naming a key for which a take proposed here has not yet
- * settled waits for it (at most {@link MAX_TAKE_WAITS} times), then is judged again — normally refused at a read,
- * naming the new holder. It waits only when those takes could make it refuse: shared takes of a key with a free
- * unit for each of them (readers of a `capacity: null` key, slots of a pool) are proposed together, at once. Waiting never changes an answer's correctness: each answer is still a committed outcome
- * or a refusal at a confirmed read; it only keeps refusals out of the log.
+ * settled waits for it (at most {@link MAX_TAKE_WAITS} times) while its confirmed read runs alongside, then is
+ * judged again — normally refused at once, naming the new holder. It waits only when those takes could make it
+ * refuse: shared takes of a key with a free unit for each of them (readers of a `capacity: null` key, slots of a
+ * pool) are proposed together, at once. Waiting never changes an answer's correctness: each answer is still a
+ * committed outcome or a refusal at a confirmed read; it only keeps refusals out of the log.
  *
  * Not on this path: a take carrying an idempotency key (its recorded outcome must be the one answered), and any
  * take on a peer that is not the leader (there a confirmation would itself be a commit: governed.md §3.10 `sync()`
@@ -170,39 +175,70 @@ export function claimsWithReadRefusals(source: ReadRefusalSource, counts?: ReadR
         if (left <= 0) throw notProposed(`its ${opts.timeoutMs} ms ran out before it was proposed`);
         return { ...opts, timeoutMs: left };
       };
-      for (let waits = 0; ; ) {
-        const budget = rest();
-        if (!source.isLeader()) return propose(request, budget);
-        const pending = busy(keys);
-        if (pending.length > 0 && waits < MAX_TAKE_WAITS) {
-          waits++;
-          if (counts !== undefined) counts.waitedForTake = (counts.waitedForTake ?? 0) + 1;
-          if (!(await settle(pending, budget))) {
-            throw notProposed(opts.signal?.aborted === true ? "the call was aborted while it waited for another take of its key" : `its ${opts.timeoutMs} ms ran out while it waited for another take of its key`);
+      /**
+       * This call's confirmed read, started at most once and only after the call began: once it is confirmed, the
+       * applied table is a linearizable view for the rest of the call (see the function's comment), so a take that
+       * then waits for another take of its key is judged again without a second round.
+       */
+      let confirmation: Promise<unknown> | null = null;
+      /** Ends a confirmed read left in flight when the call ends without it (off the leader it would append a barrier). */
+      let readAbort: AbortController | null = null;
+      const confirm = (budget: CallOptions): Promise<unknown> => {
+        if (confirmation === null) {
+          const ac = (readAbort = new AbortController());
+          const onCallerAbort = (): void => ac.abort();
+          opts.signal?.addEventListener("abort", onCallerAbort, { once: true });
+          if (opts.signal?.aborted === true) ac.abort();
+          confirmation = source
+            .sync({ ...(budget.timeoutMs !== undefined ? { timeoutMs: budget.timeoutMs } : {}), signal: ac.signal })
+            .finally(() => opts.signal?.removeEventListener("abort", onCallerAbort));
+          // a read left behind when the take is proposed after all must not end as an unhandled rejection
+          confirmation.catch(() => {});
+        }
+        return confirmation;
+      };
+      const proposeNow = (budget: CallOptions, tracked: boolean): Promise<ClaimsOutcome> =>
+        tracked ? proposeTracked(request, budget, keys) : propose(request, budget);
+      try {
+        for (let waits = 0; ; ) {
+          const budget = rest();
+          if (!source.isLeader()) return proposeNow(budget, false);
+          const pending = busy(keys);
+          if (pending.length > 0 && waits < MAX_TAKE_WAITS) {
+            waits++;
+            if (counts !== undefined) counts.waitedForTake = (counts.waitedForTake ?? 0) + 1;
+            // The read runs alongside the wait: once the other take settles, this one is normally refused, and its
+            // confirmation is then already there (one round overlapped with the other take's commit, not after it).
+            void confirm(budget);
+            if (!(await settle(pending, budget))) {
+              throw notProposed(opts.signal?.aborted === true ? "the call was aborted while it waited for another take of its key" : `its ${opts.timeoutMs} ms ran out while it waited for another take of its key`);
+            }
+            continue;
           }
-          continue;
+          if (inner.view().wouldRefuse(request, source.now()) === undefined) return proposeNow(budget, true);
+          try {
+            await confirm(budget);
+          } catch (e) {
+            // the read ran out of time: the take itself was never proposed
+            if ((e as Error | undefined)?.name === "OutcomeUnknownError") throw notProposed(`no confirmed read within its time (${(e as Error).message})`, e);
+            throw e;
+          }
+          // Judge and note the applied index in one synchronous step: nothing applies in between.
+          const judgedAt = source.now();
+          const refusal = inner.view().wouldRefuse(request, judgedAt);
+          const readIndex = source.controlView().appliedIndex;
+          if (refusal !== undefined) {
+            if (counts !== undefined) counts.refusedAtRead++;
+            return { kind: "refused-at-read", readIndex, judgedAt, claims: refusal };
+          }
+          // free at the read — but another take of these keys may have been proposed here while we read: wait for it
+          if (busy(keys).length > 0 && waits < MAX_TAKE_WAITS) continue;
+          const left = rest();
+          if (counts !== undefined) counts.passedAfterRead++;
+          return proposeNow(left, true);
         }
-        if (inner.view().wouldRefuse(request, source.now()) === undefined) return proposeTracked(request, budget, keys);
-        try {
-          await source.sync({ ...(budget.timeoutMs !== undefined ? { timeoutMs: budget.timeoutMs } : {}), ...(budget.signal !== undefined ? { signal: budget.signal } : {}) });
-        } catch (e) {
-          // the read ran out of time: the take itself was never proposed
-          if ((e as Error | undefined)?.name === "OutcomeUnknownError") throw notProposed(`no confirmed read within its time (${(e as Error).message})`, e);
-          throw e;
-        }
-        // Judge and note the applied index in one synchronous step: nothing applies in between.
-        const judgedAt = source.now();
-        const refusal = inner.view().wouldRefuse(request, judgedAt);
-        const readIndex = source.controlView().appliedIndex;
-        if (refusal !== undefined) {
-          if (counts !== undefined) counts.refusedAtRead++;
-          return { kind: "refused-at-read", readIndex, judgedAt, claims: refusal };
-        }
-        // free at the read — but another take of these keys may have been proposed here while we read: wait for it
-        if (busy(keys).length > 0 && waits < MAX_TAKE_WAITS) continue;
-        const left = rest();
-        if (counts !== undefined) counts.passedAfterRead++;
-        return proposeTracked(request, left, keys);
+      } finally {
+        (readAbort as AbortController | null)?.abort(); // assigned inside `confirm`, which TypeScript does not follow
       }
     },
     release: (holder, key, opts) => inner.release(holder, key, opts),

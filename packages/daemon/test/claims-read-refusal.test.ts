@@ -237,6 +237,10 @@ class ScriptedLeader {
   readonly verbs: ClaimsVerbs;
   /** When set, a confirmed read fails as a sync past its deadline does. */
   readFails = false;
+  /** When set, a confirmed read stays unconfirmed until its signal aborts. */
+  readHangs = false;
+  /** Every confirmed read asked for, with the signal it was given. */
+  readonly reads: { signal: AbortSignal | undefined }[] = [];
 
   constructor(options: ClaimsOptions = {}) {
     this.table = createClaims(options);
@@ -270,7 +274,13 @@ class ScriptedLeader {
           view: () => view,
         },
         controlView: () => ({ appliedIndex: this.proposed.length }),
-        sync: () => (this.readFails ? Promise.reject(Object.assign(new Error("sync: no linearizable view within 5 ms (or aborted)"), { name: "OutcomeUnknownError" })) : Promise.resolve(undefined)),
+        sync: (o) => {
+          this.reads.push({ signal: o?.signal });
+          const expired = () => Object.assign(new Error("sync: no linearizable view within 5 ms (or aborted)"), { name: "OutcomeUnknownError" });
+          if (this.readFails) return Promise.reject(expired());
+          if (this.readHangs) return new Promise((_, reject) => o?.signal?.addEventListener("abort", () => reject(expired()), { once: true }));
+          return Promise.resolve(undefined);
+        },
         isLeader: () => true,
         now: () => this.clock,
         timers: {
@@ -372,6 +382,60 @@ describe("a take waiting for another take of its key (claims.md §2: never waits
     expect(second.state).toBe("rejected");
     expect(second.error).toBeInstanceOf(ProposalAbortedError);
     expect(l.proposed).toHaveLength(1);
+  });
+});
+
+describe("one confirmed read per take, run alongside its wait for another take", () => {
+  it("starts while the other take is in flight and is not repeated once it settles", async () => {
+    const l = new ScriptedLeader();
+    const first = track(l.verbs.take(take("a", "k"), { timeoutMs: 5_000 }));
+    await flush();
+    const second = track(l.verbs.take(take("b", "k"), { timeoutMs: 5_000 }));
+    await flush();
+    expect(l.counts.waitedForTake).toBe(1);
+    expect(l.reads).toHaveLength(1); // already asked for, while a's take is still in flight
+    expect(second.state).toBe("pending");
+    l.proposed[0]!.grant();
+    await flush();
+    expect(first.value).toMatchObject({ kind: "applied", claims: { ok: true } });
+    expect(second.value).toMatchObject({ kind: "refused-at-read", readIndex: 1, claims: { blocked: [{ key: "k", holders: ["a"] }] } });
+    expect(l.reads).toHaveLength(1);
+    expect(l.proposed).toHaveLength(1);
+  });
+
+  it("still decides: a take that waited is not refused when its read could not be confirmed", async () => {
+    const l = new ScriptedLeader();
+    l.readFails = true;
+    track(l.verbs.take(take("a", "k"), { timeoutMs: 5_000 }));
+    await flush();
+    const second = track(l.verbs.take(take("b", "k"), { timeoutMs: 5_000 }));
+    await flush();
+    l.proposed[0]!.grant();
+    await flush();
+    expect(second.state).toBe("rejected");
+    expect(second.error).toBeInstanceOf(ProposalAbortedError);
+    expect((second.error as Error).message).toMatch(/no confirmed read.*nothing was proposed/);
+    expect(l.proposed).toHaveLength(1);
+  });
+
+  it("is ended when the other take fails and this one is proposed instead", async () => {
+    const l = new ScriptedLeader();
+    l.readHangs = true;
+    const first = track(l.verbs.take(take("a", "k"), { timeoutMs: 5_000 }));
+    await flush();
+    const second = track(l.verbs.take(take("b", "k"), { timeoutMs: 5_000 }));
+    await flush();
+    expect(l.reads).toHaveLength(1);
+    expect(l.reads[0]!.signal?.aborted).toBe(false);
+    l.proposed[0]!.fail();
+    await flush();
+    expect(first.state).toBe("rejected");
+    expect(l.proposed).toHaveLength(2); // the key is free: b goes to the log
+    expect(l.proposed[1]!.request).toEqual(take("b", "k"));
+    expect(l.reads[0]!.signal?.aborted).toBe(true);
+    l.proposed[1]!.grant();
+    await flush();
+    expect(second.value).toMatchObject({ kind: "applied", claims: { ok: true } });
   });
 });
 
