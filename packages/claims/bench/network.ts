@@ -18,6 +18,11 @@
  * - `contention`: 64 clients on one key, each releasing at once when granted and retrying at once when refused:
  *   grants/s, refusal latency p50/p99, whether a refusal names the holder.
  *
+ * After its cells, heddle also prints the floors of the contention cell's refusal p50, measured on the same cluster:
+ * 64 callers in a closed loop on the cheapest authenticated call, and on a take refused at a confirmed read of a key
+ * held throughout. In a closed loop the latency is about callers / rate (Little's law), so these say how low a
+ * refusal p50 under 64 retrying clients can go through the daemon's HTTP API on this machine.
+ *
  * Every system is started on free loopback ports in a temporary directory and stopped at the end; a system whose
  * binaries are missing is skipped with a message. Prints a table with the ratios heddle/other and one JSON line per
  * cell: {"system","workload","concurrency","opsPerSec","p50Ms","p99Ms"} (for contention, opsPerSec counts grants and
@@ -178,6 +183,28 @@ async function contention(system: System, c: LockClient): Promise<Cell> {
   };
 }
 
+/**
+ * `clients` callers in a closed loop, each issuing `call` again as soon as it returns, for SECONDS after a warm-up:
+ * calls/s and latency p50. By Little's law the latency of such a loop is about clients / rate, whatever the call
+ * does — the floor a contention cell's refusal p50 cannot go below when every refusal is retried at once.
+ */
+async function closedLoop(clients: number, call: (client: number) => Promise<void>): Promise<{ perSec: number; p50Ms: number }> {
+  const lat: number[] = [];
+  const deadline = performance.now() + SECONDS * 1000;
+  const warm = performance.now() + Math.min(1000, SECONDS * 200);
+  await Promise.all(
+    Array.from({ length: clients }, async (_, i) => {
+      while (performance.now() < deadline) {
+        const t0 = performance.now();
+        await call(i);
+        if (t0 >= warm) lat.push(performance.now() - t0);
+      }
+    }),
+  );
+  lat.sort((a, b) => a - b);
+  return { perSec: lat.length / ((deadline - warm) / 1000), p50Ms: quantile(lat, 0.5) };
+}
+
 /** Runs every cell; `beforeCell` may re-aim the client (heddle follows the Raft leader between cells). */
 async function measure(system: System, c: LockClient, beforeCell: () => Promise<void> = async () => {}): Promise<Cell[]> {
   const cells: Cell[] = [];
@@ -270,10 +297,28 @@ async function heddle(): Promise<Cell[]> {
       if (now !== l) leaderChanges++;
       l = now;
     });
+    console.log(
+      `  heddle refusals: ${refusedAtRead} answered at a confirmed read (no commit), ${refusedInLog} through the log; leader changed between cells ${leaderChanges} time(s), followed within cells ${leaderMoves} time(s)`,
+    );
+    // The floors of the contention cell's refusal p50 on this machine, same cluster, same client: 64 callers in a
+    // closed loop on (a) the cheapest authenticated call, and (b) a take refused at a confirmed read on a key held
+    // throughout (no grants, no releases, no commits).
+    l = await findLeader();
+    const floorGet = await closedLoop(CONTENDERS, async () => {
+      const r = await l.raw("GET", "/v1/control/roster");
+      if (r.status !== 200) throw new Error(`heddle roster: HTTP ${r.status} ${JSON.stringify(r.body)}`);
+    });
+    const heldKey = "floor/held";
+    const held = await l.raw("POST", "/v1/claims/take", { holder: holderOf(CONTENDERS), resources: [{ key: heldKey, mode: "exclusive" }], ttlMs: (3 * SECONDS + 60) * 1000 });
+    if (held.status !== 200) throw new Error(`heddle: the floor's key could not be taken: HTTP ${held.status} ${JSON.stringify(held.body)}`);
+    const floorRefusal = await closedLoop(CONTENDERS, async (i) => {
+      const r = await lc.take(i, heldKey);
+      if (r.granted) throw new Error("heddle: a take of a held key was granted");
+    });
     watching = false;
     await watcher;
     console.log(
-      `  heddle refusals: ${refusedAtRead} answered at a confirmed read (no commit), ${refusedInLog} through the log; leader changed between cells ${leaderChanges} time(s), followed within cells ${leaderMoves} time(s)`,
+      `  heddle floors, ${CONTENDERS} callers in a closed loop on the leader: an authenticated GET /v1/control/roster ${floorGet.perSec.toFixed(0)}/s p50 ${floorGet.p50Ms.toFixed(2)} ms; a take refused at a confirmed read (key held throughout) ${floorRefusal.perSec.toFixed(0)}/s p50 ${floorRefusal.p50Ms.toFixed(2)} ms (Little's law: p50 ≈ ${CONTENDERS} / rate)`,
     );
     return cells;
   } finally {
