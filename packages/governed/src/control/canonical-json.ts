@@ -16,7 +16,13 @@ export type Canonical =
   | readonly Canonical[]
   | { readonly [k: string]: Canonical };
 
-/** The canonical text of `value`; throws `RangeError` on a number that is not a safe integer. */
+/**
+ * The canonical text of `value`; throws `RangeError` on a number that is not a safe integer.
+ *
+ * Written as plain loops over one growing string, and an object's keys sorted only when they are not in order
+ * already (the control plane builds its objects in key order): every log entry is encoded once on its proposer and
+ * checked against this text on every member that applies it, so this runs several times per commit.
+ */
 export function canonicalJson(value: Canonical): string {
   switch (typeof value) {
     case "bigint":
@@ -31,10 +37,29 @@ export function canonicalJson(value: Canonical): string {
       return "null";
   }
   if (value === null) return "null";
-  if (Array.isArray(value)) return `[${value.map((v: Canonical) => canonicalJson(v)).join(",")}]`;
+  if (Array.isArray(value)) {
+    let out = "[";
+    for (let i = 0; i < value.length; i++) {
+      if (i > 0) out += ",";
+      out += canonicalJson(value[i] as Canonical);
+    }
+    return out + "]";
+  }
   const obj = value as { readonly [k: string]: Canonical };
-  const keys = Object.keys(obj)
-    .filter((k) => obj[k] !== undefined)
-    .sort();
-  return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson(obj[k])}`).join(",")}}`;
+  const keys = Object.keys(obj);
+  for (let i = 1; i < keys.length; i++) {
+    // UTF-16 code-unit order, as `Array.prototype.sort` compares strings
+    if (keys[i - 1]! > keys[i]!) {
+      keys.sort();
+      break;
+    }
+  }
+  let out = "{";
+  for (const k of keys) {
+    const v = obj[k];
+    if (v === undefined) continue;
+    if (out.length > 1) out += ",";
+    out += JSON.stringify(k) + ":" + canonicalJson(v);
+  }
+  return out + "}";
 }
