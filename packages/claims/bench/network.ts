@@ -21,7 +21,8 @@
  * After its cells, heddle also prints the floors of the contention cell's refusal p50, measured on the same cluster:
  * 64 callers in a closed loop on the cheapest authenticated call, and on a take refused at a confirmed read of a key
  * held throughout. In a closed loop the latency is about callers / rate (Little's law), so these say how low a
- * refusal p50 under 64 retrying clients can go through the daemon's HTTP API on this machine.
+ * refusal p50 under 64 retrying clients can go through the daemon's HTTP API on this machine (the GET's rate may be
+ * the bench's own client's limit: it spends about as much CPU per call as the leader does).
  *
  * Every system is started on free loopback ports in a temporary directory and stopped at the end; a system whose
  * binaries are missing is skipped with a message. Prints a table with the ratios heddle/other and one JSON line per
