@@ -1,7 +1,7 @@
 // Granted claims with refusals answered at a read (issue 16 "Refusals without a commit"): a take that the applied
 // table would refuse is answered by the Raft leader after a ReadIndex confirmation, without appending an entry.
 // Grants, releases and renewals still go through the log unchanged.
-import { ProposalAbortedError } from "@heddle/governed";
+import { LeadershipLostError, ProposalAbortedError } from "@heddle/governed";
 import type { Timers } from "@heddle/node";
 import type { CallOptions, ClaimRequest, ClaimsOutcome, ClaimsVerbs, ControlView } from "./control-plane.ts";
 
@@ -9,8 +9,12 @@ import type { CallOptions, ClaimRequest, ClaimsOutcome, ClaimsVerbs, ControlView
 export interface ReadRefusalSource {
   readonly claims: ClaimsVerbs;
   controlView(): Pick<ControlView, "appliedIndex">;
-  /** A linearizable view: on the leader a ReadIndex confirmation, then the applied prefix reaches it. */
-  sync(opts?: { timeoutMs?: number; signal?: AbortSignal }): Promise<unknown>;
+  /**
+   * A linearizable view: on the leader a ReadIndex confirmation, then the applied prefix reaches it. Called with
+   * `leaderOnly: true`: off the leader, or once leadership is lost before the confirmation, it must reject
+   * (`NotLeaderError`, a `LeadershipLostError`) rather than append a barrier — a commit per waiting take.
+   */
+  sync(opts?: { timeoutMs?: number; signal?: AbortSignal; leaderOnly?: boolean }): Promise<unknown>;
   /** Whether this peer is the Raft leader right now (elsewhere `sync` would append a barrier: a commit). */
   isLeader(): boolean;
   /** The leader's clock, the same one that stamps entries (`LogEntry.stampedAt`). */
@@ -72,8 +76,9 @@ interface InFlightTake {
  * Wraps `source.claims` so that `take` answers a refusal from the leader's applied table whenever the table,
  * read at a confirmed ReadIndex and judged at the leader's clock (never earlier than `claimsNow`), refuses it.
  *
- * Why it is linearizable: the ReadIndex confirmation, started after the call began, proves that no other leader
- * committed anything before the read index, and the table is judged once the applied prefix has reached it — so
+ * Why it is linearizable: the ReadIndex confirmation, started after the call began, proves that nothing past the
+ * read index had been committed (by any leader) when its round started, and the table is judged once the applied
+ * prefix has reached it — so
  * the refusal is the answer the log's state gave at a point inside the call. One confirmation serves the whole
  * call: every entry past its read index was committed after the call began (by this leader, or by a later one
  * elected after the confirmation), so judging the applied table again later in the call — after waiting for
@@ -194,7 +199,7 @@ export function claimsWithReadRefusals(source: ReadRefusalSource, counts?: ReadR
           opts.signal?.addEventListener("abort", onCallerAbort, { once: true });
           if (opts.signal?.aborted === true) ac.abort();
           confirmation = source
-            .sync({ ...(budget.timeoutMs !== undefined ? { timeoutMs: budget.timeoutMs } : {}), signal: ac.signal })
+            .sync({ ...(budget.timeoutMs !== undefined ? { timeoutMs: budget.timeoutMs } : {}), signal: ac.signal, leaderOnly: true })
             .finally(() => {
               readAbort = null;
               opts.signal?.removeEventListener("abort", onCallerAbort);
@@ -228,6 +233,8 @@ export function claimsWithReadRefusals(source: ReadRefusalSource, counts?: ReadR
           } catch (e) {
             // the read ran out of time: the take itself was never proposed
             if ((e as Error | undefined)?.name === "OutcomeUnknownError") throw notProposed(`no confirmed read within its time (${(e as Error).message})`, e);
+            // leadership moved before the read was confirmed: the log decides (forwarded, if this peer now follows)
+            if (e instanceof LeadershipLostError) return proposeNow(rest(), source.isLeader());
             throw e;
           }
           // Judge and note the applied index in one synchronous step: nothing applies in between.

@@ -9,7 +9,7 @@
 // A failing run prints its seed; HEDDLE_SEED=<seed> reruns that one.
 import { createClaims } from "@heddle/claims";
 import type { ClaimsOptions } from "@heddle/claims";
-import { ControlState, ProposalAbortedError } from "@heddle/governed";
+import { ControlState, NotLeaderError, ProposalAbortedError } from "@heddle/governed";
 import type { LogEntry } from "@heddle/governed";
 import { GroupId } from "@heddle/ledger";
 import { seededRandom } from "@heddle/node";
@@ -66,10 +66,10 @@ interface ReadRefusal {
   readonly ackedBefore: number;
 }
 
-async function runSeed(seed: number): Promise<{ readRefusals: number; logRefusals: number; grants: number; takeEntries: number }> {
+async function runSeed(seed: number): Promise<{ readRefusals: number; logRefusals: number; grants: number; takeEntries: number; waitedForTake: number }> {
   const c = new GovernedCluster({ seed, voters: IDS, faults: { dropRate: 0.03, duplicateRate: 0.03, delayMs: [1, 6] } });
   const random = seededRandom(seed * 7919 + 1);
-  const counts = { refusedAtRead: 0, passedAfterRead: 0, proposed: 0 };
+  const counts = { refusedAtRead: 0, passedAfterRead: 0, proposed: 0, waitedForTake: 0 };
   const verbs = readVerbs(c, counts);
   const reads: ReadRefusal[] = [];
   let ackedMax = 0;
@@ -91,8 +91,11 @@ async function runSeed(seed: number): Promise<{ readRefusals: number; logRefusal
             const ttl = [undefined, 150, 600][Math.floor(random() * 3)];
             const request: ClaimRequest = { holder, resources: [{ key, mode: "exclusive" }], ...(ttl !== undefined ? { ttlMs: ttl } : {}) };
             const o: ClaimsOutcome = await verbs(at).take(request, { timeoutMs: 1_500 });
-            if (o.kind === "refused-at-read") reads.push({ request, readIndex: o.readIndex, judgedAt: o.judgedAt, refusal: o.claims, ackedBefore });
-            else if (o.kind === "applied") {
+            if (o.kind === "refused-at-read") {
+              reads.push({ request, readIndex: o.readIndex, judgedAt: o.judgedAt, refusal: o.claims, ackedBefore });
+              // what a refusal saw, a later call must see too (real-time order between reads)
+              ackedMax = Math.max(ackedMax, o.readIndex);
+            } else if (o.kind === "applied") {
               ackedMax = Math.max(ackedMax, o.index);
               if ((o.claims as { ok: boolean }).ok) grants++;
               else logRefusals++;
@@ -160,7 +163,10 @@ async function runSeed(seed: number): Promise<{ readRefusals: number; logRefusal
     expect(counts.refusedAtRead).toBe(reads.length);
     expect(takeKeys.size).toBeGreaterThan(0);
     expect(takeKeys.size).toBeLessThanOrEqual(counts.proposed);
-    return { readRefusals: reads.length, logRefusals, grants, takeEntries: takeKeys.size };
+    // 4. no read appended a barrier either (a read off the leader, or one whose leader stepped down, must not)
+    const barriers = entries.filter((e) => e.kind === "app" && new TextDecoder().decode(e.command).includes('"op":"barrier"')).length;
+    expect(barriers).toBe(0);
+    return { readRefusals: reads.length, logRefusals, grants, takeEntries: takeKeys.size, waitedForTake: counts.waitedForTake };
   } catch (e) {
     console.error(`claims read refusals: seed ${seed} failed (rerun with HEDDLE_SEED=${seed})`);
     throw e;
@@ -172,7 +178,7 @@ async function runSeed(seed: number): Promise<{ readRefusals: number; logRefusal
 
 describe("claims refusals answered at a confirmed read, under faults (seeded)", () => {
   it(`are never contradicted by the committed log and respect real-time order over ${SEEDS.length} seed(s)`, async () => {
-    const totals = { readRefusals: 0, logRefusals: 0, grants: 0, takeEntries: 0 };
+    const totals = { readRefusals: 0, logRefusals: 0, grants: 0, takeEntries: 0, waitedForTake: 0 };
     for (const seed of SEEDS) {
       const r = await runSeed(seed);
       for (const k of Object.keys(totals) as (keyof typeof totals)[]) totals[k] += r[k];
@@ -181,6 +187,7 @@ describe("claims refusals answered at a confirmed read, under faults (seeded)", 
     // the runs did real work: many refusals at a read, grants through the log
     expect(totals.readRefusals).toBeGreaterThan(SEEDS.length * 20);
     expect(totals.grants).toBeGreaterThan(SEEDS.length * 10);
+    expect(totals.waitedForTake).toBeGreaterThan(0); // the path where a read runs alongside a wait ran under faults
   }, 600_000);
 });
 
@@ -239,8 +246,10 @@ class ScriptedLeader {
   readFails = false;
   /** When set, a confirmed read stays unconfirmed until its signal aborts. */
   readHangs = false;
-  /** Every confirmed read asked for, with the signal it was given. */
-  readonly reads: { signal: AbortSignal | undefined }[] = [];
+  /** Whether this peer leads (a read that is not yet confirmed can be voided with `voidRead`). */
+  leader = true;
+  /** Every confirmed read asked for, with what it was given; `voidRead` rejects a hanging one as a step-down does. */
+  readonly reads: { signal: AbortSignal | undefined; leaderOnly: boolean | undefined; voidRead?: () => void }[] = [];
 
   constructor(options: ClaimsOptions = {}) {
     this.table = createClaims(options);
@@ -275,13 +284,19 @@ class ScriptedLeader {
         },
         controlView: () => ({ appliedIndex: this.proposed.length }),
         sync: (o) => {
-          this.reads.push({ signal: o?.signal });
+          const read: (typeof this.reads)[number] = { signal: o?.signal, leaderOnly: o?.leaderOnly };
+          this.reads.push(read);
           const expired = () => Object.assign(new Error("sync: no linearizable view within 5 ms (or aborted)"), { name: "OutcomeUnknownError" });
           if (this.readFails) return Promise.reject(expired());
-          if (this.readHangs) return new Promise((_, reject) => o?.signal?.addEventListener("abort", () => reject(expired()), { once: true }));
+          if (this.readHangs) {
+            return new Promise((_, reject) => {
+              o?.signal?.addEventListener("abort", () => reject(expired()), { once: true });
+              read.voidRead = () => reject(new NotLeaderError("sync: leadership was lost before the read was confirmed"));
+            });
+          }
           return Promise.resolve(undefined);
         },
-        isLeader: () => true,
+        isLeader: () => this.leader,
         now: () => this.clock,
         timers: {
           set: (fn, ms) => {
@@ -438,6 +453,79 @@ describe("one confirmed read per take, run alongside its wait for another take",
     l.proposed[1]!.grant();
     await flush();
     expect(second.value).toMatchObject({ kind: "applied", claims: { ok: true } });
+  });
+
+  it("judges only once the read is confirmed: a take whose read never is gets no answer from the table", async () => {
+    const l = new ScriptedLeader();
+    l.readHangs = true;
+    track(l.verbs.take(take("a", "k"), { timeoutMs: 5_000 }));
+    await flush();
+    const abort = new AbortController();
+    const second = track(l.verbs.take(take("b", "k"), { timeoutMs: 5_000, signal: abort.signal }));
+    await flush();
+    l.proposed[0]!.grant();
+    await flush();
+    expect(second.state).toBe("pending"); // the table refuses b, but nothing confirmed it yet
+    abort.abort(); // the caller's signal reaches the read
+    await flush();
+    expect(l.reads[0]!.signal?.aborted).toBe(true);
+    expect(second.state).toBe("rejected");
+    expect(second.error).toBeInstanceOf(ProposalAbortedError);
+    expect(l.proposed).toHaveLength(1);
+  });
+
+  it("gives each call its own read: two takes that wait at different times ask for two", async () => {
+    const l = new ScriptedLeader();
+    track(l.verbs.take(take("a", "k"), { timeoutMs: 5_000 }));
+    await flush();
+    const b = track(l.verbs.take(take("b", "k"), { timeoutMs: 5_000 }));
+    await flush();
+    await l.advance(3);
+    const c = track(l.verbs.take(take("c", "k"), { timeoutMs: 5_000 }));
+    await flush();
+    expect(l.reads).toHaveLength(2);
+    l.proposed[0]!.grant();
+    await flush();
+    for (const t of [b, c]) expect(t.value).toMatchObject({ kind: "refused-at-read", claims: { blocked: [{ holders: ["a"] }] } });
+    expect(l.reads).toHaveLength(2);
+  });
+
+  it("asks for a leader-only read; when a step-down voids it, the take goes to the log instead", async () => {
+    const l = new ScriptedLeader();
+    l.readHangs = true;
+    track(l.verbs.take(take("a", "k"), { timeoutMs: 5_000 }));
+    await flush();
+    const second = track(l.verbs.take(take("b", "k"), { timeoutMs: 5_000 }));
+    await flush();
+    expect(l.reads[0]!.leaderOnly).toBe(true); // never a barrier: a commit per waiting take on a step-down
+    l.leader = false;
+    l.reads[0]!.voidRead!();
+    l.proposed[0]!.grant();
+    await flush();
+    expect(l.proposed).toHaveLength(2); // forwarded, as any take off the leader
+    expect(l.proposed[1]!.request).toEqual(take("b", "k"));
+    expect(l.counts.refusedAtRead).toBe(0);
+    l.proposed[1]!.grant(); // (the scripted table grants what it is given; the log's answer is what counts)
+    await flush();
+    expect(second.value).toMatchObject({ kind: "applied" });
+  });
+
+  it("a step-down that voids the read while this peer leads again still sends the take to the log", async () => {
+    const l = new ScriptedLeader();
+    l.readHangs = true;
+    track(l.verbs.take(take("a", "k"), { timeoutMs: 5_000 }));
+    await flush();
+    const second = track(l.verbs.take(take("b", "k"), { timeoutMs: 5_000 }));
+    await flush();
+    l.proposed[0]!.grant();
+    await flush();
+    l.reads[0]!.voidRead!(); // leadership moved and came back before the read was confirmed
+    await flush();
+    expect(l.reads).toHaveLength(1);
+    expect(l.proposed).toHaveLength(2);
+    l.proposed[1]!.grant();
+    await flush();
+    expect(second.state).toBe("fulfilled");
   });
 });
 

@@ -4,7 +4,7 @@
  * election timeouts later. The call must end at its own deadline (virtual time), not then.
  */
 import { describe, expect, it } from "vitest";
-import { OutcomeUnknownError } from "../src/index.ts";
+import { NotLeaderError, OutcomeUnknownError } from "../src/index.ts";
 import { GovernedCluster } from "./support/governed-cluster.ts";
 
 const RAFT = { electionTimeoutMinMs: 150, electionTimeoutMaxMs: 300, heartbeatMs: 20 };
@@ -32,6 +32,61 @@ describe("sync() on a leader whose ReadIndex round cannot be confirmed", () => {
       c.net.heal();
     } catch (e) {
       console.error(`sync timeout: seed ${seed} failed`);
+      throw e;
+    } finally {
+      await c.shutdown();
+    }
+  }, 60_000);
+});
+
+/** Barrier entries in `entries` (the envelope is canonical JSON after a magic prefix: the op is in clear). */
+function barriers(entries: readonly { kind: string; command?: Uint8Array }[]): number {
+  return entries.filter((e) => e.kind === "app" && e.command !== undefined && new TextDecoder().decode(e.command).includes('"op":"barrier"')).length;
+}
+
+describe("sync({ leaderOnly: true }) — a read that never appends a barrier", () => {
+  it("rejects NotLeaderError at once off the leader, where a plain sync() commits a barrier", async () => {
+    const seed = 6;
+    const c = new GovernedCluster({ seed, voters: ["n1", "n2", "n3"], raft: RAFT });
+    try {
+      const l = await c.elect();
+      await c.settle(l.gov.sync({ timeoutMs: 1_000 }));
+      const f = c.live().find((p) => p.id !== l.id)!;
+      const before = barriers(l.disk.entries);
+      await expect(c.settle(f.gov.sync({ timeoutMs: 1_000, leaderOnly: true }), 1)).rejects.toBeInstanceOf(NotLeaderError);
+      await c.run(200);
+      expect(barriers(l.disk.entries)).toBe(before);
+      await c.settle(f.gov.sync({ timeoutMs: 1_000 })); // the contrast: off the leader a plain sync is a commit
+      expect(barriers(l.disk.entries)).toBe(before + 1);
+      expect(() => f.gov.sync({ leaderOnly: "yes" as unknown as boolean })).toThrow(TypeError);
+    } catch (e) {
+      console.error(`sync leaderOnly: seed ${seed} failed`);
+      throw e;
+    } finally {
+      await c.shutdown();
+    }
+  }, 60_000);
+
+  it("rejects NotLeaderError when the leader steps down before the read is confirmed, and appends nothing", async () => {
+    const seed = 7;
+    const c = new GovernedCluster({ seed, voters: ["n1", "n2", "n3"], raft: RAFT });
+    try {
+      const l = await c.elect();
+      await c.settle(l.gov.sync({ timeoutMs: 1_000 }));
+      c.net.partition([[l.id]], "silent");
+      const read = l.gov.sync({ timeoutMs: 10_000, leaderOnly: true });
+      const plain = l.gov.sync({ timeoutMs: 10_000 }); // the contrast: retried as a barrier once leadership moves
+      // check-quorum steps the cut-off leader down within election timeouts; the read ends then, not at 10 s
+      await expect(c.settle(read, 3_000)).rejects.toBeInstanceOf(NotLeaderError);
+      expect(l.raft.role.get()).not.toBe("leader");
+      c.net.heal();
+      await c.settle(plain, 5_000);
+      const now = await c.elect();
+      await c.run(500);
+      // one barrier (the plain sync's), none for the leader-only read
+      expect(barriers(now.disk.entries.filter((e) => e.index <= now.raft.commitIndex.get()))).toBe(1);
+    } catch (e) {
+      console.error(`sync leaderOnly step-down: seed ${seed} failed`);
       throw e;
     } finally {
       await c.shutdown();

@@ -128,8 +128,12 @@ export interface GovernedHeddleNode {
   roster(): RosterView;
   /** The local applied prefix, not linearizable. */
   controlView(): ControlView;
-  /** A linearizable view: ReadIndex on the leader, a barrier entry elsewhere (§3.10). */
-  sync(opts?: { timeoutMs?: number; signal?: AbortSignal }): Promise<ControlView>;
+  /**
+   * A linearizable view: ReadIndex on the leader, a barrier entry elsewhere (§3.10). With `leaderOnly` (an
+   * extension), never a barrier: off the leader, or when leadership is lost before the read is confirmed, it
+   * rejects `NotLeaderError` — for a caller that reads on the leader to avoid a commit and has a cheaper way out.
+   */
+  sync(opts?: { timeoutMs?: number; signal?: AbortSignal; leaderOnly?: boolean }): Promise<ControlView>;
 
   readonly revocation: RevocationSeam;
   /** Rejects every pending call with `NodeShutdownError`, closes the Raft node and the data-plane node. */
@@ -554,11 +558,13 @@ class GovernedNode implements GovernedHeddleNode {
    * A linearizable view (§3.10): on the leader, `readIndex` then wait until applied; elsewhere (or when leadership
    * moves meanwhile) a key-less barrier entry, waiting until it is applied here. A lost barrier is re-proposed.
    */
-  sync(opts: { timeoutMs?: number; signal?: AbortSignal } = {}): Promise<ControlView> {
-    return this.#sync(this.#options(opts, "sync"));
+  sync(opts: { timeoutMs?: number; signal?: AbortSignal; leaderOnly?: boolean } = {}): Promise<ControlView> {
+    const leaderOnly = (opts as { leaderOnly?: unknown } | null)?.leaderOnly;
+    if (leaderOnly !== undefined && typeof leaderOnly !== "boolean") throw new TypeError("sync: leaderOnly must be a boolean");
+    return this.#sync(this.#options(opts, "sync"), leaderOnly === true);
   }
 
-  async #sync(o: CallOptions): Promise<ControlView> {
+  async #sync(o: CallOptions, leaderOnly = false): Promise<ControlView> {
     if (this.#shut) throw new NodeShutdownError("the governed node was shut down");
     if (this.#stopped !== null) throw this.#stopped;
     const timers = this.#opts.config.timers;
@@ -581,6 +587,7 @@ class GovernedNode implements GovernedHeddleNode {
           // a ReadIndex round takes no signal, and one a partitioned leader cannot confirm ends only when
           // check-quorum steps it down: the caller's deadline must end the wait
           if (this.#raft.role.get() === "leader") index = await untilAborted(this.#raft.readIndex(), abort.signal);
+          else if (leaderOnly) throw new NotLeaderError("sync: this node is not the Raft leader (leaderOnly: no barrier appended)");
           else {
             barrier ??= encodeEnvelope({ v: 1, key: null, ackFloor: 0, proposer: this.self, cmd: { op: "barrier" } });
             index = (await this.#raft.propose(barrier, null, abort.signal)).index;
@@ -589,6 +596,7 @@ class GovernedNode implements GovernedHeddleNode {
           if (abort.signal.aborted) expired();
           if (this.#shut) throw new NodeShutdownError("the governed node was shut down");
           if (!(e instanceof LeadershipLostError || e instanceof NotLeaderError)) throw new OutcomeUnknownError(`sync: ${(e as Error).message}`, null, { cause: e });
+          if (leaderOnly) throw e instanceof NotLeaderError ? e : new NotLeaderError(`sync: leadership was lost before the read was confirmed (leaderOnly: no barrier appended)`, { cause: e });
           await new Promise<void>((r) => timers.set(r, PROPOSE_RETRY_BACKOFF_MS * Math.min(attempt, 8)));
           continue;
         }
