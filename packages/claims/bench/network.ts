@@ -225,6 +225,8 @@ async function heddle(): Promise<Cell[]> {
   const cluster = join(dir, "cluster");
   const cli = (args: string[]) => execFileSync(process.execPath, [CLI_MAIN, ...args], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
   const clients: HeddleClient[] = [];
+  /** The leader watcher below runs while this is set; cleared on every way out, a throw included. */
+  let watching = false;
   try {
     cli(["init", "--peers", "3", "--mode", "governed", cluster]);
     cli(["up", "--detach", cluster]);
@@ -255,7 +257,7 @@ async function heddle(): Promise<Cell[]> {
     // CPU). A client that stays on the old leader still gets answers — forwarded through Raft, refusals from the
     // log — so follow the leader as a client of any Raft service would: look every 250 ms.
     let leaderMoves = 0;
-    let watching = true;
+    watching = true;
     const watcher = (async () => {
       while (watching) {
         await sleep(250);
@@ -310,19 +312,24 @@ async function heddle(): Promise<Cell[]> {
       if (r.status !== 200) throw new Error(`heddle roster: HTTP ${r.status} ${JSON.stringify(r.body)}`);
     });
     const heldKey = "floor/held";
-    const held = await l.raw("POST", "/v1/claims/take", { holder: holderOf(CONTENDERS), resources: [{ key: heldKey, mode: "exclusive" }], ttlMs: (3 * SECONDS + 60) * 1000 });
+    const held = await l.raw("POST", "/v1/claims/take", { holder: holderOf(CONTENDERS), resources: [{ key: heldKey, mode: "exclusive" }], ttlMs: Math.ceil(3 * SECONDS + 60) * 1000 });
     if (held.status !== 200) throw new Error(`heddle: the floor's key could not be taken: HTTP ${held.status} ${JSON.stringify(held.body)}`);
+    const [logBefore, movesBefore] = [refusedInLog, leaderMoves];
     const floorRefusal = await closedLoop(CONTENDERS, async (i) => {
       const r = await lc.take(i, heldKey);
       if (r.granted) throw new Error("heddle: a take of a held key was granted");
     });
+    // a leader that moved during the loop answered from the log, through another peer: not the floor it claims
+    const moved = refusedInLog > logBefore || leaderMoves > movesBefore;
     watching = false;
     await watcher;
+    if (moved) console.log(`  heddle floors: the leader moved during the refusal floor (${refusedInLog - logBefore} refusals through the log): its figure below is not a floor`);
     console.log(
       `  heddle floors, ${CONTENDERS} callers in a closed loop on the leader: an authenticated GET /v1/control/roster ${floorGet.perSec.toFixed(0)}/s p50 ${floorGet.p50Ms.toFixed(2)} ms; a take refused at a confirmed read (key held throughout) ${floorRefusal.perSec.toFixed(0)}/s p50 ${floorRefusal.p50Ms.toFixed(2)} ms (Little's law: p50 ≈ ${CONTENDERS} / rate)`,
     );
     return cells;
   } finally {
+    watching = false;
     for (const c of clients) c.close();
     try {
       cli(["down", cluster]);
