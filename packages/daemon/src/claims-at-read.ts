@@ -187,9 +187,9 @@ export function claimsWithReadRefusals(source: ReadRefusalSource, counts?: ReadR
        */
       let confirmation: Promise<unknown> | null = null;
       /**
-       * Ends a confirmed read left in flight when the call ends without it (off the leader it would append a barrier).
-       * Cleared once the read settles: aborting builds a DOMException, 9 % of a leader's busy time when every
-       * refusal did it.
+       * Ends a confirmed read left in flight when the call ends without it (it would hold its deadline timer and an
+       * apply waiter until then; being leader-only, it never appends a barrier). Cleared once the read settles:
+       * aborting builds a DOMException, 9 % of a leader's busy time when every refusal did it.
        */
       let readAbort: AbortController | null = null;
       const confirm = (budget: CallOptions): Promise<unknown> => {
