@@ -401,12 +401,18 @@ describe("a take waiting for another take of its key (claims.md §2: never waits
 });
 
 describe("one confirmed read per take, run alongside its wait for another take", () => {
-  it("starts while the other take is in flight and is not repeated once it settles", async () => {
-    const l = new ScriptedLeader();
+  /** `a` takes "k" (its take stays in flight until the test settles it), then `b` takes "k" and waits for it. */
+  async function aThenWaitingB(l: ScriptedLeader, bOptions: Parameters<ClaimsVerbs["take"]>[1] = { timeoutMs: 5_000 }) {
     const first = track(l.verbs.take(take("a", "k"), { timeoutMs: 5_000 }));
     await flush();
-    const second = track(l.verbs.take(take("b", "k"), { timeoutMs: 5_000 }));
+    const second = track(l.verbs.take(take("b", "k"), bOptions));
     await flush();
+    return { first, second };
+  }
+
+  it("starts while the other take is in flight and is not repeated once it settles", async () => {
+    const l = new ScriptedLeader();
+    const { first, second } = await aThenWaitingB(l);
     expect(l.counts.waitedForTake).toBe(1);
     expect(l.reads).toHaveLength(1); // already asked for, while a's take is still in flight
     expect(second.state).toBe("pending");
@@ -423,10 +429,7 @@ describe("one confirmed read per take, run alongside its wait for another take",
   it("still decides: a take that waited is not refused when its read could not be confirmed", async () => {
     const l = new ScriptedLeader();
     l.readFails = true;
-    track(l.verbs.take(take("a", "k"), { timeoutMs: 5_000 }));
-    await flush();
-    const second = track(l.verbs.take(take("b", "k"), { timeoutMs: 5_000 }));
-    await flush();
+    const { second } = await aThenWaitingB(l);
     l.proposed[0]!.grant();
     await flush();
     expect(second.state).toBe("rejected");
@@ -438,10 +441,7 @@ describe("one confirmed read per take, run alongside its wait for another take",
   it("is ended when the other take fails and this one is proposed instead", async () => {
     const l = new ScriptedLeader();
     l.readHangs = true;
-    const first = track(l.verbs.take(take("a", "k"), { timeoutMs: 5_000 }));
-    await flush();
-    const second = track(l.verbs.take(take("b", "k"), { timeoutMs: 5_000 }));
-    await flush();
+    const { first, second } = await aThenWaitingB(l);
     expect(l.reads).toHaveLength(1);
     expect(l.reads[0]!.signal?.aborted).toBe(false);
     l.proposed[0]!.fail();
@@ -458,11 +458,8 @@ describe("one confirmed read per take, run alongside its wait for another take",
   it("judges only once the read is confirmed: a take whose read never is gets no answer from the table", async () => {
     const l = new ScriptedLeader();
     l.readHangs = true;
-    track(l.verbs.take(take("a", "k"), { timeoutMs: 5_000 }));
-    await flush();
     const abort = new AbortController();
-    const second = track(l.verbs.take(take("b", "k"), { timeoutMs: 5_000, signal: abort.signal }));
-    await flush();
+    const { second } = await aThenWaitingB(l, { timeoutMs: 5_000, signal: abort.signal });
     l.proposed[0]!.grant();
     await flush();
     expect(second.state).toBe("pending"); // the table refuses b, but nothing confirmed it yet
@@ -493,10 +490,7 @@ describe("one confirmed read per take, run alongside its wait for another take",
   it("asks for a leader-only read; when a step-down voids it, the take goes to the log instead", async () => {
     const l = new ScriptedLeader();
     l.readHangs = true;
-    track(l.verbs.take(take("a", "k"), { timeoutMs: 5_000 }));
-    await flush();
-    const second = track(l.verbs.take(take("b", "k"), { timeoutMs: 5_000 }));
-    await flush();
+    const { second } = await aThenWaitingB(l);
     expect(l.reads[0]!.leaderOnly).toBe(true); // never a barrier: a commit per waiting take on a step-down
     l.leader = false;
     l.reads[0]!.voidRead!();
@@ -513,10 +507,7 @@ describe("one confirmed read per take, run alongside its wait for another take",
   it("a step-down that voids the read while this peer leads again still sends the take to the log", async () => {
     const l = new ScriptedLeader();
     l.readHangs = true;
-    track(l.verbs.take(take("a", "k"), { timeoutMs: 5_000 }));
-    await flush();
-    const second = track(l.verbs.take(take("b", "k"), { timeoutMs: 5_000 }));
-    await flush();
+    const { second } = await aThenWaitingB(l);
     l.proposed[0]!.grant();
     await flush();
     l.reads[0]!.voidRead!(); // leadership moved and came back before the read was confirmed
