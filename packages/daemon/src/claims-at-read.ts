@@ -1,7 +1,7 @@
 // Granted claims with refusals answered at a read (issue 16 "Refusals without a commit"): a take that the applied
 // table would refuse is answered by the Raft leader after a ReadIndex confirmation, without appending an entry.
 // Grants, releases and renewals still go through the log unchanged.
-import { LeadershipLostError, ProposalAbortedError } from "@heddle/governed";
+import { DEFAULT_CALL_TIMEOUT_MS, LeadershipLostError, ProposalAbortedError } from "@heddle/governed";
 import type { Timers } from "@heddle/node";
 import type { CallOptions, ClaimRequest, ClaimsOutcome, ClaimsVerbs, ControlView } from "./control-plane.ts";
 
@@ -38,7 +38,8 @@ export interface ReadRefusalCounts {
 /**
  * At most this many waits for an in-flight take of the same key per call; then the take is proposed as it is
  * (always correct, only dearer). A wait lasts until the other take settles — its commit and local apply, normally
- * a few ms — but never beyond what is left of this call's own `timeoutMs` (or its signal).
+ * a few ms — but never beyond what is left of this call's own `timeoutMs` (`DEFAULT_CALL_TIMEOUT_MS` when it has
+ * none), or past its signal.
  */
 export const MAX_TAKE_WAITS = 8;
 
@@ -170,14 +171,16 @@ export function claimsWithReadRefusals(source: ReadRefusalSource, counts?: ReadR
     async take(request, opts = {}) {
       if (opts.key !== undefined || !source.isLeader()) return propose(request, opts);
       const keys = keysOf(request);
-      // one deadline for the whole call: the waits and the read come out of the caller's time budget
+      // One deadline for the whole call: the waits, the read and the proposal come out of the caller's time budget
+      // — without a `timeoutMs`, the default a control call gets, counted from here (not granted afresh to the
+      // read and again to the proposal after waits of their own).
+      const budgetMs = opts.timeoutMs ?? DEFAULT_CALL_TIMEOUT_MS;
       const started = source.now();
       /** The caller's options for what is left of its time; throws once none is left (or it aborted). */
       const rest = (): CallOptions => {
         if (opts.signal?.aborted === true) throw notProposed("the call was aborted before the take was proposed");
-        if (opts.timeoutMs === undefined) return opts;
-        const left = opts.timeoutMs - (source.now() - started);
-        if (left <= 0) throw notProposed(`its ${opts.timeoutMs} ms ran out before it was proposed`);
+        const left = budgetMs - (source.now() - started);
+        if (left <= 0) throw notProposed(`its ${budgetMs} ms ran out before it was proposed`);
         return { ...opts, timeoutMs: left };
       };
       /**
@@ -223,7 +226,7 @@ export function claimsWithReadRefusals(source: ReadRefusalSource, counts?: ReadR
             // confirmation is then already there (one round overlapped with the other take's commit, not after it).
             void confirm(budget);
             if (!(await settle(pending, budget))) {
-              throw notProposed(opts.signal?.aborted === true ? "the call was aborted while it waited for another take of its key" : `its ${opts.timeoutMs} ms ran out while it waited for another take of its key`);
+              throw notProposed(opts.signal?.aborted === true ? "the call was aborted while it waited for another take of its key" : `its ${budgetMs} ms ran out while it waited for another take of its key`);
             }
             continue;
           }

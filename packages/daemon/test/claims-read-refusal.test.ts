@@ -9,7 +9,7 @@
 // A failing run prints its seed; HEDDLE_SEED=<seed> reruns that one.
 import { createClaims } from "@heddle/claims";
 import type { ClaimsOptions } from "@heddle/claims";
-import { ControlState, NotLeaderError, ProposalAbortedError } from "@heddle/governed";
+import { ControlState, DEFAULT_CALL_TIMEOUT_MS, NotLeaderError, ProposalAbortedError } from "@heddle/governed";
 import type { LogEntry } from "@heddle/governed";
 import { GroupId } from "@heddle/ledger";
 import { seededRandom } from "@heddle/node";
@@ -383,6 +383,32 @@ describe("a take waiting for another take of its key (claims.md §2: never waits
     expect(refused.error).toBeInstanceOf(ProposalAbortedError);
     expect((refused.error as Error).message).toMatch(/no confirmed read.*nothing was proposed/);
     expect(l.proposed).toHaveLength(1);
+  });
+
+  it("without a timeoutMs, spends the default call time once, over the wait, the read and the proposal", async () => {
+    const l = new ScriptedLeader();
+    track(l.verbs.take(take("a", "k")));
+    await flush();
+    const waiting = track(l.verbs.take(take("b", "k")));
+    await flush();
+    expect(l.counts.waitedForTake).toBe(1);
+    await l.advance(DEFAULT_CALL_TIMEOUT_MS - 1);
+    expect(waiting.state).toBe("pending");
+    await l.advance(1);
+    expect(waiting.state).toBe("rejected");
+    expect(waiting.error).toBeInstanceOf(ProposalAbortedError);
+    expect((waiting.error as Error).message).toMatch(new RegExp(`its ${DEFAULT_CALL_TIMEOUT_MS} ms ran out while it waited`));
+    expect(l.proposed).toHaveLength(1);
+    // and a take that waited, then went to the log, is proposed with what is left, not a fresh default
+    const l2 = new ScriptedLeader();
+    track(l2.verbs.take(take("a", "k")));
+    await flush();
+    track(l2.verbs.take(take("b", "k")));
+    await flush();
+    await l2.advance(10_000);
+    l2.proposed[0]!.fail(); // a's outcome is unknown, "k" is still free here: b goes to the log
+    await flush();
+    expect(l2.proposed.map((p) => p.timeoutMs)).toEqual([DEFAULT_CALL_TIMEOUT_MS, DEFAULT_CALL_TIMEOUT_MS - 10_000]);
   });
 
   it("ends at once when its signal aborts, without proposing", async () => {
