@@ -30,6 +30,10 @@
  * p50Ms/p99Ms time a refusal).
  *
  * Run: npx -y pnpm@10 --filter @heddle/claims bench:network   (HEDDLE_BENCH_SYSTEMS=heddle,etcd,redis,postgres)
+ *
+ * `HEDDLE_BENCH_ROUNDS=N` (default 1) runs every system N times, in the listed order in odd rounds and reversed in
+ * even ones, so a change in the machine's speed falls on all of them; each round prints its own lines, and the table
+ * and the JSON lines give each figure's median over the rounds (each of opsPerSec, p50, p99 on its own).
  */
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { chownSync, existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -43,6 +47,8 @@ import pg from "pg";
 import { HeddleClient } from "@heddle/client";
 
 const SECONDS = Number(process.env["HEDDLE_BENCH_SECONDS"] ?? 5);
+const ROUNDS = Number(process.env["HEDDLE_BENCH_ROUNDS"] ?? 1);
+if (!Number.isSafeInteger(ROUNDS) || ROUNDS < 1) throw new Error(`HEDDLE_BENCH_ROUNDS: ${process.env["HEDDLE_BENCH_ROUNDS"]} is not a whole number ≥ 1`);
 const CONCURRENCY = (process.env["HEDDLE_BENCH_CONCURRENCY"] ?? "1,64").split(",").map(Number);
 const CONTENDERS = 64;
 const KEY_SPACE = 1_000_000;
@@ -542,24 +548,57 @@ const runners: Record<System, () => Promise<Cell[]>> = { heddle, etcd, redis, po
 const fmt = (x: number | undefined, d = 1) => (x === undefined || !Number.isFinite(x) ? "—" : x.toFixed(d));
 const ratio = (a: number | undefined, b: number | undefined) => (a === undefined || b === undefined || !Number.isFinite(a) || !Number.isFinite(b) || b === 0 ? "—" : `${(a / b).toPrecision(3)}×`);
 
-console.log(`claims on the network — ${SECONDS} s per cell, loopback, ${new Date().toISOString()}; load average ${readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ")}`);
-const cells: Cell[] = [];
-const ran: System[] = [];
+const loadavg = () => readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ");
+const jsonLine = (c: Cell) =>
+  JSON.stringify({ system: c.system, workload: c.workload, concurrency: c.concurrency, opsPerSec: Number(c.opsPerSec.toFixed(1)), p50Ms: Number(c.p50Ms.toFixed(3)), p99Ms: Number(c.p99Ms.toFixed(3)) });
+console.log(`claims on the network — ${SECONDS} s per cell, ${ROUNDS} round(s), loopback, ${new Date().toISOString()}; load average ${loadavg()}`);
+const present: System[] = [];
 for (const s of SYSTEMS) {
   if (!ALL.includes(s)) throw new Error(`HEDDLE_BENCH_SYSTEMS: unknown system ${s} (one of ${ALL.join(", ")})`);
   const why = missing(s);
-  if (why !== null) {
-    console.log(`${s}: SKIPPED — ${why}`);
-    continue;
+  if (why === null) present.push(s);
+  else console.log(`${s}: SKIPPED — ${why}`);
+}
+/** Every round's cells; a system that failed in a round has none from it. */
+const perRound: Cell[] = [];
+for (let round = 1; round <= ROUNDS; round++) {
+  const order = round % 2 === 1 ? present : [...present].reverse();
+  if (ROUNDS > 1) console.log(`round ${round} of ${ROUNDS}: ${order.join(", ")}; load average ${loadavg()}`);
+  for (const s of order) {
+    try {
+      const got = await runners[s]();
+      perRound.push(...got);
+      for (const c of got) console.log(ROUNDS > 1 ? `round ${round}: ${jsonLine(c)}` : jsonLine(c));
+    } catch (e) {
+      console.log(`${s}: FAILED${ROUNDS > 1 ? ` in round ${round}` : ""} — ${(e as Error).stack ?? String(e)}`);
+    }
   }
-  try {
-    const got = await runners[s]();
-    cells.push(...got);
-    ran.push(s);
-    for (const c of got) console.log(JSON.stringify({ system: c.system, workload: c.workload, concurrency: c.concurrency, opsPerSec: Number(c.opsPerSec.toFixed(1)), p50Ms: Number(c.p50Ms.toFixed(3)), p99Ms: Number(c.p99Ms.toFixed(3)) }));
-  } catch (e) {
-    console.log(`${s}: FAILED — ${(e as Error).stack ?? String(e)}`);
-  }
+}
+const ran = present.filter((s) => perRound.some((c) => c.system === s));
+const median = (xs: readonly number[]): number => {
+  const v = xs.filter(Number.isFinite).sort((a, b) => a - b);
+  if (v.length === 0) return NaN;
+  return v.length % 2 === 1 ? v[(v.length - 1) / 2]! : (v[v.length / 2 - 1]! + v[v.length / 2]!) / 2;
+};
+/** Each cell's median over the rounds that measured it (each figure on its own). */
+const cells: Cell[] = [];
+for (const c of perRound) {
+  if (cells.some((m) => m.system === c.system && m.workload === c.workload && m.concurrency === c.concurrency)) continue;
+  const same = perRound.filter((o) => o.system === c.system && o.workload === c.workload && o.concurrency === c.concurrency);
+  const m: Cell = {
+    system: c.system,
+    workload: c.workload,
+    concurrency: c.concurrency,
+    opsPerSec: median(same.map((o) => o.opsPerSec)),
+    p50Ms: median(same.map((o) => o.p50Ms)),
+    p99Ms: median(same.map((o) => o.p99Ms)),
+  };
+  if (c.namesHolder !== undefined) m.namesHolder = median(same.map((o) => o.namesHolder ?? NaN));
+  cells.push(m);
+}
+if (ROUNDS > 1) {
+  console.log(`medians over ${ROUNDS} rounds; load average at the end ${loadavg()}`);
+  for (const c of cells) console.log(jsonLine(c));
 }
 
 const cell = (s: System, w: Cell["workload"], n: number) => cells.find((c) => c.system === s && c.workload === w && c.concurrency === n);
