@@ -1,12 +1,13 @@
 /** The Raft wire codec: round trips, exact size accounting, and total rejection of malformed input. */
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
-import { APPEND_OVERHEAD_BYTES, entryBytes } from "../src/raft/codec.ts";
+import { APPEND_OVERHEAD_BYTES, entryBytes, utf8Length } from "../src/raft/codec.ts";
 import { decodeMessage, encodeMessage, raftConfig, RaftCore } from "../src/index.ts";
 import type { LogEntry, Message } from "../src/index.ts";
 
 const nat = fc.integer({ min: 0, max: 2 ** 40 });
-const id = fc.string({ minLength: 1, maxLength: 12 });
+// ids in ASCII and in all of Unicode (multi-byte UTF-8, surrogate pairs): sizes are counted without encoding
+const id = fc.oneof(fc.string({ minLength: 1, maxLength: 12 }), fc.string({ minLength: 1, maxLength: 12, unit: "grapheme" }));
 const key = fc.option(fc.record({ client: id, seq: fc.integer({ min: 1, max: 2 ** 40 }) }), { nil: null });
 const config = fc.uniqueArray(id, { minLength: 1, maxLength: 6 }).map((ids) => ({ voters: ids.slice(0, Math.ceil(ids.length / 2)), learners: ids.slice(Math.ceil(ids.length / 2)) }));
 const entry: fc.Arbitrary<LogEntry> = fc.oneof(
@@ -48,6 +49,17 @@ describe("raft codec", () => {
         expect(encodeMessage(m).length).toBe(APPEND_OVERHEAD_BYTES + entries.reduce((n, e) => n + entryBytes(e), 0));
       }),
     );
+  });
+
+  it("counts a string's UTF-8 bytes as TextEncoder writes them, lone surrogates included", () => {
+    const enc = new TextEncoder();
+    fc.assert(
+      fc.property(fc.oneof(fc.string({ unit: "binary" }), fc.string({ unit: "grapheme" }), fc.string()), (s) => {
+        expect(utf8Length(s)).toBe(enc.encode(s).length);
+      }),
+      { numRuns: 2000 },
+    );
+    for (const s of ["", "a", "é", "€", "😀", "\ud800", "\udc00", "a\ud800b", "\ud800\ud800", "\udc00\ud800", "😀\ud83d"]) expect(utf8Length(s)).toBe(enc.encode(s).length);
   });
 
   it("never throws on arbitrary or truncated bytes, and a core fed them stays sound", () => {

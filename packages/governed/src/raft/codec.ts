@@ -39,8 +39,35 @@ export const FORWARD_OVERHEAD_BYTES = 2 + 8 + 1 + 4;
 /** Fixed bytes of an InstallSnapshot frame around its configuration and data (without config members). */
 export const SNAPSHOT_OVERHEAD_BYTES = 2 + 8 * 5 + 1 + 4 + 4;
 
+/**
+ * The length of `s` in UTF-8 as `TextEncoder` writes it (a lone surrogate becomes U+FFFD, 3 bytes), counted without
+ * encoding it: frame sizes are asked for every entry sent to every follower, so encoding just to measure was an
+ * allocation per entry per follower.
+ */
+export function utf8Length(s: string): number {
+  let n = s.length;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x80) continue;
+    if (c < 0x800) {
+      n += 1;
+      continue;
+    }
+    if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length) {
+      const d = s.charCodeAt(i + 1);
+      if (d >= 0xdc00 && d <= 0xdfff) {
+        n += 2; // a surrogate pair: 2 code units, 4 bytes
+        i++;
+        continue;
+      }
+    }
+    n += 2; // the rest of the BMP, and a lone surrogate as U+FFFD: 3 bytes
+  }
+  return n;
+}
+
 function strBytes(s: string): number {
-  return 2 + utf8.encode(s).length;
+  return 2 + utf8Length(s);
 }
 function keyBytes(k: ProposalKey | null): number {
   return k === null ? 1 : 1 + strBytes(k.client) + 8;
@@ -106,11 +133,12 @@ class Writer {
     this.pos += b.length;
   }
   str(s: string): void {
-    const b = utf8.encode(s);
-    this.u16(b.length);
-    this.ensure(b.length);
-    this.buf.set(b, this.pos);
-    this.pos += b.length;
+    // encoded in place after its length, not into a buffer of its own
+    const n = utf8Length(s);
+    this.ensure(2 + n);
+    this.view.setUint16(this.pos, n);
+    utf8.encodeInto(s, this.buf.subarray(this.pos + 2, this.pos + 2 + n));
+    this.pos += 2 + n;
   }
   key(k: ProposalKey | null): void {
     if (k === null) return this.u8(0);

@@ -16,7 +16,7 @@
  * torn write; that batch is dropped — the one case where corruption is not detected, as in etcd's WAL.)
  */
 import { crc32c } from "./crc32c.ts";
-import { decodeConfig, encodeConfig } from "./codec.ts";
+import { decodeConfig, encodeConfig, utf8Length } from "./codec.ts";
 import { RaftRestoreError } from "./errors.ts";
 import type { EntryKind, LogEntry } from "./types.ts";
 
@@ -105,9 +105,10 @@ export class BatchWriter {
   }
 
   entry(e: LogEntry): void {
-    const client = e.key === null ? null : enc.encode(e.key.client);
+    const client = e.key === null ? null : e.key.client;
+    const clientBytes = client === null ? 0 : utf8Length(client);
     const body = e.kind === "config" && e.config !== undefined ? encodeConfig(e.config) : e.command;
-    const payload = 8 + 8 + 8 + 1 + 1 + (client === null ? 0 : 4 + client.length + 8) + body.length;
+    const payload = 8 + 8 + 8 + 1 + 1 + (client === null ? 0 : 4 + clientBytes + 8) + body.length;
     const p = this.#begin(enum_.entry, payload);
     const v = this.#view;
     v.setFloat64(p, e.index, true);
@@ -117,9 +118,9 @@ export class BatchWriter {
     let q = p + 26;
     if (client !== null) {
       this.#buf[p + 25] = 1;
-      v.setUint32(q, client.length, true);
-      this.#buf.set(client, q + 4);
-      q += 4 + client.length;
+      v.setUint32(q, clientBytes, true);
+      enc.encodeInto(client, this.#buf.subarray(q + 4, q + 4 + clientBytes));
+      q += 4 + clientBytes;
       v.setFloat64(q, e.key!.seq, true);
       q += 8;
     }
