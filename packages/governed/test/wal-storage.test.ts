@@ -24,7 +24,9 @@ const SMALL = { segmentBytes: 4096 };
 function entry(index: number, term: number, size = 20, kind: LogEntry["kind"] = "app"): LogEntry {
   if (kind === "config") return { index, term, kind, key: null, command: new Uint8Array(0), config: { voters: ["a", "b", `c${index}`], learners: ["l"] }, stampedAt: 1000 + index };
   const command = new Uint8Array(size).map((_, k) => (index * 31 + k) & 0xff);
-  return { index, term, kind, key: kind === "app" ? { client: `client-${term}`, seq: index } : null, command, stampedAt: 1000 + index };
+  // odd terms write a client id with multi-byte UTF-8 (2, 3 and 4 bytes per character)
+  const client = term % 2 === 0 ? `client-${term}` : `клиент-€-😀-${term}`;
+  return { index, term, kind, key: kind === "app" ? { client, seq: index } : null, command, stampedAt: 1000 + index };
 }
 
 /** Canonical view of a loaded state, for equality (Uint8Arrays compared by content). */

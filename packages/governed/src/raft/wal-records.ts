@@ -247,6 +247,15 @@ export function scanSegment(b: Uint8Array, newest: boolean, where: string): Segm
       bad = at + HEADER > b.length || v.getUint32(at, true) < BODY_PREFIX || v.getUint32(at, true) > WAL_MAX_RECORD_BYTES || at + HEADER + v.getUint32(at, true) > b.length ? "record length out of bounds" : "checksum mismatch";
       break;
     }
+    // A record's padding is written as zeros with it and is not under its checksum: a byte that is not zero there
+    // is damage like any other (caught here, not left to pass unnoticed), read as a torn tail only in the newest
+    // segment's last batch, as a checksum mismatch is.
+    let padded = true;
+    for (let q = at + HEADER + r.bodyLen, padEnd = Math.min(at + HEADER + pad8(r.bodyLen), b.length); q < padEnd; q++) if (b[q] !== 0) padded = false;
+    if (!padded) {
+      bad = "non-zero bytes in a record's padding";
+      break;
+    }
     let record: WalRecord;
     try {
       record = decodeBody(b, v, at + HEADER, at + HEADER + r.bodyLen);
