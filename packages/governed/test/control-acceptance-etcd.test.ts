@@ -321,7 +321,8 @@ describe("governed.md §5.4 on the etcd backend", () => {
     applied(await g1.activate(e("eA"), T));
     // a peer that saw eA close and retire (not through the log) gossips it
     const x = staticPeer();
-    await until(() => x.ledger.get().lifecycle(e("eA")) === "ACTIVE", "x sees eA ACTIVE");
+    // its record too: gossip may bring eA's ACTIVE state ahead of its record, and close needs the record
+    await until(() => x.ledger.get().record(e("eA")) !== null && x.ledger.get().lifecycle(e("eA")) === "ACTIVE", "x sees eA's record, ACTIVE");
     publish(x, x.ledger.get().close(e("eA")));
     publish(x, x.ledger.get().retire(e("eA")));
     await until(() => [1, 2, 3].every((i) => gov(i).ledger.get().lifecycle(e("eA")) === "RETIRED"), "eA RETIRED in every member's ledger");

@@ -139,7 +139,8 @@ describe("§5.4 control-plane acceptance", () => {
     applied(await s.settle(gov.activate(e("eA"))));
     // a peer that saw eA close and retire (not through the log) gossips it
     const x = s.x;
-    await s.until(() => x.ledger.get().lifecycle(e("eA")) === "ACTIVE");
+    // its record too: gossip may bring eA's ACTIVE state ahead of its record, and close needs the record
+    await s.until(() => x.ledger.get().record(e("eA")) !== null && x.ledger.get().lifecycle(e("eA")) === "ACTIVE");
     const closed = x.ledger.get().close(e("eA"));
     if (!closed.ok) throw new Error(closed.refusal.message);
     x.controlSink().publish(closed.patch);
