@@ -4,7 +4,7 @@
  * foreign (skipped); bytes with it that do not decode to exactly one canonical envelope are malformed, and the
  * apply loop halts on them.
  */
-import { createHash } from "node:crypto";
+import { hash } from "node:crypto";
 import { AttachmentId, GroupId, MAX, ReplicaId, Weight } from "@heddle/ledger";
 import type { AttachmentRecord } from "@heddle/ledger";
 import type { ClaimMode, TakeRequest } from "@heddle/claims";
@@ -63,16 +63,16 @@ const encoder = new TextEncoder();
 const decoder = new TextDecoder("utf-8", { fatal: true });
 
 function recordJson(r: AttachmentRecord): Canonical {
-  return { id: r.id, parent: r.parent, child: r.child, weight: { num: r.weight.num, den: r.weight.den } };
+  return { child: r.child, id: r.id, parent: r.parent, weight: { den: r.weight.den, num: r.weight.num } };
 }
 
 function takeJson(t: TakeRequest): Canonical {
   return {
     holder: t.holder,
+    label: t.label,
     resources: t.resources.map((x) => ({ key: x.key, mode: x.mode })),
     scope: t.scope,
     ttlMs: t.ttlMs,
-    label: t.label,
   };
 }
 
@@ -80,14 +80,14 @@ function takeJson(t: TakeRequest): Canonical {
 export function commandJson(c: ControlCommand): Canonical {
   switch (c.op) {
     case "mint":
-      return { op: c.op, holder: c.holder, amount: c.amount };
+      return { amount: c.amount, holder: c.holder, op: c.op };
     case "prepare":
       return { op: c.op, record: recordJson(c.record) };
     case "activate":
     case "close":
-      return { op: c.op, edge: c.edge };
+      return { edge: c.edge, op: c.op };
     case "retire":
-      return { op: c.op, edge: c.edge, witness: c.witness };
+      return { edge: c.edge, op: c.op, witness: c.witness };
     case "enroll":
     case "depart":
       return { op: c.op, replica: c.replica };
@@ -97,24 +97,39 @@ export function commandJson(c: ControlCommand): Canonical {
       return { op: c.op, request: takeJson(c.request) };
     case "claims.release":
       // an absent token is left out, so a release without one encodes (and digests) exactly as before
-      return { op: c.op, holder: c.holder, key: c.key, token: c.token };
+      return { holder: c.holder, key: c.key, op: c.op, token: c.token };
     case "claims.renew":
-      return { op: c.op, holder: c.holder, key: c.key };
+      return { holder: c.holder, key: c.key, op: c.op };
     case "claims.releaseAll":
-      return { op: c.op, holder: c.holder };
+      return { holder: c.holder, op: c.op };
     case "claims.releaseScope":
       return { op: c.op, scope: c.scope };
   }
 }
 
-function envelopeText(e: ControlEnvelope): string {
-  return canonicalJson({
-    v: e.v,
-    key: e.key === null ? null : { client: e.key.client, seq: e.key.seq },
-    ackFloor: e.ackFloor,
-    proposer: e.proposer,
-    cmd: commandJson(e.cmd),
-  });
+/**
+ * The canonical text of each command decoded here, so that its digest does not render it again: every member that
+ * applies an entry decodes it, then digests its command. Only commands built by the decoder are kept (nothing else
+ * holds them to change them); a caller's own command is rendered afresh each time.
+ */
+const decodedCommandTexts = new WeakMap<ControlCommand, string>();
+
+/**
+ * The canonical JSON of the envelope — the same text as `canonicalJson` of the object `{ v, key, ackFloor, proposer,
+ * cmd: commandJson(cmd) }` — put together from its members in sorted order around the command's own text.
+ */
+function envelopeText(e: ControlEnvelope, decoded = false): string {
+  const key = e.key === null ? null : { client: e.key.client, seq: e.key.seq };
+  const cmd = canonicalJson(commandJson(e.cmd));
+  if (decoded) decodedCommandTexts.set(e.cmd, cmd);
+  // members in sorted order (ackFloor, cmd, key, proposer, v); a member whose value is undefined is left out, as
+  // canonicalJson leaves it out
+  let out = "{";
+  if (e.ackFloor !== undefined) out += `"ackFloor":${canonicalJson(e.ackFloor)},`;
+  out += `"cmd":${cmd},"key":${canonicalJson(key)}`;
+  if (e.proposer !== undefined) out += `,"proposer":${canonicalJson(e.proposer)}`;
+  if (e.v !== undefined) out += `,"v":${canonicalJson(e.v)}`;
+  return out + "}";
 }
 
 /** The entry bytes of an envelope: magic, version byte, canonical JSON. */
@@ -135,8 +150,8 @@ export function encodeEnvelope(e: ControlEnvelope): Uint8Array {
  * not `keyReuse`. The crash trials found it (issue 17): a retired edge's retry was refused as keyReuse.
  */
 export function digestOf(cmd: ControlCommand): string {
-  const identity = cmd.op === "retire" ? { op: cmd.op, edge: cmd.edge } : commandJson(cmd);
-  return createHash("sha256").update(canonicalJson(identity)).digest("hex").slice(0, 32);
+  const text = cmd.op === "retire" ? canonicalJson({ edge: cmd.edge, op: cmd.op }) : (decodedCommandTexts.get(cmd) ?? canonicalJson(commandJson(cmd)));
+  return hash("sha256", text, "hex").slice(0, 32);
 }
 
 // ------------------------------------------------------------------------------------------------ decoding
@@ -272,7 +287,7 @@ function envelopeV1(text: string): ControlEnvelope {
   const ackFloor = safeInt(o.ackFloor, "ackFloor", 0);
   if (key === null && ackFloor !== 0) fail("a keyless entry has ackFloor 0");
   const env: ControlEnvelope = { v: 1, key, ackFloor, proposer: ReplicaId(id(o.proposer, "proposer")), cmd };
-  if (envelopeText(env) !== text) fail("body is not the canonical encoding of its envelope");
+  if (envelopeText(env, true) !== text) fail("body is not the canonical encoding of its envelope");
   return env;
 }
 
