@@ -62,6 +62,14 @@ describe("raft codec", () => {
     for (const s of ["", "a", "é", "€", "😀", "\ud800", "\udc00", "a\ud800b", "\ud800\ud800", "\udc00\ud800", "😀\ud83d"]) expect(utf8Length(s)).toBe(enc.encode(s).length);
   });
 
+  it("encodes an untyped caller's non-string client id as TextEncoder converts it, with its size counted alike", () => {
+    const e = { index: 1, term: 1, kind: "app", key: { client: 5 as unknown as string, seq: 1 }, command: new Uint8Array(3), stampedAt: 0 } as LogEntry;
+    const bytes = encodeMessage({ type: "append", term: 1, prevLogIndex: 0, prevLogTerm: 0, leaderCommit: 0, round: 0, entries: [e] });
+    expect(bytes.length).toBe(APPEND_OVERHEAD_BYTES + entryBytes(e));
+    const back = decodeMessage(bytes);
+    expect(back?.type === "append" ? back.entries[0]!.key : null).toEqual({ client: "5", seq: 1 });
+  });
+
   it("never throws on arbitrary or truncated bytes, and a core fed them stays sound", () => {
     const core = new RaftCore({ id: "f", bootstrap: { voters: ["a", "f"], learners: [] }, persisted: { term: 0, votedFor: null, snapshot: null, entries: [] }, config: raftConfig(), random: () => 0.5, now: 0 });
     fc.assert(

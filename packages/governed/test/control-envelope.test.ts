@@ -199,6 +199,19 @@ describe("control envelope (governed.md §3.1)", () => {
     );
   });
 
+  it("writes an untyped caller's odd envelope as canonicalJson would (an unknown op's cmd left out), and freezes what it decodes", () => {
+    const odd = { v: 1, key: { client: "c", seq: 1 }, ackFloor: 0, proposer: "p", cmd: { op: "bogus" } } as unknown as ControlEnvelope;
+    expect(new TextDecoder().decode(encodeEnvelope(odd).subarray(5))).toBe('{"ackFloor":0,"key":{"client":"c","seq":1},"proposer":"p","v":1}');
+    expect(decodeEntry(encodeEnvelope(odd)).kind).toBe("malformed");
+    const d = decodeEntry(encodeEnvelope(env(commands[8]!)));
+    if (d.kind !== "control" || d.envelope.cmd.op !== "claims.take") throw new Error("expected a decoded take");
+    const before = digestOf(d.envelope.cmd);
+    // the decoder keeps the command's text for its digest: the command cannot change under it
+    expect(Object.isFrozen(d.envelope.cmd) && Object.isFrozen(d.envelope.cmd.request) && Object.isFrozen(d.envelope.cmd.request.resources[0])).toBe(true);
+    expect(() => ((d.envelope.cmd as { request: { holder: string } }).request.holder = "other")).toThrow(TypeError);
+    expect(digestOf(d.envelope.cmd)).toBe(before);
+  });
+
   it("round-trips generated envelopes exactly, and any single-byte change of the body is refused or decodes to another envelope", () => {
     const id = fc.string({ minLength: 1, maxLength: 12 }).filter((s) => s.isWellFormed());
     const cmd: fc.Arbitrary<ControlCommand> = fc.oneof(

@@ -109,8 +109,8 @@ export function commandJson(c: ControlCommand): Canonical {
 
 /**
  * The canonical text of each command decoded here, so that its digest does not render it again: every member that
- * applies an entry decodes it, then digests its command. Only commands built by the decoder are kept (nothing else
- * holds them to change them); a caller's own command is rendered afresh each time.
+ * applies an entry decodes it, then digests its command. Only commands built by the decoder are kept, and the
+ * decoder freezes them (deeply), so the text stays theirs; a caller's own command is rendered afresh each time.
  */
 const decodedCommandTexts = new WeakMap<ControlCommand, string>();
 
@@ -120,13 +120,16 @@ const decodedCommandTexts = new WeakMap<ControlCommand, string>();
  */
 function envelopeText(e: ControlEnvelope, decoded = false): string {
   const key = e.key === null ? null : { client: e.key.client, seq: e.key.seq };
-  const cmd = canonicalJson(commandJson(e.cmd));
+  const cmdJson = commandJson(e.cmd);
+  const cmd = canonicalJson(cmdJson);
   if (decoded) decodedCommandTexts.set(e.cmd, cmd);
   // members in sorted order (ackFloor, cmd, key, proposer, v); a member whose value is undefined is left out, as
   // canonicalJson leaves it out
   let out = "{";
   if (e.ackFloor !== undefined) out += `"ackFloor":${canonicalJson(e.ackFloor)},`;
-  out += `"cmd":${cmd},"key":${canonicalJson(key)}`;
+  // an unknown op has no JSON value (commandJson gives undefined): left out, as canonicalJson leaves it out
+  if (cmdJson !== undefined) out += `"cmd":${cmd},`;
+  out += `"key":${canonicalJson(key)}`;
   if (e.proposer !== undefined) out += `,"proposer":${canonicalJson(e.proposer)}`;
   if (e.v !== undefined) out += `,"v":${canonicalJson(e.v)}`;
   return out + "}";
@@ -268,6 +271,15 @@ function command(v: unknown): ControlCommand {
   }
 }
 
+/** Freezes `v` and the plain objects and arrays under it (class instances such as `Weight` are left as they are). */
+function deepFreeze<T>(v: T): T {
+  if (typeof v !== "object" || v === null || Object.isFrozen(v)) return v;
+  const proto = Object.getPrototypeOf(v) as unknown;
+  if (proto !== Object.prototype && proto !== Array.prototype) return v;
+  for (const x of Object.values(v)) deepFreeze(x);
+  return Object.freeze(v);
+}
+
 function envelopeV1(text: string): ControlEnvelope {
   let doc: unknown;
   try {
@@ -282,7 +294,8 @@ function envelopeV1(text: string): ControlEnvelope {
     const k = object(o.key, "key", ["client", "seq"]);
     key = { client: id(k.client, "key.client"), seq: safeInt(k.seq, "key.seq", 1) };
   }
-  const cmd = command(o.cmd);
+  // frozen: the decoder keeps the command's canonical text for its digest, which must stay the command's own
+  const cmd = deepFreeze(command(o.cmd));
   if ((key === null) !== (cmd.op === "barrier")) fail(cmd.op === "barrier" ? "a barrier carries no key" : `a ${cmd.op} needs a key`);
   const ackFloor = safeInt(o.ackFloor, "ackFloor", 0);
   if (key === null && ackFloor !== 0) fail("a keyless entry has ackFloor 0");

@@ -45,6 +45,8 @@ export const SNAPSHOT_OVERHEAD_BYTES = 2 + 8 * 5 + 1 + 4 + 4;
  * allocation per entry per follower.
  */
 export function utf8Length(s: string): number {
+  // an untyped caller's non-string is measured as TextEncoder converts it (its callers encode it the same way)
+  if (typeof s !== "string") return utf8.encode(s).length;
   let n = s.length;
   for (let i = 0; i < s.length; i++) {
     const c = s.charCodeAt(i);
@@ -137,7 +139,8 @@ class Writer {
     const n = utf8Length(s);
     this.ensure(2 + n);
     this.view.setUint16(this.pos, n);
-    utf8.encodeInto(s, this.buf.subarray(this.pos + 2, this.pos + 2 + n));
+    if (typeof s === "string") utf8.encodeInto(s, this.buf.subarray(this.pos + 2, this.pos + 2 + n));
+    else this.buf.set(utf8.encode(s), this.pos + 2); // an untyped caller's non-string, as TextEncoder converts it
     this.pos += 2 + n;
   }
   key(k: ProposalKey | null): void {

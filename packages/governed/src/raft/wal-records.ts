@@ -119,7 +119,8 @@ export class BatchWriter {
     if (client !== null) {
       this.#buf[p + 25] = 1;
       v.setUint32(q, clientBytes, true);
-      enc.encodeInto(client, this.#buf.subarray(q + 4, q + 4 + clientBytes));
+      if (typeof client === "string") enc.encodeInto(client, this.#buf.subarray(q + 4, q + 4 + clientBytes));
+      else this.#buf.set(enc.encode(client), q + 4); // an untyped caller's non-string, as TextEncoder converts it
       q += 4 + clientBytes;
       v.setFloat64(q, e.key!.seq, true);
       q += 8;
