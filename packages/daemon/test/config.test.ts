@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ConfigError, initCluster, loadConfig, parseConfig, type InitPeer } from "../src/index.ts";
+import { ephemeralPortRange, listenPortRange } from "../src/init.ts";
 
 let dir: string;
 let peers: InitPeer[];
@@ -105,5 +106,34 @@ describe("config file", () => {
     writeFileSync(bad, "{ version: 1 ");
     expect(() => loadConfig(bad)).toThrow(/not valid JSON/);
     expect(() => loadConfig(join(dir, "absent.json"))).toThrow(/cannot be read/);
+  });
+});
+
+describe("init's default ports", () => {
+  it("are picked outside the kernel's ephemeral range, all different, each free when picked", async () => {
+    const [lo, hi] = ephemeralPortRange();
+    const got = await initCluster({ dir: join(dir, "ports"), peers: 5, mode: "governed" });
+    const ports = got.flatMap((p) => {
+      const c = JSON.parse(readFileSync(p.config, "utf8")) as { api: { listen: string }; p2p: { listen: string[] } };
+      return [Number(c.api.listen.split(":").at(-1)), ...c.p2p.listen.map((a) => Number(a.split("/").at(-1)))];
+    });
+    expect(ports).toHaveLength(10);
+    expect(new Set(ports).size).toBe(10);
+    for (const p of ports) expect(p < lo || p > hi, `port ${p} inside the ephemeral range ${lo}–${hi}`).toBe(true);
+  });
+
+  it("read the ephemeral range from Linux's setting, else the IANA one, and leave it out", () => {
+    expect(ephemeralPortRange(() => "32768\t60999\n")).toEqual([32_768, 60_999]);
+    expect(ephemeralPortRange(() => "nonsense")).toEqual([49_152, 65_535]);
+    expect(ephemeralPortRange(() => "5000 70000")).toEqual([49_152, 65_535]);
+    expect(
+      ephemeralPortRange(() => {
+        throw new Error("ENOENT");
+      }),
+    ).toEqual([49_152, 65_535]);
+    expect(listenPortRange([32_768, 60_999])).toEqual([10_000, 32_767]);
+    expect(listenPortRange([49_152, 65_535])).toEqual([10_000, 49_151]);
+    expect(listenPortRange([1_024, 40_000])).toEqual([40_001, 65_535]);
+    expect(listenPortRange([1_024, 65_535])).toBeNull(); // no room: the kernel picks, as before
   });
 });

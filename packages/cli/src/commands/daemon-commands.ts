@@ -23,7 +23,8 @@ Usage: heddle init [--peers N] [--mode static|governed] [options] DIR
   --mode M           governed: mint, reshape, enroll and claims through the Raft log (default;
                      1, 3 or 5 voters, the other peers learners)
                      static: supply and tree fixed at genesis (--supply, --tree)
-  --base-port P      peer i listens on P+i (libp2p) and P+100+i (API); default: free ports picked now
+  --base-port P      peer i listens on P+i (libp2p) and P+100+i (API); default: ports free now,
+                     outside the kernel's range for outgoing connections (so none takes them later)
   --supply N         static: root supply of every peer (default 1000)
   --tree SPEC        static: the genesis tree, parent>child=weight items separated by commas;
                      child=weight hangs under the root (default "tenant-a=3,tenant-b=1")
