@@ -1,10 +1,9 @@
 // `heddle init`: everything a local cluster needs, one folder per peer — a key, a token and a config.
-import { randomBytes, randomInt } from "node:crypto";
-import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
+import { randomBytes } from "node:crypto";
+import { chmodSync, existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { privateKeyToProtobuf } from "@libp2p/crypto/keys";
-import { edgeId, generatePeerKey, peerIdOf } from "@heddle/node";
+import { edgeId, freeListenPort, generatePeerKey, peerIdOf } from "@heddle/node";
 import { CONFIG_VERSION, type PeerConfigDocument } from "./config-schema.ts";
 
 /**
@@ -73,57 +72,6 @@ export function parseTreeSpec(spec: string, root: string): { id: string; parent:
   return out;
 }
 
-/** Binds `port` on loopback (0: any) and lets it go; resolves the port bound, or null when it was taken. */
-function probePort(port: number): Promise<number | null> {
-  return new Promise((res) => {
-    const s = createServer();
-    s.once("error", () => res(null));
-    s.listen(port, "127.0.0.1", () => {
-      const a = s.address();
-      const p = typeof a === "object" && a !== null ? a.port : null;
-      s.close(() => res(p));
-    });
-  });
-}
-
-/** The range the kernel hands out to outgoing connections: Linux's setting, else the IANA range other systems use. */
-export function ephemeralPortRange(read: () => string = () => readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8")): readonly [number, number] {
-  try {
-    const [lo, hi] = read().trim().split(/\s+/).map(Number);
-    if (Number.isInteger(lo) && Number.isInteger(hi) && lo! >= 1 && lo! <= hi! && hi! <= 65_535) return [lo!, hi!];
-  } catch {
-    // not Linux, or no /proc: fall through
-  }
-  return [49_152, 65_535];
-}
-
-/** Where `freePort` picks from: below the ephemeral range (down to 10000), else above it; null when neither has room. */
-export function listenPortRange(ephemeral: readonly [number, number]): readonly [number, number] | null {
-  const [lo, hi] = ephemeral;
-  if (lo - 1 >= 10_000 + 1_000) return [10_000, lo - 1];
-  if (hi + 1 <= 65_535 - 1_000) return [hi + 1, 65_535];
-  return null;
-}
-
-/**
- * A free loopback port for a config's listen address, not one already picked in `taken`. Picked outside the kernel's
- * ephemeral range: a port from that range, written into a config and bound only when the peer starts — maybe days
- * later —, can be handed meanwhile to any outgoing connection on the machine, and the peer then fails to start with
- * its port in use. Falls back to a port the kernel picks when no free one turns up outside the range.
- */
-async function freePort(taken: Set<number>): Promise<number> {
-  const range = listenPortRange(ephemeralPortRange());
-  for (let attempt = 0; range !== null && attempt < 200; attempt++) {
-    const p = range[0] + randomInt(range[1] - range[0] + 1);
-    if (taken.has(p)) continue;
-    if ((await probePort(p)) !== null) return (taken.add(p), p);
-  }
-  for (;;) {
-    const p = await probePort(0);
-    if (p !== null && !taken.has(p)) return (taken.add(p), p);
-  }
-}
-
 function writeSecret(path: string, data: Uint8Array | string): void {
   writeFileSync(path, data, { mode: 0o600, flag: "wx" });
   chmodSync(path, 0o600);
@@ -147,8 +95,8 @@ export async function initCluster(o: InitOptions): Promise<InitPeer[]> {
   const picked = new Set<number>();
   for (let i = 1; i <= o.peers; i++) {
     const key = await generatePeerKey();
-    const p2pPort = o.basePort !== undefined ? o.basePort + i : await freePort(picked);
-    const apiPort = o.basePort !== undefined ? o.basePort + 100 + i : await freePort(picked);
+    const p2pPort = o.basePort !== undefined ? o.basePort + i : await freeListenPort(picked);
+    const apiPort = o.basePort !== undefined ? o.basePort + 100 + i : await freeListenPort(picked);
     peers.push({ id: peerIdOf(key), key: privateKeyToProtobuf(key), p2pPort, apiPort });
   }
   const roster = peers.map((p) => ({ id: p.id, addrs: [`/ip4/127.0.0.1/tcp/${p.p2pPort}`] }));

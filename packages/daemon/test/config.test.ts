@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ConfigError, initCluster, loadConfig, parseConfig, type InitPeer } from "../src/index.ts";
-import { ephemeralPortRange, listenPortRange } from "../src/init.ts";
+import { ephemeralPortRange } from "../../seam/src/ports.ts";
 
 let dir: string;
 let peers: InitPeer[];
@@ -120,20 +120,5 @@ describe("init's default ports", () => {
     expect(ports).toHaveLength(10);
     expect(new Set(ports).size).toBe(10);
     for (const p of ports) expect(p < lo || p > hi, `port ${p} inside the ephemeral range ${lo}–${hi}`).toBe(true);
-  });
-
-  it("read the ephemeral range from Linux's setting, else the IANA one, and leave it out", () => {
-    expect(ephemeralPortRange(() => "32768\t60999\n")).toEqual([32_768, 60_999]);
-    expect(ephemeralPortRange(() => "nonsense")).toEqual([49_152, 65_535]);
-    expect(ephemeralPortRange(() => "5000 70000")).toEqual([49_152, 65_535]);
-    expect(
-      ephemeralPortRange(() => {
-        throw new Error("ENOENT");
-      }),
-    ).toEqual([49_152, 65_535]);
-    expect(listenPortRange([32_768, 60_999])).toEqual([10_000, 32_767]);
-    expect(listenPortRange([49_152, 65_535])).toEqual([10_000, 49_151]);
-    expect(listenPortRange([1_024, 40_000])).toEqual([40_001, 65_535]);
-    expect(listenPortRange([1_024, 65_535])).toBeNull(); // no room: the kernel picks, as before
   });
 });

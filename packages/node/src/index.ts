@@ -49,6 +49,6 @@ export type { TopologyNode, WeightSpec } from "./topology-builder.ts";
 
 // ---- the transport a node runs on, re-exported from @heddle/seam so an embedder needs one import ----
 export type { Seam, PeerId, Timers, Watch, EventStream, LinkFaults, Libp2pSeam, Libp2pSeamOptions, RosterEntry } from "@heddle/seam";
-export { MemoryNetwork, libp2pSeam, loadOrCreatePeerKey, peerIdOf, generatePeerKey, realTimers, seededRandom, muxSeam, ChannelTag, WatchCell, EventChannel } from "@heddle/seam";
+export { MemoryNetwork, libp2pSeam, loadOrCreatePeerKey, peerIdOf, generatePeerKey, freeListenPort, realTimers, seededRandom, muxSeam, ChannelTag, WatchCell, EventChannel } from "@heddle/seam";
 /** FNV-1a-64 as node.md §4.1 defines it (the genesis digest), from `@heddle/ledger`. */
 export { fnv1a64 } from "@heddle/ledger";

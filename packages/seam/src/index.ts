@@ -14,6 +14,7 @@ export { MemoryNetwork, MEMORY_MAX_FRAME_BYTES } from "./memory-network.ts";
 export type { Libp2pSeam, Libp2pSeamOptions, Libp2pSeamCounters, RosterEntry } from "./libp2p-seam.ts";
 export { libp2pSeam, FRAMES_PROTOCOL, LIBP2P_SEAM_DEFAULTS } from "./libp2p-seam.ts";
 export { loadOrCreatePeerKey, peerIdOf, generatePeerKey } from "./peer-key.ts";
+export { ephemeralPortRange, freeListenPort, listenPortRange } from "./ports.ts";
 export type { Timers } from "./timers.ts";
 export { realTimers, seededRandom } from "./timers.ts";
 export type { Watch, EventStream } from "./watch.ts";

@@ -6,12 +6,13 @@
  */
 import { execFileSync, spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { createConnection, createServer } from "node:net";
 import type { Server, Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Etcd3 } from "etcd3";
+import { freeListenPort } from "@heddle/seam";
 
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -28,45 +29,14 @@ export function etcdBinary(): string | null {
   return null;
 }
 
-/** Linux's ephemeral range (`listen(0)` and outgoing connections draw from it), or null when unreadable. */
-function ephemeralRange(): [number, number] | null {
-  try {
-    const [lo, hi] = readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8").trim().split(/\s+/).map(Number);
-    return Number.isSafeInteger(lo) && Number.isSafeInteger(hi) ? [lo!, hi!] : null;
-  } catch {
-    return null;
-  }
-}
-
-function tryListen(port: number): Promise<number | null> {
-  return new Promise((resolve) => {
-    const s = createServer();
-    s.once("error", () => resolve(null));
-    s.listen(port, "127.0.0.1", () => {
-      const a = s.address();
-      s.close(() => resolve(typeof a === "object" && a !== null ? a.port : null));
-    });
-  });
-}
-
 /**
- * A loopback port free now, for a process we start next (etcd binds it itself). It is picked below the ephemeral
- * range when the kernel tells us that range: a port from `listen(0)` is free again the moment we close it, and
- * under a parallel test run another test's outgoing connection or `listen(0)` can take it before etcd binds it
- * (an etcd member then exits at start, which is how a CI run once failed). Below the range only another explicit
- * pick can collide, and the random choice makes that rare; `EtcdCluster` also checks every member stays up.
+ * A loopback port free now, for a process we start next (etcd binds it itself): `freeListenPort`, which picks it
+ * outside the ephemeral range — a port from `listen(0)` is free again the moment we close it, and under a parallel
+ * test run another test's outgoing connection or `listen(0)` can take it before etcd binds it (an etcd member then
+ * exits at start, which is how a CI run once failed). `EtcdCluster` also checks every member stays up.
  */
-export async function freePort(): Promise<number> {
-  const range = ephemeralRange();
-  if (range !== null && range[0] > 12_000) {
-    for (let i = 0; i < 50; i++) {
-      const port = 10_000 + Math.floor(Math.random() * (range[0] - 10_000));
-      if ((await tryListen(port)) !== null) return port;
-    }
-  }
-  const p = await tryListen(0);
-  if (p === null) throw new Error("no free loopback port");
-  return p;
+export function freePort(): Promise<number> {
+  return freeListenPort();
 }
 
 /** A loopback TCP proxy to `target` whose connections a test can cut, and which can refuse new ones for a while. */
