@@ -48,8 +48,9 @@ export async function freeListenPort(taken: Set<number> = new Set()): Promise<nu
     if (taken.has(p)) continue;
     if ((await probePort(p)) !== null) return (taken.add(p), p);
   }
-  for (;;) {
+  for (let attempt = 0; attempt < 100; attempt++) {
     const p = await probePort(0);
     if (p !== null && !taken.has(p)) return (taken.add(p), p);
   }
+  throw new Error("no free loopback port (is 127.0.0.1 up?)");
 }
