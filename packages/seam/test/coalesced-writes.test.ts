@@ -70,24 +70,52 @@ function tcpConnection(socket: Socket): { socket: Socket; sendData: SendData } {
 }
 
 describe("coalesceWrites", () => {
-  it("sends what one tick gives a connection in one syscall, bytes unchanged and in order", async () => {
+  it("sends a turn's first message at once in one syscall, the rest of the turn in one more, bytes in order", async () => {
     const [writer, reader] = await socketPair();
     const conn = tcpConnection(writer);
     expect(coalesceWrites(conn)).toBe(true);
     const seen = countFlushes(writer);
-    // as Noise hands it over: a 2-byte length prefix, then the ciphertext — twice in one tick
+    // as Noise hands it over: a 2-byte length prefix, then the ciphertext — three times in one tick
     const r1 = conn.sendData(new Uint8ArrayList(Uint8Array.of(0, 3), Uint8Array.of(1, 2, 3)));
+    expect(seen.flushes).toEqual([2]); // the first message left at once, prefix and ciphertext in one writev
     const r2 = conn.sendData(new Uint8ArrayList(Uint8Array.of(0, 2), Uint8Array.of(4, 5)));
+    const r3 = conn.sendData(new Uint8ArrayList(Uint8Array.of(0, 1), Uint8Array.of(6)));
     expect(r1).toEqual({ sentBytes: 5, canSendMore: true });
     expect(r2).toEqual({ sentBytes: 4, canSendMore: true });
-    expect(seen.flushes).toEqual([]); // corked until the tick ends
-    const got = await readAll(reader, 9);
-    expect([...got]).toEqual([0, 3, 1, 2, 3, 0, 2, 4, 5]);
-    expect(seen.flushes).toEqual([4]); // one writev of four buffers
-    // a later tick is a new batch
+    expect(r3).toEqual({ sentBytes: 3, canSendMore: true });
+    expect(seen.flushes).toEqual([2]); // the others are corked until the tick ends
+    const got = await readAll(reader, 12);
+    expect([...got]).toEqual([0, 3, 1, 2, 3, 0, 2, 4, 5, 0, 1, 6]);
+    expect(seen.flushes).toEqual([2, 4]); // then one writev of their four buffers
+    // a later tick is a new turn: its first message leaves at once again
     conn.sendData(new Uint8ArrayList(Uint8Array.of(0, 1), Uint8Array.of(9)));
+    expect(seen.flushes).toEqual([2, 4, 2]);
     expect([...(await readAll(reader, 3))]).toEqual([0, 1, 9]);
-    expect(seen.flushes).toEqual([4, 2]);
+    await sleep(1);
+    expect(seen.flushes).toEqual([2, 4, 2]); // nothing was corked behind it, so the tick's end writes nothing
+  });
+
+  it("keeps every byte in order over many turns of mixed sizes", async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(fc.array(fc.array(fc.integer({ min: 0, max: 255 }), { minLength: 1, maxLength: 40 }), { minLength: 1, maxLength: 5 }), { minLength: 1, maxLength: 8 }), async (turns) => {
+        const [writer, reader] = await socketPair();
+        const conn = tcpConnection(writer);
+        coalesceWrites(conn);
+        const seen = countFlushes(writer);
+        const expected: number[] = [];
+        for (const turn of turns) {
+          for (const msg of turn) {
+            conn.sendData(new Uint8ArrayList(Uint8Array.of(0, msg.length), Uint8Array.from(msg)));
+            expected.push(0, msg.length, ...msg);
+          }
+          await new Promise<void>((r) => process.nextTick(r));
+        }
+        expect([...(await readAll(reader, expected.length))]).toEqual(expected);
+        // one syscall for each turn's first message, one more for the rest of a turn that had more
+        expect(seen.flushes.length).toBe(turns.reduce((n, t) => n + (t.length > 1 ? 2 : 1), 0));
+      }),
+      { numRuns: 30 },
+    );
   });
 
   it("reports backpressure as the socket does, and every byte still arrives", async () => {
