@@ -45,8 +45,8 @@ function isSocket(value: unknown): value is Socket {
 }
 
 /**
- * Makes `connection` (a libp2p TCP `MultiaddrConnection`) send what it is given within one tick in one syscall.
- * Returns whether it did: a connection without a Node socket under it (another transport, a test double) is left
+ * Makes `connection` (a libp2p TCP `MultiaddrConnection`) send each message in one syscall: a turn's first message
+ * at once, whatever follows it in the same turn together when the turn ends. Returns whether it did: a connection without a Node socket under it (another transport, a test double) is left
  * as it is. Patching twice is a no-op.
  */
 export function coalesceWrites(connection: unknown): boolean {
@@ -73,8 +73,12 @@ export function coalesceWrites(connection: unknown): boolean {
       inTurn = true;
       process.nextTick(endTurn);
       socket.cork();
-      for (const buf of data) canSendMore = socket.write(buf);
-      socket.uncork();
+      try {
+        for (const buf of data) canSendMore = socket.write(buf);
+      } finally {
+        // a write that throws (a chunk the socket refuses) must not leave the socket corked for good
+        socket.uncork();
+      }
     } else {
       if (!corked) {
         corked = true;

@@ -141,15 +141,33 @@ describe("coalesceWrites", () => {
     expect(coalesceWrites({ socket: {}, sendData })).toBe(false);
   });
 
-  it("a socket destroyed while corked neither throws nor writes", async () => {
+  it("a socket destroyed while corked neither throws nor writes what was held", async () => {
     const [writer] = await socketPair();
     const conn = tcpConnection(writer);
     coalesceWrites(conn);
+    const seen = countFlushes(writer);
     writer.on("error", () => {});
-    conn.sendData(new Uint8ArrayList(Uint8Array.of(1)));
+    conn.sendData(new Uint8ArrayList(Uint8Array.of(0, 1), Uint8Array.of(1))); // leaves at once
+    conn.sendData(new Uint8ArrayList(Uint8Array.of(0, 1), Uint8Array.of(2))); // corked behind it
+    expect(writer.writableCorked).toBe(1);
     writer.destroy();
     await sleep(5);
     expect(writer.destroyed).toBe(true);
+    expect(seen.flushes).toEqual([2]);
+  });
+
+  it("a write that throws leaves the socket uncorked, and the next message still arrives", async () => {
+    const [writer, reader] = await socketPair();
+    const conn = tcpConnection(writer) as unknown as { sendData: (data: unknown) => unknown };
+    coalesceWrites(conn);
+    // a chunk Node's socket refuses (not bytes) throws from `write` in the first-message path
+    const bad = { byteLength: 1, *[Symbol.iterator]() { yield 42 as unknown as Uint8Array; } };
+    expect(() => conn.sendData(bad)).toThrow();
+    expect(writer.writableCorked).toBe(0);
+    await new Promise<void>((r) => setImmediate(r)); // a new turn
+    conn.sendData(new Uint8ArrayList(Uint8Array.of(0, 1), Uint8Array.of(8)));
+    expect([...(await readAll(reader, 3))]).toEqual([0, 1, 8]);
+    expect(writer.writableCorked).toBe(0);
   });
 });
 
