@@ -529,20 +529,23 @@ describe("raftNode driver", () => {
 });
 
 describe("walRaftStorage (the segmented log store on real files)", () => {
-  it.each(["caller", "io-pool", "worker"] as const)("persists term, vote, entries and snapshots across reopen (%s)", async (thread) => {
+  const modes = (["caller", "io-pool", "worker"] as const).flatMap((thread) => (["dsync", "fdatasync"] as const).map((sync) => [thread, sync] as const));
+  it.each(modes)("persists term, vote, entries and snapshots across reopen (thread %s, sync %s)", async (thread, sync) => {
     const dir = mkdtempSync(join(tmpdir(), "raft-wal-"));
     try {
-      const s = walRaftStorage(dir, { thread, segmentBytes: 4096 });
+      const s = walRaftStorage(dir, { thread, sync, segmentBytes: 4096 });
       const e = (index: number, term: number, extra: Partial<LogEntry> = {}): LogEntry => ({ index, term, kind: "app", key: { client: "c", seq: index }, command: new Uint8Array([index]), stampedAt: 1000 + index, ...extra });
       await s.saveTermAndVote(3, "n2");
       await s.append([e(1, 1), e(2, 1), e(3, 2, { kind: "config", command: new Uint8Array(), config: { voters: ["a", "b"], learners: ["c"] }, key: null })]);
       await s.append([e(3, 3), e(4, 3)]); // replaces from 3 on
       await s.truncateFrom(4);
       await s.saveSnapshot({ lastIndex: 1, lastTerm: 1, config: { voters: ["a"], learners: [] }, state: new Uint8Array([9, 9]) });
-      for (let i = 4; i < 200; i++) await s.append([e(i, 3, { command: new Uint8Array(100).fill(i & 0xff) })]);
+      for (let i = 4; i < 199; i++) await s.append([e(i, 3, { command: new Uint8Array(100).fill(i & 0xff) })]);
+      // a batch over 64 KiB: with fdatasync it is written on the pool rather than copied on the caller's thread
+      await s.append([e(199, 3, { command: new Uint8Array(80 * 1024).fill(0xab) })]);
       await s.close();
       expect(readdirSync(dir).filter((n) => n.endsWith(".seg")).length, "4 KiB segments rolled").toBeGreaterThan(3);
-      const r = walRaftStorage(dir, { thread, segmentBytes: 4096 });
+      const r = walRaftStorage(dir, { thread, sync, segmentBytes: 4096 });
       const loaded = await r.load();
       expect(loaded.term).toBe(3);
       expect(loaded.votedFor).toBe("n2");
@@ -551,11 +554,12 @@ describe("walRaftStorage (the segmented log store on real files)", () => {
       expect(loaded.entries.slice(0, 2).map((x) => [x.index, x.term])).toEqual([[2, 1], [3, 3]]);
       expect(loaded.entries[0]).toEqual(e(2, 1));
       expect(loaded.entries.length).toBe(198);
+      expect(loaded.entries[197]).toEqual(e(199, 3, { command: new Uint8Array(80 * 1024).fill(0xab) }));
       await r.saveSnapshot({ lastIndex: 150, lastTerm: 3, config: null, state: new Uint8Array([1]) });
       await r.discardThrough(150);
       await r.close();
       expect(readdirSync(dir).filter((n) => n.startsWith("snap-")), "older snapshots removed").toEqual([`snap-${(150).toString(16).padStart(16, "0")}.snap`]);
-      const t = walRaftStorage(dir, { thread, segmentBytes: 4096 });
+      const t = walRaftStorage(dir, { thread, sync, segmentBytes: 4096 });
       expect((await t.load()).entries.map((x) => x.index)).toEqual(Array.from({ length: 49 }, (_, k) => 151 + k));
       await t.close();
     } finally {
