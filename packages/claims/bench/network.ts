@@ -37,7 +37,7 @@
  */
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { chownSync, existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { connect, createServer } from "node:net";
+import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -45,6 +45,7 @@ import { Etcd3, type Lease } from "etcd3";
 import { Redis } from "ioredis";
 import pg from "pg";
 import { HeddleClient } from "@heddle/client";
+import { freeListenPort } from "@heddle/seam";
 
 const SECONDS = Number(process.env["HEDDLE_BENCH_SECONDS"] ?? 5);
 const ROUNDS = Number(process.env["HEDDLE_BENCH_ROUNDS"] ?? 1);
@@ -94,15 +95,9 @@ async function waitForPort(port: number, what: string): Promise<void> {
   throw new Error(`${what}: nothing listens on 127.0.0.1:${port} after 30 s`);
 }
 
+/** A port for a process started next: outside the kernel's ephemeral range, so no outgoing connection takes it first. */
 function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.on("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
+  return freeListenPort();
 }
 
 function quantile(sorted: number[], q: number): number {

@@ -27,12 +27,11 @@ import { execFileSync, spawn } from "node:child_process";
 import type { ChildProcess, ChildProcessByStdio } from "node:child_process";
 import type { Readable, Writable } from "node:stream";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { Etcd3 } from "etcd3";
-import { loadOrCreatePeerKey, MemoryNetwork, peerIdOf, realTimers, seededRandom } from "@heddle/seam";
+import { freeListenPort, loadOrCreatePeerKey, MemoryNetwork, peerIdOf, realTimers, seededRandom } from "@heddle/seam";
 import { memoryRaftStorage, raftChannelTransport, raftNode } from "../src/index.ts";
 import type { RaftNode } from "../src/index.ts";
 import { kvTcpClient } from "../test/support/kv-wire.ts";
@@ -122,14 +121,9 @@ async function load(concurrency: number, client: KvClient, pids: readonly (numbe
   return { ops: lat.length, seconds, p50: q(0.5), p99: q(0.99), failures, leaderCpuMs: perOp(0), followersCpuMs: followers };
 }
 
+/** A port for a process started next: outside the kernel's ephemeral range, so no outgoing connection takes it first. */
 function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.listen(0, "127.0.0.1", () => {
-      const a = s.address();
-      s.close(() => (typeof a === "object" && a !== null ? resolve(a.port) : reject(new Error("no port"))));
-    });
-  });
+  return freeListenPort();
 }
 
 // ---------------------------------------------------------------- ours
