@@ -248,6 +248,101 @@ describe("segmented log store", () => {
   });
 });
 
+/** A SimDirectory whose next call of one kind fails once (an EIO, say), then behaves again. */
+class FailingDirectory extends SimDirectory {
+  armed: "rename" | "syncDirectory" | "remove" | null = null;
+  readonly injected = new Error("EIO: injected");
+  #fire(kind: "rename" | "syncDirectory" | "remove"): void {
+    if (this.armed !== kind) return;
+    this.armed = null;
+    throw this.injected;
+  }
+  override rename(from: string, to: string): void {
+    this.#fire("rename");
+    super.rename(from, to);
+  }
+  override syncDirectory(): void {
+    this.#fire("syncDirectory");
+    super.syncDirectory();
+  }
+  override remove(name: string): void {
+    this.#fire("remove");
+    super.remove(name);
+  }
+}
+
+describe("a failure mid-roll or mid-discard stops the store until it is reopened", () => {
+  /** Appends one entry at a time from `from` until a call throws; returns the last acknowledged index. */
+  const appendUntilThrows = (log: SegmentedLog, from: number): { last: number; error: unknown } => {
+    for (let i = from; i < from + 1000; i++) {
+      try {
+        log.append([entry(i, 2)]);
+      } catch (error) {
+        return { last: i - 1, error };
+      }
+    }
+    throw new Error("no call failed");
+  };
+
+  for (const kind of ["rename", "syncDirectory"] as const) {
+    it(`a roll whose ${kind} fails refuses every later write; reopened, the store holds every acknowledged entry and goes on`, () => {
+      const dir = new FailingDirectory();
+      const log = openSegmentedLog(dir, SMALL);
+      log.saveTermAndVote(2, "a");
+      for (let i = 1; i <= 5; i++) log.append([entry(i, 2)]);
+      const before = log.segmentNames.length;
+      dir.armed = kind; // only a roll renames or syncs the directory while appending
+      const { last, error } = appendUntilThrows(log, 6);
+      expect(error).toBe(dir.injected);
+      expect(dir.armed, "the fault fired in the roll").toBeNull();
+      // before the fix, the next batch went into the old segment with a batch number after the spent header's
+      // (rename) or after a new segment already named (syncDirectory), and the next start refused the log
+      expect(() => log.append([entry(last + 1, 2)])).toThrow(/a write failed earlier.*EIO: injected.*reopen/);
+      expect(() => log.saveTermAndVote(3, "b")).toThrow(/reopen/);
+      log.close();
+      const again = openSegmentedLog(dir, SMALL);
+      const st = again.load();
+      expect(st.term).toBe(2);
+      expect(st.entries.map((e) => e.index)).toEqual(Array.from({ length: last }, (_, k) => k + 1));
+      for (let i = last + 1; i <= last + 200; i++) again.append([entry(i, 3)]);
+      expect(again.segmentNames.length).toBeGreaterThan(before);
+      again.close();
+      expect(openSegmentedLog(dir, SMALL).load().entries.at(-1)?.index).toBe(last + 200);
+    });
+  }
+
+  it("a gap in an append through appendAsync rejects rather than throws", async () => {
+    const log = openSegmentedLog(new SimDirectory(), SMALL);
+    log.append([entry(1, 1)]);
+    let p: Promise<void> | undefined;
+    expect(() => (p = log.appendAsync([entry(5, 1)]))).not.toThrow();
+    await expect(p).rejects.toThrow(/append at 5 leaves a gap after 1/);
+  });
+
+  it("a removal that fails in discardThrough keeps the segment listed, stops writes, and the reopened log has no hole", () => {
+    const dir = new FailingDirectory();
+    const log = openSegmentedLog(dir, SMALL);
+    log.saveTermAndVote(2, "a");
+    for (let i = 1; i <= 400; i++) log.append([entry(i, 2)]);
+    const names = log.segmentNames;
+    expect(names.length, "several segments to discard").toBeGreaterThan(3);
+    log.saveSnapshot({ lastIndex: 400, lastTerm: 2, config: null, state: new Uint8Array([1]) });
+    dir.armed = "remove";
+    expect(() => log.discardThrough(400)).toThrow(dir.injected);
+    expect(log.segmentNames, "nothing dropped from the list").toEqual(names);
+    // a later discard must not delete newer segments past the one still on disk (a hole refuses the next start)
+    expect(() => log.append([entry(401, 2)])).toThrow(/reopen/);
+    log.close();
+    const again = openSegmentedLog(dir, SMALL);
+    expect(again.load().snapshot?.lastIndex).toBe(400);
+    again.discardThrough(400);
+    expect(again.segmentNames.length).toBe(1);
+    again.append([entry(401, 2)]);
+    again.close();
+    expect(openSegmentedLog(dir, SMALL).load().entries.map((e) => e.index)).toEqual([401]);
+  });
+});
+
 describe("the real files' write-and-sync", () => {
   const sizes = [1, INLINE_WRITE_MAX_BYTES, INLINE_WRITE_MAX_BYTES + 1, 3 * INLINE_WRITE_MAX_BYTES];
 
@@ -301,6 +396,20 @@ describe("the real files' write-and-sync", () => {
       f.close();
     } finally {
       rmSync(path, { recursive: true, force: true });
+    }
+  });
+
+  it("creates a missing directory and its missing parents (each synced into its parent), and a log lives there", () => {
+    const root = mkdtempSync(join(tmpdir(), "heddle-wal-files-"));
+    try {
+      const path = join(root, "a", "b", "raft-wal");
+      const log = openSegmentedLog(nodeWalDirectory(path), SMALL);
+      log.saveTermAndVote(1, "x");
+      log.append([entry(1, 1)]);
+      log.close();
+      expect(openSegmentedLog(nodeWalDirectory(path), SMALL).load().entries.map((e) => e.index)).toEqual([1]);
+    } finally {
+      rmSync(root, { recursive: true, force: true });
     }
   });
 });

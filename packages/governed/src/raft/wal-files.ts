@@ -5,7 +5,7 @@
  * segment in the background.
  */
 import { close, closeSync, constants, rm, fdatasync, fdatasyncSync, fsync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, write, writeSync } from "node:fs";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 
 /** An open file: positional writes and a data sync. */
 export interface WalFile {
@@ -55,7 +55,15 @@ export const INLINE_WRITE_MAX_BYTES = 64 * 1024;
 
 /** The real file system: the directory `path` (created if missing). */
 export function nodeWalDirectory(path: string): WalDirectory {
-  mkdirSync(path, { recursive: true });
+  const made = mkdirSync(path, { recursive: true });
+  if (made !== undefined) {
+    // a directory just created is only durable once its parent is synced: without that, a crash soon after a
+    // member's first start could lose the whole log, and the member would restart empty under its old id (R-P5)
+    for (let d = path; ; d = dirname(d)) {
+      fsyncDirectory(dirname(d));
+      if (d === made || dirname(d) === d) break;
+    }
+  }
   const at = (name: string): string => join(path, name);
   return {
     location: path,
@@ -104,14 +112,7 @@ export function nodeWalDirectory(path: string): WalDirectory {
     },
     rename: (from, to) => renameSync(at(from), at(to)),
     remove: (name) => rmSync(at(name), { force: true }),
-    syncDirectory() {
-      const fd = openSync(path, constants.O_RDONLY);
-      try {
-        fsyncSync(fd);
-      } finally {
-        closeSync(fd);
-      }
-    },
+    syncDirectory: () => fsyncDirectory(path),
     preallocate(name, bytes, done) {
       let fd: number;
       try {
@@ -128,9 +129,22 @@ export function nodeWalDirectory(path: string): WalDirectory {
         const n = Math.min(ZEROS.length, bytes - offset);
         // a failed fill (a full disk) gives back the space it took: a partial spare must not keep the disk full
         // for the store's own next write, nor for anything else in the directory
-        write(fd, ZEROS, 0, n, offset, (e) => (e ? close(fd, () => rm(at(name), { force: true }, () => done(e))) : step(offset + n)));
+        write(fd, ZEROS, 0, n, offset, (e, written) => {
+          const failed = e ?? (written > 0 ? null : new Error(`raft log: zero-filling ${name} wrote nothing at ${offset}`));
+          if (failed !== null) close(fd, () => rm(at(name), { force: true }, () => done(failed)));
+          else step(offset + written); // a short write continues where it stopped
+        });
       };
       step(0);
     },
   };
+}
+
+function fsyncDirectory(path: string): void {
+  const fd = openSync(path, constants.O_RDONLY);
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
 }

@@ -245,8 +245,15 @@ export class SegmentedLog {
       this.#file = dir.open(newest.name, { create: false, dsync: this.#dsync });
       if (r.dataEnd > r.tail) {
         // clear the torn bytes, so a later scan cannot mistake them for records after our next batches
-        this.#file.write(new Uint8Array(r.dataEnd - r.tail), r.tail);
-        this.#sync();
+        try {
+          this.#file.write(new Uint8Array(r.dataEnd - r.tail), r.tail);
+          this.#sync();
+        } catch (e) {
+          // the open is retried by the next call: this one must not keep its descriptor
+          this.#file.close();
+          this.#file = null;
+          throw e;
+        }
       }
       this.#prepareSpare();
     }
@@ -277,15 +284,15 @@ export class SegmentedLog {
    * overlap (the driver issues storage calls one after another).
    */
   saveTermAndVoteAsync(term: number, votedFor: NodeId | null): Promise<void> {
-    return this.#runAsync(this.#hardStateBatch(term, votedFor));
+    return this.#runAsync(() => this.#hardStateBatch(term, votedFor));
   }
 
   appendAsync(entries: readonly LogEntry[]): Promise<void> {
-    return this.#runAsync(this.#appendBatch(entries));
+    return this.#runAsync(() => this.#appendBatch(entries));
   }
 
   truncateFromAsync(index: LogIndex): Promise<void> {
-    return this.#runAsync(this.#truncateBatch(index));
+    return this.#runAsync(() => this.#truncateBatch(index));
   }
 
   #hardStateBatch(term: number, votedFor: NodeId | null): Batch {
@@ -397,10 +404,18 @@ export class SegmentedLog {
   /** Deletes the oldest segments whose every entry is at or below `index` (never the newest), oldest first. */
   discardThrough(index: LogIndex): void {
     while (this.#segments.length > 1 && this.#segments[0]!.maxIndex <= index) {
-      const seg = this.#segments.shift()!;
-      this.#dir.remove(seg.name);
-      // one at a time: the removals that survive a crash are always the oldest ones (no hole in the sequence)
-      this.#dir.syncDirectory();
+      const seg = this.#segments[0]!;
+      try {
+        this.#dir.remove(seg.name);
+        // one at a time: the removals that survive a crash are always the oldest ones (no hole in the sequence)
+        this.#dir.syncDirectory();
+      } catch (e) {
+        // kept in the list (a later discard must not delete a newer segment past it, leaving a hole), and the
+        // store writes nothing more until reopened: it cannot tell whether the removal is durable
+        this.#broken = e as Error;
+        throw e;
+      }
+      this.#segments.shift();
     }
   }
 
@@ -438,10 +453,13 @@ export class SegmentedLog {
     b.done();
   }
 
-  #runAsync(b: Batch | null): Promise<void> {
-    if (b === null) return Promise.resolve();
+  /** `batch` is built inside, so that every failure (a gap in an append too) rejects rather than throws. */
+  #runAsync(batch: () => Batch | null): Promise<void> {
+    let b: Batch | null;
     let w: { file: WalFile; bytes: Uint8Array; at: number };
     try {
+      b = batch();
+      if (b === null) return Promise.resolve();
       w = this.#prepare(b);
     } catch (e) {
       return Promise.reject(e as Error);
@@ -455,7 +473,7 @@ export class SegmentedLog {
           return reject(e);
         }
         this.syncs++;
-        b.done();
+        b!.done();
         resolve();
       }),
     );
@@ -470,7 +488,18 @@ export class SegmentedLog {
     if (this.#broken !== null) throw new Error(`raft log: a write failed earlier (${this.#broken.message}); reopen the store`);
     const w = new BatchWriter();
     b.fill(w);
-    if (this.#tail + w.size > this.#segmentBytes && this.#tail > this.#headerEnd) this.#roll();
+    if (this.#tail + w.size > this.#segmentBytes && this.#tail > this.#headerEnd) {
+      try {
+        this.#roll();
+      } catch (e) {
+        // Whatever part of the roll failed, the store cannot tell what it left: a batch number spent on a header
+        // that never became durable, or a new segment that may already be named. Writing on could make the next
+        // start misread a torn tail as corruption, or find batches out of order; so, as after a failed write,
+        // nothing more is written until the store is reopened (and recovery reads what is really there).
+        this.#broken = e as Error;
+        throw e;
+      }
+    }
     const bytes = w.finish(this.#batch++);
     const at = this.#tail;
     this.#tail += bytes.length;
@@ -515,8 +544,13 @@ export class SegmentedLog {
       throw e;
     }
     this.syncs++;
-    this.#dir.rename(tmp, segName(seq));
-    this.#dir.syncDirectory();
+    try {
+      this.#dir.rename(tmp, segName(seq));
+      this.#dir.syncDirectory();
+    } catch (e) {
+      f.close();
+      throw e;
+    }
     this.#file?.close();
     this.#file = f;
     this.#tail = header.length;
