@@ -36,7 +36,7 @@
  * and the JSON lines give each figure's median over the rounds (each of opsPerSec, p50, p99 on its own).
  */
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
-import { chownSync, existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -57,7 +57,20 @@ const LEASE_MS = 30_000;
 const ALL = ["heddle", "etcd", "redis", "postgres"] as const;
 type System = (typeof ALL)[number];
 const SYSTEMS = (process.env["HEDDLE_BENCH_SYSTEMS"] ?? ALL.join(",")).split(",") as System[];
-const PG_BIN = "/usr/lib/postgresql/15/bin";
+/**
+ * Debian's PostgreSQL server binaries: `/usr/lib/postgresql/<major>/bin`, the newest major installed (the
+ * package is `postgresql-<major>`, whichever the release ships); null when none is.
+ */
+const PG_BIN = ((): string | null => {
+  const root = "/usr/lib/postgresql";
+  let majors: number[] = [];
+  try {
+    majors = readdirSync(root).map(Number).filter((n) => Number.isInteger(n) && existsSync(join(root, String(n), "bin", "initdb")));
+  } catch {
+    return null;
+  }
+  return majors.length === 0 ? null : join(root, String(Math.max(...majors)), "bin");
+})();
 const CLI_MAIN = fileURLToPath(new URL("../../cli/src/main.ts", import.meta.url));
 
 /** One system's client, as the workloads drive it. `client` numbers the concurrent client (0…n−1). */
@@ -471,7 +484,7 @@ async function postgres(): Promise<Cell[]> {
   // initdb refuses to run as root: run the server as the `postgres` system user then
   const asRoot = process.getuid?.() === 0;
   const run = (bin: string, args: string[]) =>
-    asRoot ? execFileSync("runuser", ["-u", "postgres", "--", join(PG_BIN, bin), ...args], { stdio: "ignore" }) : execFileSync(join(PG_BIN, bin), args, { stdio: "ignore" });
+    asRoot ? execFileSync("runuser", ["-u", "postgres", "--", join(PG_BIN!, bin), ...args], { stdio: "ignore" }) : execFileSync(join(PG_BIN!, bin), args, { stdio: "ignore" });
   if (asRoot) {
     const uid = Number(execFileSync("id", ["-u", "postgres"], { encoding: "utf8" }).trim());
     const gid = Number(execFileSync("id", ["-g", "postgres"], { encoding: "utf8" }).trim());
@@ -533,9 +546,32 @@ function missing(system: System): string | null {
     case "redis":
       return has("redis-server", ["--version"]) ? null : "redis-server not found on PATH (apt-get install -y redis-server)";
     case "postgres":
-      if (!existsSync(join(PG_BIN, "initdb"))) return `${PG_BIN}/initdb not found (apt-get install -y postgresql-15)`;
+      if (PG_BIN === null) return "no /usr/lib/postgresql/<version>/bin/initdb (apt-get install -y postgresql)";
       if (process.getuid?.() === 0 && !has("id", ["-u", "postgres"])) return "running as root and there is no postgres user to run the server as";
       return null;
+  }
+}
+
+/** What the bench compares with, as the system reports it (the issue names etcd 3.4: a different one is said). */
+function version(system: System): string | null {
+  const first = (cmd: string, args: string[]): string | null => {
+    try {
+      return execFileSync(cmd, args, { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).split("\n")[0]!.trim();
+    } catch {
+      return null;
+    }
+  };
+  switch (system) {
+    case "heddle":
+      return null;
+    case "etcd": {
+      const v = first("etcd", ["--version"]);
+      return v === null ? null : /\b3\.4\./.test(v) ? v : `${v} (not 3.4, the version the issue compares with)`;
+    }
+    case "redis":
+      return first("redis-server", ["--version"]);
+    case "postgres":
+      return first(join(PG_BIN!, "postgres"), ["--version"]);
   }
 }
 
@@ -551,8 +587,11 @@ const present: System[] = [];
 for (const s of SYSTEMS) {
   if (!ALL.includes(s)) throw new Error(`HEDDLE_BENCH_SYSTEMS: unknown system ${s} (one of ${ALL.join(", ")})`);
   const why = missing(s);
-  if (why === null) present.push(s);
-  else console.log(`${s}: SKIPPED — ${why}`);
+  if (why === null) {
+    present.push(s);
+    const v = version(s);
+    if (v !== null) console.log(`${s}: ${v}`);
+  } else console.log(`${s}: SKIPPED — ${why}`);
 }
 /** Every round's cells; a system that failed in a round has none from it. */
 const perRound: Cell[] = [];
