@@ -102,15 +102,20 @@ describe("keeper and advisory claims over libp2p between 3 OS processes", () => 
       await procs[1]!.ask("advisory job-1 60000", "advisory");
       await new Promise((r) => setTimeout(r, 20));
       for (const i of [0, 2]) await procs[i]!.ask("advisory job-1 60000", "advisory");
-      for (const i of [0, 1, 2]) await procs[i]!.ask("keeper reminders", "keeper");
+      // reminders (follows-you) goes to the latest active claim: peer 0's, made last; invoices (stays-put) to the one
+      // taken on purpose: peer 0's too — so the two rules part ways when peer 0 dies
+      for (const i of [1, 2, 0]) {
+        await procs[i]!.ask("keeper reminders", "keeper");
+        await new Promise((r) => setTimeout(r, 20));
+      }
       await procs[0]!.ask("keeper invoices take", "keeper");
       for (const i of [1, 2]) await procs[i]!.ask("keeper invoices", "keeper");
-      const first = await until("first claims", [0, 1, 2], (s) => s.invoices.keeper === ids[0] && s.holders.length === 1);
+      const first = await until("first claims", [0, 1, 2], (s) => s.invoices.keeper === ids[0] && s.reminders.keeper === ids[0] && s.holders.length === 1);
       for (const s of first) {
         expect(s.invoices.keeper).toBe(ids[0]);
         expect(s.holders).toEqual([["job-1", ids[1]]]);
         expect(s.duplicates.map((d) => d[1]).sort()).toEqual([ids[0], ids[2]].sort());
-        expect(new Set(first.map((x) => x.reminders.keeper)).size).toBe(1);
+        expect(s.reminders.keeper).toBe(ids[0]);
         expect(s.rejected).toBe(0);
       }
       // the keeper of invoices settles and is the only one that may act
@@ -122,6 +127,14 @@ describe("keeper and advisory claims over libp2p between 3 OS processes", () => 
 
       // kill peer 0 (no close): stays-put keeps it as keeper of invoices for UNCLOSED; follows-you moves on after ALIVE
       procs[0]!.child.kill("SIGKILL");
+      // follows-you: once peer 0 is silent past ALIVE (3 s here), the survivors agree on one of themselves
+      const moved = await until("follows-you moved on", [1, 2], (s) => s.reminders.keeper !== ids[0] && s.reminders.keeper !== null);
+      expect(new Set(moved.map((s) => s.reminders.keeper)).size).toBe(1);
+      expect([ids[1], ids[2]]).toContain(moved[0]!.reminders.keeper);
+      // stays-put: by then peer 0 is still the keeper of invoices for both (until UNCLOSED, 60 s), and neither acts
+      expect(moved.map((s) => s.invoices.keeper)).toEqual([ids[0], ids[0]]);
+      expect(moved.map((s) => s.invoices.mayAct)).toEqual([false, false]);
+      // an operator moves it by hand
       await procs[1]!.ask("keeper invoices take", "keeper");
       const after = await until("after the kill", [1, 2], (s) => s.invoices.keeper === ids[1]);
       expect(after.map((s) => s.invoices.keeper)).toEqual([ids[1], ids[1]]);
