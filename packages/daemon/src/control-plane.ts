@@ -92,6 +92,8 @@ export interface ControlView {
    * everything recorded at or below `forgottenThrough` is gone; `sessions` are held now (governed README).
    */
   keyRetention?(): { readonly entries: number; readonly forgottenThrough: number; readonly sessions: number };
+  /** The latest stamp of any applied entry, never below the claims clock (`@heddle/governed`'s extension). */
+  readonly latestStamp?: number;
 }
 
 /** The Raft member's state, for status and leader transfer. */

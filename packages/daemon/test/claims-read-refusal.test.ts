@@ -16,6 +16,7 @@ import { seededRandom } from "@heddle/node";
 import { describe, expect, it } from "vitest";
 import { GovernedCluster } from "../../governed/test/support/governed-cluster.ts";
 import { claimsWithReadRefusals } from "../src/claims-at-read.ts";
+import { claimsReadNow } from "../src/governed-peer.ts";
 import type { ReadRefusalCounts } from "../src/claims-at-read.ts";
 import type { ClaimRequest, ClaimsOutcome, ClaimsVerbs } from "../src/control-plane.ts";
 
@@ -64,6 +65,9 @@ interface ReadRefusal {
   readonly refusal: unknown;
   /** The highest log index acknowledged to any client before this call began. */
   readonly ackedBefore: number;
+  /** The (virtual) clock when the call began and when it was answered. */
+  readonly calledAt: number;
+  readonly answeredAt: number;
 }
 
 async function runSeed(seed: number): Promise<{ readRefusals: number; logRefusals: number; grants: number; takeEntries: number; waitedForTake: number }> {
@@ -90,9 +94,10 @@ async function runSeed(seed: number): Promise<{ readRefusals: number; logRefusal
           if (random() < 0.7) {
             const ttl = [undefined, 150, 600][Math.floor(random() * 3)];
             const request: ClaimRequest = { holder, resources: [{ key, mode: "exclusive" }], ...(ttl !== undefined ? { ttlMs: ttl } : {}) };
+            const calledAt = c.timers.now();
             const o: ClaimsOutcome = await verbs(at).take(request, { timeoutMs: 1_500 });
             if (o.kind === "refused-at-read") {
-              reads.push({ request, readIndex: o.readIndex, judgedAt: o.judgedAt, refusal: o.claims, ackedBefore });
+              reads.push({ request, readIndex: o.readIndex, judgedAt: o.judgedAt, refusal: o.claims, ackedBefore, calledAt, answeredAt: c.timers.now() });
               // what a refusal saw, a later call must see too (real-time order between reads)
               ackedMax = Math.max(ackedMax, o.readIndex);
             } else if (o.kind === "applied") {
@@ -149,6 +154,10 @@ async function runSeed(seed: number): Promise<{ readRefusals: number; logRefusal
         expect(st.claims.wouldRefuse(r.request, r.judgedAt)).toEqual(r.refusal);
         // 2. linearizable: the read saw every act acknowledged before the call began
         expect(r.readIndex).toBeGreaterThanOrEqual(r.ackedBefore);
+        // 3. and judged at a time inside the call: judging earlier would count a lapsed lease as live (check 1
+        // replays the refusal at the time the read reports, so a wrong clock would agree with itself there)
+        expect(r.judgedAt).toBeGreaterThanOrEqual(r.calledAt);
+        expect(r.judgedAt).toBeLessThanOrEqual(r.answeredAt);
       }
     };
     check(0);
@@ -638,4 +647,14 @@ describe("shared takes on a governed cluster", () => {
       await c.shutdown();
     }
   }, 120_000);
+});
+
+describe("the daemon judges a read refusal no earlier than the log's latest stamp", () => {
+  it("takes the later of its clock and the latest applied stamp (a peer whose clock runs ahead stamped a mint on etcd)", () => {
+    const st = new ControlState({ root: GroupId("root") });
+    expect(claimsReadNow(1_000, st)).toBe(1_000);
+    expect(claimsReadNow(1_000, { latestStamp: 4_000 })).toBe(4_000);
+    expect(claimsReadNow(9_000, { latestStamp: 4_000 })).toBe(9_000);
+    expect(claimsReadNow(1_000, {})).toBe(1_000); // a control plane without the extension: its clock
+  });
 });

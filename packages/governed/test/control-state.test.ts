@@ -167,6 +167,24 @@ describe("ControlState decisions (governed.md §3.4, in the listed order)", () =
     expect(d.out({ op: "claims.releaseAll", holder: "B" })).toMatchObject({ claims: [] });
     expect(d.entry({ op: "claims.releaseScope", scope: "s" }).publish).toEqual([]);
   });
+
+  it("latestStamp: the latest stamp of any applied entry, a mint's too, never below claimsNow and never falling", () => {
+    const d = new Driver();
+    expect(d.st.latestStamp).toBe(0);
+    d.out({ op: "claims.take", request: { holder: "A", resources: [{ key: "m", mode: "exclusive" }], ttlMs: 100 } }, { stampedAt: 1_000 });
+    expect(d.st.latestStamp).toBe(1_000);
+    // a non-claims entry stamped ahead (a peer whose clock runs ahead, on etcd) moves it; claimsNow stays
+    d.out({ op: "enroll", replica: R("n2") }, { stampedAt: 5_000 });
+    expect(d.st.claimsNow).toBe(1_000);
+    expect(d.st.latestStamp).toBe(5_000);
+    d.out({ op: "enroll", replica: R("n3") }, { stampedAt: 2_000 });
+    expect(d.st.latestStamp).toBe(5_000);
+    // the table judges at its own clock, so a read must judge at latestStamp to see the lease lapsed as the log would
+    const request = { holder: "B", resources: [{ key: "m", mode: "exclusive" as const }] };
+    expect(d.st.claims.wouldRefuse(request, 1_050)).toBeDefined();
+    expect(d.st.claims.wouldRefuse(request, d.st.latestStamp)).toBeUndefined();
+    expect(d.out({ op: "claims.take", request }, { stampedAt: d.st.latestStamp })).toMatchObject({ claims: { ok: true } });
+  });
 });
 
 describe("ControlState: a release that names its grant's token (claims.md §2 release, rule 7)", () => {

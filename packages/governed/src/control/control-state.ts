@@ -86,6 +86,11 @@ export interface ControlView {
   outcomeOf(key: ProposalKey): ControlOutcome | "unknown" | "pruned";
   /** Extension: the retention window of `idem:` clients and what it holds now. */
   keyRetention(): KeyRetention;
+  /**
+   * Extension: the latest stamp of any entry applied here, never below the claims clock — the earliest time at
+   * which the log could judge a claims command proposed now (a read that judges claims judges no earlier).
+   */
+  readonly latestStamp: number;
 }
 
 /** What applying one committed item did: the effects the shell carries out, in order, within the same step. */
@@ -207,6 +212,8 @@ export class ControlState implements ControlView {
   #emptyWindowed: string[] = [];
   #claims: ClaimsTable;
   #claimsNow = 0;
+  /** The latest `stampedAt` of any entry applied by this process (not replicated state: not in snapshots). */
+  #latestStamp = 0;
   #halted: ControlPlaneHaltedError | null = null;
 
   constructor(options: ControlStateOptions) {
@@ -234,6 +241,17 @@ export class ControlState implements ControlView {
   /** The `now` of the last applied claims command (0 at start); never decreases. */
   get claimsNow(): number {
     return this.#claimsNow;
+  }
+
+  /**
+   * The latest stamp of any entry applied here, and never below `claimsNow`: the earliest time at which a claims
+   * command proposed now could be judged by the log. On etcd a proposal is stamped no earlier than the newest entry
+   * of any kind, which can be ahead of `claimsNow` (a mint stamped by a peer whose clock runs ahead), so a read that
+   * judges claims must not judge earlier than this. Not part of the replicated state (after a snapshot install it
+   * restarts from the snapshot's `claimsNow`).
+   */
+  get latestStamp(): number {
+    return Math.max(this.#latestStamp, this.#claimsNow);
   }
 
   /** The error the state halted with, if it did. */
@@ -339,6 +357,7 @@ export class ControlState implements ControlView {
   #entry(entry: LogEntry): AppliedStep {
     const index = entry.index;
     if (index !== this.appliedIndex + 1) throw new BrokenInvariant(`entry ${index} arrived after ${this.appliedIndex}`);
+    if (entry.stampedAt > this.#latestStamp) this.#latestStamp = Math.floor(entry.stampedAt);
     const d = decodeEntry(entry.command);
     if (d.kind === "foreign") {
       this.#roster.advance(index);
