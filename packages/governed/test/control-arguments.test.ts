@@ -7,6 +7,7 @@ import { describe, expect, it } from "vitest";
 import { AttachmentId, GroupId, ReplicaId, Weight } from "@heddle/ledger";
 import { memoryStore, MemoryNetwork, seededRandom } from "@heddle/node";
 import { VirtualTimers } from "@heddle/seam/testing";
+import { CLAIM_GUARANTEES } from "@heddle/claims";
 import { heddleGoverned } from "../src/index.ts";
 import type { GovernedHeddleNode } from "../src/index.ts";
 import { testConfig } from "./support/governed-cluster.ts";
@@ -156,6 +157,14 @@ describe("bad input to the control verbs throws before anything is proposed (gov
     const ok = await gov.mint(ReplicaId("n1"), 1n);
     expect(ok).toMatchObject({ kind: "applied", key: { client: "auto:n1:i", seq: 1 } });
     expect(raft.calls.get("propose")).toBe(1);
+    await gov.shutdown();
+  });
+
+  it("the claims family says which mode it is and the guarantee it gives, as the daemon and the CLI word it", async () => {
+    const { gov } = node();
+    expect(gov.claims.mode).toBe("granted");
+    expect(gov.claims.guarantee).toBe(CLAIM_GUARANTEES.granted);
+    expect(gov.claims.guarantee).toMatch(/\S/);
     await gov.shutdown();
   });
 

@@ -8,6 +8,7 @@
  */
 import { EntitlementLedger } from "@heddle/ledger";
 import type { AttachmentId, AttachmentRecord, GroupId, ReplicaId } from "@heddle/ledger";
+import { CLAIM_GUARANTEES } from "@heddle/claims";
 import type { ClaimsOptions, ClaimsTable, TakeRequest } from "@heddle/claims";
 import { heddleStatic } from "@heddle/node";
 import type { ControlSink, HeddleConfig, HeddleNode, Seam } from "@heddle/node";
@@ -84,6 +85,9 @@ export interface RevocationSeam {
 
 /** The claims family (G2, claims.md §2): each call is one log entry; the leader stamps `now`. */
 export interface GovernedClaims {
+  /** Which of the three claim modes this is, and the guarantee it gives, in the words the daemon and CLI use. */
+  readonly mode: "granted";
+  readonly guarantee: string;
   take(request: TakeRequest, opts?: CallOptions): Promise<ControlOutcome>;
   /** With `opts.token`, ends only the grant stamped with that token (claims.md §2 `release`). */
   release(holder: string, key: string, opts?: ReleaseOptions): Promise<ControlOutcome>;
@@ -365,6 +369,8 @@ class GovernedNode implements GovernedHeddleNode {
   #claimsFamily(options: ClaimsOptions): GovernedClaims {
     const state = this.#state;
     return {
+      mode: "granted",
+      guarantee: CLAIM_GUARANTEES.granted,
       take: (request, opts) => this.#call({ op: "claims.take", request: takeArg(request, options) }, this.#options(opts, "claims.take"), null),
       release: (holder, key, opts) => {
         const cmd = { op: "claims.release" as const, holder: claimsStringArg(holder, "claims.release: holder"), key: claimsStringArg(key, "claims.release: key") };
