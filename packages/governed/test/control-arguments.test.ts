@@ -160,6 +160,22 @@ describe("bad input to the control verbs throws before anything is proposed (gov
     await gov.shutdown();
   });
 
+  it("sync({ leaderOnly }) answers only once the applied prefix reaches the confirmed read index", async () => {
+    const { gov, raft } = node();
+    await gov.sync({ leaderOnly: true });
+    for (let round = 0; round < 20; round++) {
+      // committed but not yet applied here: the node applies from its committed stream, a turn later
+      // many at once: the node applies them one per turn of its committed stream, so they are not all applied
+      // by the time the read index is confirmed
+      let index = 0;
+      for (let k = 0; k < 50; k++) index = raft.commitRaw(new Uint8Array([0x66, 0x6f, round, k]));
+      expect(gov.controlView().appliedIndex).toBeLessThan(index);
+      const view = await gov.sync({ leaderOnly: true });
+      expect(view.appliedIndex).toBeGreaterThanOrEqual(index);
+    }
+    await gov.shutdown();
+  });
+
   it("the claims family says which mode it is and the guarantee it gives, as the daemon and the CLI word it", async () => {
     const { gov } = node();
     expect(gov.claims.mode).toBe("granted");
