@@ -50,6 +50,7 @@ import { freeListenPort } from "@heddle/seam";
 const SECONDS = Number(process.env["HEDDLE_BENCH_SECONDS"] ?? 5);
 const ROUNDS = Number(process.env["HEDDLE_BENCH_ROUNDS"] ?? 1);
 if (!Number.isSafeInteger(ROUNDS) || ROUNDS < 1) throw new Error(`HEDDLE_BENCH_ROUNDS: ${process.env["HEDDLE_BENCH_ROUNDS"]} is not a whole number ≥ 1`);
+if (!(SECONDS > 0 && SECONDS <= 3600)) throw new Error(`HEDDLE_BENCH_SECONDS: ${process.env["HEDDLE_BENCH_SECONDS"]} is not a number of seconds in (0, 3600]`);
 const CONCURRENCY = (process.env["HEDDLE_BENCH_CONCURRENCY"] ?? "1,64").split(",").map(Number);
 const CONTENDERS = 64;
 const KEY_SPACE = 1_000_000;
@@ -106,11 +107,6 @@ async function waitForPort(port: number, what: string): Promise<void> {
     await sleep(100);
   }
   throw new Error(`${what}: nothing listens on 127.0.0.1:${port} after 30 s`);
-}
-
-/** A port for a process started next: outside the kernel's ephemeral range, so no outgoing connection takes it first. */
-function freePort(): Promise<number> {
-  return freeListenPort();
 }
 
 function quantile(sorted: number[], q: number): number {
@@ -360,9 +356,11 @@ async function etcd(): Promise<Cell[]> {
   const dir = mkdtempSync(join(tmpdir(), "heddle-claims-etcd-"));
   const peerPorts: number[] = [];
   const clientPorts: number[] = [];
+  const taken = new Set<number>();
   for (let i = 0; i < 3; i++) {
-    peerPorts.push(await freePort());
-    clientPorts.push(await freePort());
+    // one set for the cluster: each pick is probed free, but none is bound until etcd starts
+    peerPorts.push(await freeListenPort(taken));
+    clientPorts.push(await freeListenPort(taken));
   }
   const initial = peerPorts.map((p, i) => `e${i}=http://127.0.0.1:${p}`).join(",");
   const procs: ChildProcess[] = [];
@@ -436,7 +434,7 @@ const RELEASE_SCRIPT = "if redis.call('get', KEYS[1]) == ARGV[1] then return red
 
 async function redis(): Promise<Cell[]> {
   const dir = mkdtempSync(join(tmpdir(), "heddle-claims-redis-"));
-  const port = await freePort();
+  const port = await freeListenPort();
   const proc = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--dir", dir, "--save", "", "--appendonly", "no", "--maxclients", "1000"], { stdio: "ignore" });
   const conns: Redis[] = [];
   try {
@@ -480,7 +478,7 @@ function lockId(key: string): string {
 async function postgres(): Promise<Cell[]> {
   const dir = mkdtempSync(join(tmpdir(), "heddle-claims-pg-"));
   const data = join(dir, "data");
-  const port = await freePort();
+  const port = await freeListenPort();
   // initdb refuses to run as root: run the server as the `postgres` system user then
   const asRoot = process.getuid?.() === 0;
   const run = (bin: string, args: string[]) =>

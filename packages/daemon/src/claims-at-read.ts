@@ -17,8 +17,16 @@ export interface ReadRefusalSource {
   sync(opts?: { timeoutMs?: number; signal?: AbortSignal; leaderOnly?: boolean }): Promise<unknown>;
   /** Whether this peer is the Raft leader right now (elsewhere `sync` would append a barrier: a commit). */
   isLeader(): boolean;
-  /** The leader's clock, the same one that stamps entries (`LogEntry.stampedAt`). */
+  /** The leader's clock, the same one that stamps entries (`LogEntry.stampedAt`); it also times the call's budget. */
   now(): number;
+  /**
+   * The earliest time a take may be judged at, whatever `now` says: the latest stamp the applied log holds
+   * (`ControlView.latestStamp`). On an etcd control log a proposal is stamped no earlier than the newest entry of
+   * any kind, which a peer whose clock runs ahead may have pushed past this peer's clock; a lease judged live at
+   * this peer's clock could then be lapsed for the log. Judging later only refuses less, so this is always safe.
+   * Only the judging time is raised: the call's time budget stays on `now`, which does not jump with the log.
+   */
+  judgeFloor?(): number;
   /** Bounds a wait for another take by what is left of the caller's time. */
   readonly timers: Pick<Timers, "set" | "clear">;
 }
@@ -103,6 +111,7 @@ interface InFlightTake {
  */
 export function claimsWithReadRefusals(source: ReadRefusalSource, counts?: ReadRefusalCounts): ClaimsVerbs {
   const inner = source.claims;
+  const judgeTime = (): number => Math.max(source.now(), source.judgeFloor?.() ?? 0);
   /** Per key, the takes proposed here that name it and have not yet settled. */
   const inFlight = new Map<string, Set<InFlightTake>>();
   const propose = (request: ClaimRequest, opts: CallOptions): Promise<ClaimsOutcome> => {
@@ -230,7 +239,7 @@ export function claimsWithReadRefusals(source: ReadRefusalSource, counts?: ReadR
             }
             continue;
           }
-          if (inner.view().wouldRefuse(request, source.now()) === undefined) return proposeNow(budget, true);
+          if (inner.view().wouldRefuse(request, judgeTime()) === undefined) return proposeNow(budget, true);
           try {
             await confirm(budget);
           } catch (e) {
@@ -241,7 +250,7 @@ export function claimsWithReadRefusals(source: ReadRefusalSource, counts?: ReadR
             throw e;
           }
           // Judge and note the applied index in one synchronous step: nothing applies in between.
-          const judgedAt = source.now();
+          const judgedAt = judgeTime();
           const refusal = inner.view().wouldRefuse(request, judgedAt);
           const readIndex = source.controlView().appliedIndex;
           if (refusal !== undefined) {

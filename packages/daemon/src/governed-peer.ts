@@ -42,16 +42,6 @@ export class NotLeaderHereError extends Error {
   }
 }
 
-/**
- * The time a take refused at a read is judged at: this peer's clock, but never earlier than the latest stamp the
- * log has applied. On etcd a proposal is stamped no earlier than the newest entry of any kind, which a peer whose
- * clock runs ahead may have pushed past this peer's clock; judging earlier would count a lease as live that the
- * log, for a take proposed at that point, would find lapsed. (Judging later only refuses less: always safe.)
- */
-export function claimsReadNow(clock: number, view: { readonly latestStamp?: number }): number {
-  return Math.max(clock, view.latestStamp ?? 0);
-}
-
 const isRaft = (log: ControlLog): log is RaftNode => "membership" in log && "transferLeadership" in log;
 
 /** The `ControlPlane` of a governed node and its control log (a Raft member, or etcd's log: `mode.etcd`). */
@@ -65,7 +55,7 @@ export function governedControlPlane(g: GovernedNodeLike, raft: ControlLog, log:
     retire: (e, o) => g.retire(e, o),
     enroll: (r, o) => g.enroll(r, o),
     depart: (o) => g.depart(o),
-    claims: claimsWithReadRefusals({ claims: g.claims, controlView: () => g.controlView(), sync: (o) => g.sync(o), isLeader: () => raft.role.get() === "leader", now: () => claimsReadNow(realTimers.now(), g.controlView()), timers: realTimers }, readPath),
+    claims: claimsWithReadRefusals({ claims: g.claims, controlView: () => g.controlView(), sync: (o) => g.sync(o), isLeader: () => raft.role.get() === "leader", now: () => realTimers.now(), judgeFloor: () => g.controlView().latestStamp ?? 0, timers: realTimers }, readPath),
     claimsReadPath: () => readPath,
     get isWritable() {
       return g.isWritable;

@@ -16,7 +16,7 @@ import { seededRandom } from "@heddle/node";
 import { describe, expect, it } from "vitest";
 import { GovernedCluster } from "../../governed/test/support/governed-cluster.ts";
 import { claimsWithReadRefusals } from "../src/claims-at-read.ts";
-import { claimsReadNow } from "../src/governed-peer.ts";
+import { governedControlPlane } from "../src/governed-peer.ts";
 import type { ReadRefusalCounts } from "../src/claims-at-read.ts";
 import type { ClaimRequest, ClaimsOutcome, ClaimsVerbs } from "../src/control-plane.ts";
 
@@ -257,6 +257,8 @@ class ScriptedLeader {
   readHangs = false;
   /** Whether this peer leads (a read that is not yet confirmed can be voided with `voidRead`). */
   leader = true;
+  /** The latest applied stamp the read path may not judge below (`judgeFloor`). */
+  judgeFloor = 0;
   /** Every confirmed read asked for, with what it was given; `voidRead` rejects a hanging one as a step-down does. */
   readonly reads: { signal: AbortSignal | undefined; leaderOnly: boolean | undefined; voidRead?: () => void }[] = [];
 
@@ -307,6 +309,7 @@ class ScriptedLeader {
         },
         isLeader: () => this.leader,
         now: () => this.clock,
+        judgeFloor: () => this.judgeFloor,
         timers: {
           set: (fn, ms) => {
             const h = { due: this.clock + ms, fn };
@@ -649,12 +652,40 @@ describe("shared takes on a governed cluster", () => {
   }, 120_000);
 });
 
-describe("the daemon judges a read refusal no earlier than the log's latest stamp", () => {
-  it("takes the later of its clock and the latest applied stamp (a peer whose clock runs ahead stamped a mint on etcd)", () => {
-    const st = new ControlState({ root: GroupId("root") });
-    expect(claimsReadNow(1_000, st)).toBe(1_000);
-    expect(claimsReadNow(1_000, { latestStamp: 4_000 })).toBe(4_000);
-    expect(claimsReadNow(9_000, { latestStamp: 4_000 })).toBe(9_000);
-    expect(claimsReadNow(1_000, {})).toBe(1_000); // a control plane without the extension: its clock
+describe("a read refusal is judged no earlier than the log's latest stamp, its budget still timed on the clock", () => {
+  it("a lease live at this peer's clock but lapsed by the latest applied stamp is not refused at the read", async () => {
+    const l = new ScriptedLeader();
+    l.table.take({ holder: "a", resources: [{ key: "k", mode: "exclusive" }], ttlMs: 100 } as never, 0, 1);
+    await l.advance(50);
+    const refused = track(l.verbs.take(take("b", "k"), { timeoutMs: 1_000 }));
+    await flush();
+    expect(refused.value).toMatchObject({ kind: "refused-at-read", judgedAt: 50 });
+    // a peer whose clock runs ahead stamped an entry at 5,000 (a mint, on etcd): a take now would be judged there
+    l.judgeFloor = 5_000;
+    const passed = track(l.verbs.take(take("c", "k"), { timeoutMs: 1_000 }));
+    await flush();
+    expect(passed.state).toBe("pending");
+    expect(l.proposed.map((p) => p.request.holder)).toEqual(["c"]);
+    // the jump of the judging time took nothing from the call's budget: the proposal gets all of it
+    expect(l.proposed[0]!.timeoutMs).toBe(1_000);
+  });
+
+  it("the daemon wires the applied state's latestStamp into the read path (not only its clock)", async () => {
+    const ahead = Date.now() + 3_600_000;
+    const judgedAt: number[] = [];
+    const refusal = { ok: false, blocked: [{ key: "k", reason: "held", holders: ["a"] }] };
+    const g = {
+      claims: {
+        take: () => Promise.reject(new Error("not proposed here")),
+        view: () => ({ wouldRefuse: (_r: unknown, now?: number) => (judgedAt.push(now ?? -1), refusal) }),
+      },
+      controlView: () => ({ appliedIndex: 7, latestStamp: ahead }),
+      sync: () => Promise.resolve({ appliedIndex: 7 }),
+    };
+    const raft = { role: { get: () => "leader" } };
+    const cp = governedControlPlane(g as never, raft as never);
+    const o = await cp.claims.take({ holder: "b", resources: [{ key: "k", mode: "exclusive" }] });
+    expect(o).toMatchObject({ kind: "refused-at-read", judgedAt: ahead });
+    expect(judgedAt.every((t) => t === ahead)).toBe(true);
   });
 });

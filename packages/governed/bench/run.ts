@@ -17,7 +17,8 @@
  *   HEDDLE_BENCH_SECONDS=3 HEDDLE_BENCH_ROUNDS=5 npx -y pnpm@10 --filter @heddle/governed bench
  *
  * Three rounds by default because one round is not enough to judge a goal by: at 5 voters and one client the
- * ratio moved between 0.82 and 1.22 from round to round in one run (README).
+ * ratio moved between 0.82 and 1.21 from round to round in one 5-round run, and between 0.96 and 1.22 in another
+ * (README).
  *
  * `HEDDLE_BENCH_QUANTILES=1` (diagnostics) prints each cell's latency distribution and mean (at one client the
  * mean, not the median, sets the rate). `HEDDLE_BENCH_PROFILE=<dir>` (diagnostics) runs each member of ours under `--cpu-prof`, writing its profile to
@@ -126,11 +127,6 @@ async function load(concurrency: number, client: KvClient, pids: readonly (numbe
   return { ops: lat.length, seconds, p50: q(0.5), p99: q(0.99), failures, leaderCpuMs: perOp(0), followersCpuMs: followers };
 }
 
-/** A port for a process started next: outside the kernel's ephemeral range, so no outgoing connection takes it first. */
-function freePort(): Promise<number> {
-  return freeListenPort();
-}
-
 // ---------------------------------------------------------------- ours
 
 class Member {
@@ -219,9 +215,11 @@ async function etcd(size: number): Promise<Cell[]> {
   const dir = mkdtempSync(join(tmpdir(), "heddle-etcd-bench-"));
   const peers: number[] = [];
   const clients: number[] = [];
+  const taken = new Set<number>();
   for (let i = 0; i < size; i++) {
-    peers.push(await freePort());
-    clients.push(await freePort());
+    // one set for the cluster: each pick is probed free, but none is bound until etcd starts
+    peers.push(await freeListenPort(taken));
+    clients.push(await freeListenPort(taken));
   }
   const initial = peers.map((p, i) => `e${i}=http://127.0.0.1:${p}`).join(",");
   const procs: ChildProcess[] = [];

@@ -164,9 +164,8 @@ describe("bad input to the control verbs throws before anything is proposed (gov
     const { gov, raft } = node();
     await gov.sync({ leaderOnly: true });
     for (let round = 0; round < 20; round++) {
-      // committed but not yet applied here: the node applies from its committed stream, a turn later
-      // many at once: the node applies them one per turn of its committed stream, so they are not all applied
-      // by the time the read index is confirmed
+      // committed but not yet applied here: the node applies one entry per turn of its committed stream, so of
+      // fifty committed at once most are still unapplied when the read index is confirmed
       let index = 0;
       for (let k = 0; k < 50; k++) index = raft.commitRaw(new Uint8Array([0x66, 0x6f, round, k]));
       expect(gov.controlView().appliedIndex).toBeLessThan(index);

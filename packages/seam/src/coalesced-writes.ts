@@ -46,8 +46,8 @@ function isSocket(value: unknown): value is Socket {
 
 /**
  * Makes `connection` (a libp2p TCP `MultiaddrConnection`) send each message in one syscall: a turn's first message
- * at once, whatever follows it in the same turn together when the turn ends. Returns whether it did: a connection without a Node socket under it (another transport, a test double) is left
- * as it is. Patching twice is a no-op.
+ * at once, whatever follows it in the same turn together when the turn ends. Returns whether it did: a connection
+ * without a Node socket under it (another transport, a test double) is left as it is. Patching twice is a no-op.
  */
 export function coalesceWrites(connection: unknown): boolean {
   if (typeof connection !== "object" || connection === null) return false;

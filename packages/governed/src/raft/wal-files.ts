@@ -100,7 +100,11 @@ export function nodeWalDirectory(path: string): WalDirectory {
               if (o.dsync) return done(null);
               return fdatasync(fd, (e) => done(e));
             }
-            write(fd, bytes, from, bytes.length - from, position + from, (e, n) => (e ? done(e) : rest(from + n)));
+            write(fd, bytes, from, bytes.length - from, position + from, (e, n) => {
+              if (e) return done(e);
+              if (n === 0) return done(new Error(`raft log: a write at ${position + from} wrote nothing`)); // never spin
+              rest(from + n);
+            });
           };
           rest(0);
         },

@@ -493,9 +493,10 @@ export class SegmentedLog {
         this.#roll();
       } catch (e) {
         // Whatever part of the roll failed, the store cannot tell what it left: a batch number spent on a header
-        // that never became durable, or a new segment that may already be named. Writing on could make the next
-        // start misread a torn tail as corruption, or find batches out of order; so, as after a failed write,
-        // nothing more is written until the store is reopened (and recovery reads what is really there).
+        // that never became durable, or a new segment that may already be named. Writing on usually recovers
+        // anyway, but a batch torn after the skipped number could be misread as corruption by the next start; so,
+        // conservatively and as after a failed write, nothing more is written until the store is reopened
+        // (recovery then reads what is really there). The Raft driver stops the member on the error in any case.
         this.#broken = e as Error;
         throw e;
       }
