@@ -31,7 +31,7 @@
  *
  * Run: npx -y pnpm@10 --filter @heddle/claims bench:network   (HEDDLE_BENCH_SYSTEMS=heddle,etcd,redis,postgres)
  *
- * `HEDDLE_BENCH_ROUNDS=N` (default 1) runs every system N times, in the listed order in odd rounds and reversed in
+ * `HEDDLE_BENCH_ROUNDS=N` (default 3: one round decides little on a shared machine) runs every system N times, in the listed order in odd rounds and reversed in
  * even ones, so a change in the machine's speed falls on all of them; each round prints its own lines, and the table
  * and the JSON lines give each figure's median over the rounds (each of opsPerSec, p50, p99 on its own).
  */
@@ -48,7 +48,7 @@ import { HeddleClient } from "@heddle/client";
 import { freeListenPort } from "@heddle/seam";
 
 const SECONDS = Number(process.env["HEDDLE_BENCH_SECONDS"] ?? 5);
-const ROUNDS = Number(process.env["HEDDLE_BENCH_ROUNDS"] ?? 1);
+const ROUNDS = Number(process.env["HEDDLE_BENCH_ROUNDS"] ?? 3);
 if (!Number.isSafeInteger(ROUNDS) || ROUNDS < 1) throw new Error(`HEDDLE_BENCH_ROUNDS: ${process.env["HEDDLE_BENCH_ROUNDS"]} is not a whole number ≥ 1`);
 if (!(SECONDS > 0 && SECONDS <= 3600)) throw new Error(`HEDDLE_BENCH_SECONDS: ${process.env["HEDDLE_BENCH_SECONDS"]} is not a number of seconds in (0, 3600]`);
 const CONCURRENCY = (process.env["HEDDLE_BENCH_CONCURRENCY"] ?? "1,64").split(",").map(Number);
