@@ -11,12 +11,8 @@
  *
  *   npx -y pnpm@10 --filter @heddle/claims exec node bench/anatomy.ts     # HEDDLE_ANATOMY_ROUNDS=3 HEDDLE_ANATOMY_SECONDS=5
  */
-import { execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { fileURLToPath } from "node:url";
-import { HeddleClient } from "@heddle/client";
+import { readFileSync } from "node:fs";
+import { startBenchCluster } from "./heddle-cluster.ts";
 
 const CONTENDERS = 64;
 const SECONDS = Number(process.env["HEDDLE_ANATOMY_SECONDS"] ?? 5);
@@ -25,9 +21,6 @@ if (!(SECONDS > 0 && SECONDS <= 600)) throw new Error(`HEDDLE_ANATOMY_SECONDS: $
 if (!Number.isSafeInteger(ROUNDS) || ROUNDS < 1) throw new Error(`HEDDLE_ANATOMY_ROUNDS: ${process.env["HEDDLE_ANATOMY_ROUNDS"]} is not a whole number ≥ 1`);
 const WARM_MS = 1_000;
 
-const CLI_MAIN = fileURLToPath(new URL("../../cli/src/main.ts", import.meta.url));
-const cli = (args: string[]) => execFileSync(process.execPath, [CLI_MAIN, ...args], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const quantile = (xs: readonly number[], q: number): string => {
   if (xs.length === 0) return "—";
   const s = [...xs].sort((a, b) => a - b);
@@ -43,32 +36,10 @@ const ownTicks = (): number => {
   return (u.user + u.system) / 1e4;
 };
 
-const dir = mkdtempSync(join(tmpdir(), "heddle-claims-anatomy-"));
-const cluster = join(dir, "cluster");
-const clients: HeddleClient[] = [];
+const { peers, pids, findLeader, stop } = startBenchCluster("heddle-claims-anatomy-");
 try {
-  cli(["init", "--peers", "3", "--mode", "governed", cluster]);
-  cli(["up", "--detach", cluster]);
-  const peers = [1, 2, 3].map((i) => {
-    const conf = JSON.parse(readFileSync(join(cluster, `peer-${i}`, "heddle.json"), "utf8")) as { api: { listen: string } };
-    return new HeddleClient({ url: `http://${conf.api.listen}`, token: readFileSync(join(cluster, `peer-${i}`, "token"), "utf8").trim(), maxSockets: 128 });
-  });
-  clients.push(...peers);
-  const pids = [1, 2, 3].map((i) => Number(readFileSync(join(cluster, `peer-${i}`, "daemon.pid"), "utf8").trim()));
-  let leader = -1;
-  for (let t = 0; t < 600 && leader < 0; t++) {
-    for (const [i, p] of peers.entries()) {
-      try {
-        const r = (await p.roster()) as { enrolled: string[]; raft: { role: string } };
-        if (r.raft.role === "leader" && r.enrolled.length === 3) leader = i;
-      } catch {
-        // not up yet
-      }
-    }
-    if (leader < 0) await sleep(100);
-  }
-  if (leader < 0) throw new Error("no leader with all three peers enrolled within 60 s");
-  const l = peers[leader]!;
+  const l = await findLeader();
+  const leader = peers.indexOf(l);
   console.log(`claims contention anatomy — ${CONTENDERS} clients on one key, ${SECONDS} s per round, ${ROUNDS} round(s), ${new Date().toISOString()}`);
   for (let round = 1; round <= ROUNDS; round++) {
     const key = `hot/${round}`;
@@ -119,11 +90,5 @@ try {
     console.log(`  cores busy: leader ${busy[leader]}, followers ${[0, 1, 2].filter((k) => k !== leader).map((k) => busy[k]).join(" + ")}, this client ${busy[3]}`);
   }
 } finally {
-  for (const c of clients) c.close();
-  try {
-    cli(["down", cluster]);
-  } catch (e) {
-    console.log(`heddle down failed: ${(e as Error).message}`);
-  }
-  rmSync(dir, { recursive: true, force: true });
+  stop();
 }

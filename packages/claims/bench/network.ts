@@ -40,12 +40,11 @@ import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync }
 import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { Etcd3, type Lease } from "etcd3";
 import { Redis } from "ioredis";
 import pg from "pg";
-import { HeddleClient } from "@heddle/client";
 import { freeListenPort } from "@heddle/seam";
+import { startBenchCluster } from "./heddle-cluster.ts";
 
 const SECONDS = Number(process.env["HEDDLE_BENCH_SECONDS"] ?? 5);
 const ROUNDS = Number(process.env["HEDDLE_BENCH_ROUNDS"] ?? 3);
@@ -72,7 +71,6 @@ const PG_BIN = ((): string | null => {
   }
   return majors.length === 0 ? null : join(root, String(Math.max(...majors)), "bin");
 })();
-const CLI_MAIN = fileURLToPath(new URL("../../cli/src/main.ts", import.meta.url));
 
 /** One system's client, as the workloads drive it. `client` numbers the concurrent client (0…n−1). */
 interface LockClient {
@@ -231,36 +229,10 @@ async function measure(system: System, c: LockClient, beforeCell: () => Promise<
 // ---------------------------------------------------------------- heddle: 3 daemon processes, through the API
 
 async function heddle(): Promise<Cell[]> {
-  const dir = mkdtempSync(join(tmpdir(), "heddle-claims-bench-"));
-  const cluster = join(dir, "cluster");
-  const cli = (args: string[]) => execFileSync(process.execPath, [CLI_MAIN, ...args], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
-  const clients: HeddleClient[] = [];
+  const { peers, findLeader, stop } = startBenchCluster("heddle-claims-bench-");
   /** The leader watcher below runs while this is set; cleared on every way out, a throw included. */
   let watching = false;
   try {
-    cli(["init", "--peers", "3", "--mode", "governed", cluster]);
-    cli(["up", "--detach", cluster]);
-    const peer = (i: number) => {
-      const conf = JSON.parse(readFileSync(join(cluster, `peer-${i}`, "heddle.json"), "utf8")) as { api: { listen: string } };
-      return new HeddleClient({ url: `http://${conf.api.listen}`, token: readFileSync(join(cluster, `peer-${i}`, "token"), "utf8").trim(), maxSockets: 128 });
-    };
-    const peers = [1, 2, 3].map(peer);
-    clients.push(...peers);
-    /** The peer whose Raft member leads with all three enrolled; waits up to 60 s. */
-    const findLeader = async (): Promise<HeddleClient> => {
-      for (let t = 0; t < 600; t++) {
-        for (const p of peers) {
-          try {
-            const r = (await p.roster()) as { enrolled: string[]; raft: { role: string } };
-            if (r.raft.role === "leader" && r.enrolled.length === 3) return p;
-          } catch {
-            // not up yet
-          }
-        }
-        await sleep(100);
-      }
-      throw new Error("heddle: no leader with all three peers enrolled within 60 s");
-    };
     let l = await findLeader();
     let leaderChanges = 0;
     // Leadership can move within a cell on a loaded machine (an election timeout while the leader is starved of
@@ -340,13 +312,7 @@ async function heddle(): Promise<Cell[]> {
     return cells;
   } finally {
     watching = false;
-    for (const c of clients) c.close();
-    try {
-      cli(["down", cluster]);
-    } catch (e) {
-      console.log(`heddle down failed: ${(e as Error).message}`);
-    }
-    rmSync(dir, { recursive: true, force: true });
+    stop();
   }
 }
 
