@@ -21,9 +21,11 @@ export interface ReadRefusalSource {
   now(): number;
   /**
    * The earliest time a take may be judged at, whatever `now` says: the latest stamp the applied log holds
-   * (`ControlView.latestStamp`). On an etcd control log a proposal is stamped no earlier than the newest entry of
-   * any kind, which a peer whose clock runs ahead may have pushed past this peer's clock; a lease judged live at
-   * this peer's clock could then be lapsed for the log. Judging later only refuses less, so this is always safe.
+   * (`ControlView.latestStamp`) and, on a log that clamps stamps, the newest stamp its confirmed reads saw
+   * (`ControlLog.stampFloor`; after a snapshot install the applied stamp restarts from the snapshot's `claimsNow`).
+   * On an etcd control log a proposal is stamped no earlier than the newest entry of any kind, which a peer whose
+   * clock runs ahead may have pushed past this peer's clock; a lease judged live at this peer's clock could then be
+   * lapsed for the log. Judging later only refuses less, so this is always safe.
    * Only the judging time is raised: the call's time budget stays on `now`, which does not jump with the log.
    */
   judgeFloor?(): number;

@@ -55,7 +55,7 @@ export function governedControlPlane(g: GovernedNodeLike, raft: ControlLog, log:
     retire: (e, o) => g.retire(e, o),
     enroll: (r, o) => g.enroll(r, o),
     depart: (o) => g.depart(o),
-    claims: claimsWithReadRefusals({ claims: g.claims, controlView: () => g.controlView(), sync: (o) => g.sync(o), isLeader: () => raft.role.get() === "leader", now: () => realTimers.now(), judgeFloor: () => g.controlView().latestStamp ?? 0, timers: realTimers }, readPath),
+    claims: claimsWithReadRefusals({ claims: g.claims, controlView: () => g.controlView(), sync: (o) => g.sync(o), isLeader: () => raft.role.get() === "leader", now: () => realTimers.now(), judgeFloor: () => Math.max(g.controlView().latestStamp ?? 0, raft.stampFloor?.() ?? 0), timers: realTimers }, readPath),
     claimsReadPath: () => readPath,
     get isWritable() {
       return g.isWritable;

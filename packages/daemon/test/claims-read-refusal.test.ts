@@ -688,4 +688,27 @@ describe("a read refusal is judged no earlier than the log's latest stamp, its b
     expect(o).toMatchObject({ kind: "refused-at-read", judgedAt: ahead });
     expect(judgedAt.every((t) => t === ahead)).toBe(true);
   });
+
+  it("on a log that clamps stamps (etcd), the daemon also judges no earlier than the log's stampFloor", async () => {
+    // after a snapshot install the applied latestStamp restarts from the snapshot's claimsNow, below a mint's stamp
+    // that etcd's head still carries: the log's floor is the later one and must win
+    const applied = Date.now() + 60_000;
+    const head = Date.now() + 3_600_000;
+    const judgedAt: number[] = [];
+    const refusal = { ok: false, blocked: [{ key: "k", reason: "held", holders: ["a"] }] };
+    const g = {
+      claims: {
+        take: () => Promise.reject(new Error("not proposed here")),
+        view: () => ({ wouldRefuse: (_r: unknown, now?: number) => (judgedAt.push(now ?? -1), refusal) }),
+      },
+      controlView: () => ({ appliedIndex: 7, latestStamp: applied }),
+      sync: () => Promise.resolve({ appliedIndex: 7 }),
+    };
+    const cp = governedControlPlane(g as never, { role: { get: () => "leader" }, stampFloor: () => head } as never);
+    expect(await cp.claims.take({ holder: "b", resources: [{ key: "k", mode: "exclusive" }] })).toMatchObject({ kind: "refused-at-read", judgedAt: head });
+    expect(judgedAt.every((t) => t === head)).toBe(true);
+    // and where the applied stamp is the later one, it still wins
+    const cp2 = governedControlPlane(g as never, { role: { get: () => "leader" }, stampFloor: () => applied - 1 } as never);
+    expect(await cp2.claims.take({ holder: "b", resources: [{ key: "k", mode: "exclusive" }] })).toMatchObject({ judgedAt: applied });
+  });
 });

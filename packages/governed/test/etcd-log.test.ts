@@ -79,6 +79,32 @@ describe("etcdControlLog", () => {
     }
   });
 
+  it("after a confirmed read, its stampFloor covers every stamp appended before it — another member's clock included", async () => {
+    const prefix = `floor/${process.pid}/`;
+    const ahead = etcdControlLog({ id: "a", endpoints: etcd.endpoints, prefix, now: () => 2_000_000.75 });
+    const behind = etcdControlLog({ id: "b", endpoints: etcd.endpoints, prefix, now: () => 7 });
+    try {
+      await behind.started;
+      expect(behind.stampFloor()).toBe(0); // an empty log: no head yet
+      await behind.propose(new Uint8Array([1]), null);
+      expect(behind.stampFloor()).toBe(7); // its own append
+      await ahead.propose(new Uint8Array([2]), null);
+      // the ahead member's entry is not known here until a read of head: a read that judges claims must confirm first
+      expect(behind.stampFloor()).toBe(7);
+      await behind.readIndex();
+      expect(behind.stampFloor()).toBe(2_000_000); // whole milliseconds, as the claims table judges
+      // and its next proposal is stamped no earlier (the log's clamp), so the floor is exact, not merely safe
+      const { index } = await behind.propose(new Uint8Array([3]), null);
+      const items = await take(behind, 1, index);
+      const last = items.at(-1)!;
+      expect(last.kind === "entry" ? last.entry.stampedAt : NaN).toBe(2_000_000.75);
+      expect(behind.stampFloor()).toBe(2_000_000);
+    } finally {
+      await ahead.close();
+      await behind.close();
+    }
+  });
+
   it("appends concurrent proposals of one process in few transactions, each at its own index", async () => {
     const log = etcdControlLog({ id: "a", endpoints: etcd.endpoints, prefix: `batch/${process.pid}/` });
     try {

@@ -19,4 +19,13 @@ export type ControlLog = Pick<RaftNode, "id" | "role" | "leader" | "propose" | "
    * its data plane (governed.md §3.11).
    */
   readonly available?: Watch<boolean>;
+  /**
+   * Optional: the earliest stamp a command proposed from now on can carry, as far as this member has seen — for a
+   * log that clamps a new entry's stamp to the newest one before it (etcd). A read that judges claims must not judge
+   * earlier than this: after a snapshot install the applied state's `latestStamp` can lag it (the snapshot keeps
+   * only `claimsNow`), and a lease judged live at an earlier time could be lapsed for the log. Raised by every
+   * confirmed `readIndex`, so after one it covers every entry appended before the read. The embedded Raft stamps
+   * with its leader's clock, unclamped, and needs none.
+   */
+  stampFloor?(): number;
 };

@@ -248,7 +248,7 @@ export class ControlState implements ControlView {
    * command proposed now could be judged by the log. On etcd a proposal is stamped no earlier than the newest entry
    * of any kind, which can be ahead of `claimsNow` (a mint stamped by a peer whose clock runs ahead), so a read that
    * judges claims must not judge earlier than this. Not part of the replicated state (after a snapshot install it
-   * restarts from the snapshot's `claimsNow`).
+   * restarts from the snapshot's `claimsNow`; the etcd log's `stampFloor` covers that gap for a read that judges).
    */
   get latestStamp(): number {
     return Math.max(this.#latestStamp, this.#claimsNow);

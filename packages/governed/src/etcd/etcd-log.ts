@@ -89,6 +89,8 @@ export interface EtcdControlLog extends ControlLog {
   readonly prefix: string;
   /** Counters: appends (transactions), appended entries, lost append races, watch restarts, snapshots published. */
   counters(): Readonly<Record<"transactions" | "entries" | "races" | "resyncs" | "snapshots" | "compacted", number>>;
+  /** The newest `head` stamp this member has read or written (0 before any): see `ControlLog.stampFloor`. */
+  stampFloor(): number;
 }
 
 /** etcd did not answer at start (wrong endpoints, etcd down, TLS or auth refused). */
@@ -206,6 +208,8 @@ class EtcdLog implements EtcdControlLog {
   readonly #snapKey: Buffer;
   readonly #snapPrefix: string;
   #head: Head | null = null;
+  /** The newest head stamp seen (read or written); never decreases. */
+  #stampFloor = 0;
   readonly #queue: Queued[] = [];
   #pumping = false;
   #closed = false;
@@ -301,9 +305,22 @@ class EtcdLog implements EtcdControlLog {
     return this.#headOf(r.kvs[0]);
   }
 
+  /** Parses a `head` value read from etcd, raising the stamp floor to its stamp. */
   #headOf(kv: IKeyValue | undefined): Head {
     const h = parseJson<{ index: number; stamp: number }>(kv, "head", (x) => isIndex(x.index) && typeof x.stamp === "number" && Number.isFinite(x.stamp));
-    return h === null ? { index: 0, stamp: 0, rev: "0" } : { index: h.index, stamp: h.stamp, rev: h.rev };
+    const head = h === null ? { index: 0, stamp: 0, rev: "0" } : { index: h.index, stamp: h.stamp, rev: h.rev };
+    this.#raiseStampFloor(head.stamp);
+    return head;
+  }
+
+  #raiseStampFloor(stamp: number): void {
+    // the claims table judges at whole milliseconds (`Math.floor` of an entry's stamp)
+    const s = Math.floor(stamp);
+    if (s > this.#stampFloor) this.#stampFloor = s;
+  }
+
+  stampFloor(): number {
+    return this.#stampFloor;
   }
 
   // ---------------------------------------------------------------------------------------------- propose
@@ -395,6 +412,7 @@ class EtcdLog implements EtcdControlLog {
       this.#counts.transactions++;
       if (r.succeeded) {
         this.#head = { index: last, stamp, rev: r.header.revision };
+        this.#raiseStampFloor(stamp);
         this.#counts.entries += batch.length;
         return first;
       }
