@@ -74,7 +74,7 @@ describe("short writes on the log directory's pool writers", () => {
     const f = d.open("seg", { create: true, dsync: false });
     const bytes = new Uint8Array(INLINE_WRITE_MAX_BYTES * 3 + 7).map((_, i) => (i * 31 + 7) & 0xff);
     fault.cap = 10_007;
-    const err = await new Promise<Error | null>((resolve) => f.writeAndSyncAsync(bytes, 4096, resolve));
+    const err = await new Promise<Error | null>((resolve) => f.writeAndSyncAsync!(bytes, 4096, resolve));
     f.close();
     expect(err).toBeNull();
     const got = readFileSync(join(dir, "log", "seg"));
@@ -88,7 +88,7 @@ describe("short writes on the log directory's pool writers", () => {
     const d = nodeWalDirectory(join(dir, "log"));
     const f = d.open("seg", { create: true, dsync: false });
     fault.cap = 0;
-    const err = await new Promise<Error | null>((resolve) => f.writeAndSyncAsync(new Uint8Array(INLINE_WRITE_MAX_BYTES + 1), 100, resolve));
+    const err = await new Promise<Error | null>((resolve) => f.writeAndSyncAsync!(new Uint8Array(INLINE_WRITE_MAX_BYTES + 1), 100, resolve));
     f.close();
     expect(err?.message).toMatch(/a write at 100 wrote nothing/);
   });
