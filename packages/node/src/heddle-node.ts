@@ -210,7 +210,7 @@ export class Node implements HeddleNode {
   #snapshotBytes: number;
   #conflictsAt = -1;
   #conflictsKey = "[]";
-  #m = { schedules: 0, grants: 0, grantedUnits: 0n, delegateRefusals: 0, commits: 0, commitFailures: 0, lastCommitMs: 0, compactions: 0 };
+  #counters = { schedules: 0, grants: 0, grantedUnits: 0n, delegateRefusals: 0, commits: 0, commitFailures: 0, lastCommitMs: 0, compactions: 0 };
 
   constructor(p: NodeParts) {
     const c = p.config;
@@ -318,8 +318,8 @@ export class Node implements HeddleNode {
       policy: this.#c.policy,
       maxGrants: this.#c.maxGrantsPerSchedule,
     });
-    this.#m.schedules++;
-    this.#m.delegateRefusals += plan.refusals;
+    this.#counters.schedules++;
+    this.#counters.delegateRefusals += plan.refusals;
     const live = new Set(plan.children);
     for (const m of [this.#offsets, this.#observed]) {
       for (const [id, v] of m) if (v.parent === parent && !live.has(id)) m.delete(id);
@@ -333,8 +333,8 @@ export class Node implements HeddleNode {
       return result;
     }
     if (!this.#apply({ tx, patch, reservations: null, events: [{ kind: "schedule", parent, ...result }] })) return emptySchedule();
-    this.#m.grants += plan.grants.length;
-    for (const g of plan.grants) this.#m.grantedUnits += g.amount;
+    this.#counters.grants += plan.grants.length;
+    for (const g of plan.grants) this.#counters.grantedUnits += g.amount;
     return result;
   }
 
@@ -500,7 +500,7 @@ export class Node implements HeddleNode {
       failed: this.#failed,
       deltasPublished: ledger.deltasPublished,
       pendingDeltas: ledger.pendingDeltas,
-      ...this.#m,
+      ...this.#counters,
       reservationsOpen: this.#table.size,
       earmarked,
     };
@@ -568,8 +568,8 @@ export class Node implements HeddleNode {
     this.#merged = null;
     this.#rows += patches.length;
     for (const row of patches) this.#rowBytes += row.body.length;
-    this.#m.commits++;
-    this.#m.lastCommitMs = this.#c.timers.now() - t0;
+    this.#counters.commits++;
+    this.#counters.lastCommitMs = this.#c.timers.now() - t0;
     return true;
   }
 
@@ -594,11 +594,11 @@ export class Node implements HeddleNode {
     this.#rows = 0;
     this.#rowBytes = 0;
     this.#snapshotBytes = state.length;
-    this.#m.compactions++;
+    this.#counters.compactions++;
   }
 
   #failClosed(error: unknown): void {
-    this.#m.commitFailures++;
+    this.#counters.commitFailures++;
     if (this.#failed) return;
     this.#failed = true;
     this.#events.emit({ kind: "persist-failed", error });
