@@ -1,5 +1,5 @@
-// The hand-driven replication core the replication-mut-* tests share: one genesis and one constructor, each
-// file passing the timings it pins. Functions only — nothing is built while a test file loads (docs/mutation.md,
+// The hand-driven replication core the replication-core-* and replication-driver-shell tests share: one genesis
+// and one constructor, each file passing the timings it pins. Functions only — nothing is built while a test file loads (docs/mutation.md,
 // "Build fixtures inside the test").
 import { AttachmentId, EntitlementLedger, GroupId, LedgerReplica, ReplicaId, Weight } from "@heddle/ledger";
 import { REPLICATION_DEFAULTS, type ReplicationConfig } from "../../src/replication/config.ts";

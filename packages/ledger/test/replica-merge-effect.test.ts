@@ -2,7 +2,8 @@
 // that shares the effect builder's state, so the builder must be let go when `merge` returns (replica.ts, the
 // `finally` of `merge`). Kept, it would record every later `apply` into the patch the caller already holds —
 // a patch being gossiped or journaled would change under the caller. Round 3 counted this mutant killed by
-// mut-j-replica's tests; Stryker's complete run of 2026-12-03 showed it surviving, and a plant confirmed it.
+// replica-merge-and-rollback's tests; Stryker's complete run of 2026-12-03 showed it surviving, and a plant
+// confirmed it.
 import { describe, expect, it } from "vitest";
 import { EntitlementLedger, LedgerReplica } from "../src/index.ts";
 

@@ -1,8 +1,8 @@
 /**
- * InboundCursors driven directly (node.md §5.3): what the B tests (replication-mut-B-*) left unpinned — a cursor
- * resync that lands exactly on a seq held above the prefix, the gap asked for again after the `maxTrackedSeqs`
- * overflow forgot everything above the prefix, the earliest deadline over senders armed in any order, and the
- * deadlines `due` acts on: only those `checkGap` set, and none once no gap remains (issue 19).
+ * InboundCursors driven directly (node.md §5.3): what replication-inbound-cursors and replication-inbound-acks-and-gaps
+ * left unpinned — a cursor resync that lands exactly on a seq held above the prefix, the gap asked for again after the
+ * `maxTrackedSeqs` overflow forgot everything above the prefix, the earliest deadline over senders armed in any order,
+ * and the deadlines `due` acts on: only those `checkGap` set, and none once no gap remains (issue 19).
  * Every fixture is built inside its test (docs/mutation.md, "Build fixtures inside the test").
  */
 import { describe, expect, it } from "vitest";

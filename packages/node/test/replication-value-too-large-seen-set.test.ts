@@ -2,7 +2,7 @@
  * `value-too-large` is reported once per group (node.md §4.2), remembered in a set bounded at 4,096 keys
  * (issue 19, core.ts survivors): past the bound the set starts over, so a group seen before the reset is
  * reported again. A separate file because it builds a value of 4,097 oversize edge groups (about a
- * CPU-second): the cheap tests of replication-mut-C-core.test.ts run first.
+ * CPU-second): the cheap tests of replication-core-refusals-and-bounds.test.ts run first.
  */
 import { EntitlementLedger, GroupId, LedgerReplica, ReplicaId } from "@heddle/ledger";
 import { describe, expect, it } from "vitest";
