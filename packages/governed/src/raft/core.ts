@@ -1511,7 +1511,7 @@ export class RaftCore {
     // Unreachable today, kept as a guard (it goes live with joint consensus, R-M6, whose final config the leader
     // appends by itself): the leader's config changes only through its own appends, changeMembership refuses while a
     // transfer runs, a removal appended earlier is already in force when transferLeadership checks the target, and
-    // a node leads at most once per term (test: raft-mut-P-transfer-target).
+    // a node leads at most once per term (test: raft-transfer-target-voter).
     // Stryker disable next-line BlockStatement,ConditionalExpression: the branch is never entered (above); `false` and `{}` only skip it (this also hides the `true` variant, which any transfer kills)
     if (!this.#config.voters.includes(t.target)) {
       this.#endTransfer("invalid-target");
