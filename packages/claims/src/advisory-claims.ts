@@ -1,5 +1,5 @@
 import { compareCodeUnits, idProblem } from "./claim-key.ts";
-import { MAX_SLOT_CLAIMS } from "./limits.ts";
+import { MAX_SLOT_CLAIMS, MAX_TTL_MS } from "./limits.ts";
 import { joinSlotMaps, putSlot, versionAfter } from "./peer-slots.ts";
 import type { PeerSlot, SlotMap } from "./peer-slots.ts";
 import { decodeSlotDoc, encodeSlotDoc, slotFail, slotTime } from "./slot-codec.ts";
@@ -98,7 +98,9 @@ export function claimAdvisory(
   }
   if (slot !== undefined && slot.peer !== peer) throw new RangeError("a peer writes only its own slot");
   now = wholeMs(now, "now");
-  if (!Number.isSafeInteger(ttlMs) || ttlMs < 1) throw new RangeError("ttlMs must be a safe integer ≥ 1");
+  if (!Number.isSafeInteger(ttlMs) || ttlMs < 1 || ttlMs > MAX_TTL_MS) throw new RangeError(`ttlMs must be a whole number of ms from 1 to ${MAX_TTL_MS} (MAX_TTL_MS, 100 years)`);
+  // an expiry past 2^53 could not be encoded: every peer would refuse the slot
+  if (!Number.isSafeInteger(now + ttlMs)) throw new RangeError(`the claim would expire past the largest safe integer (now ${now} + ttlMs ${ttlMs})`);
   const live = (slot?.claims ?? []).filter((c) => c.expiresAt > now);
   const previous = live.find((c) => c.item === item);
   const others = live.filter((c) => c.item !== item);

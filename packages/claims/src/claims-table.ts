@@ -12,7 +12,7 @@ import type {
   TakeRefused,
   TakeRequest,
 } from "./claims-types.ts";
-import { MAX_LABEL_LENGTH, MAX_RESOURCES_PER_TAKE, MAX_ROSTER_KEYS } from "./limits.ts";
+import { MAX_LABEL_LENGTH, MAX_RESOURCES_PER_TAKE, MAX_ROSTER_KEYS, MAX_TTL_MS } from "./limits.ts";
 import { wholeMs } from "./whole-ms.ts";
 
 /** The format tag of the table encoding; a decoder refuses any other. */
@@ -119,8 +119,8 @@ function requestProblem(request: TakeRequest): string | undefined {
     const problem = idProblem(request.scope, "scope");
     if (problem !== undefined) return problem;
   }
-  if (request.ttlMs !== undefined && !(Number.isSafeInteger(request.ttlMs) && request.ttlMs >= 1)) {
-    return "ttlMs must be a safe integer ≥ 1";
+  if (request.ttlMs !== undefined && !(Number.isSafeInteger(request.ttlMs) && request.ttlMs >= 1 && request.ttlMs <= MAX_TTL_MS)) {
+    return `ttlMs must be a whole number of ms from 1 to ${MAX_TTL_MS} (MAX_TTL_MS, 100 years)`;
   }
   if (request.label !== undefined && (typeof request.label !== "string" || request.label.length > MAX_LABEL_LENGTH)) {
     return `label must be a string of at most ${MAX_LABEL_LENGTH} code units`;
@@ -327,6 +327,10 @@ class Table implements ClaimsTable {
     const at = this.#advance(checkTime(now, "now"));
     const problem = requestProblem(request);
     if (problem !== undefined) return { ok: false, blocked: [], invalid: problem };
+    // a clock this far ahead is a caller's bug, but its expiry must still be encodable (the table is snapshotted)
+    if (request.ttlMs !== undefined && !Number.isSafeInteger(at + request.ttlMs)) {
+      return { ok: false, blocked: [], invalid: `the lease would end past the largest safe integer (now ${at} + ttlMs ${request.ttlMs})` };
+    }
     if (token !== undefined && !(Number.isSafeInteger(token) && token > this.#lastToken)) {
       return { ok: false, blocked: [], invalid: `token must be a safe integer above ${this.#lastToken}, got ${String(token)}` };
     }
@@ -419,6 +423,8 @@ class Table implements ClaimsTable {
     if (typeof key !== "string") return false;
     const r = this.#byHolder.get(holder)?.get(claimKey(key));
     if (r === undefined || !this.#holdsAt(r, at)) return false;
+    // a renewal whose expiry would not be a safe integer (a clock near 2^53) is not made: the lease keeps its end
+    if (r.ttlMs !== undefined && !Number.isSafeInteger(at + r.ttlMs)) return false;
     if (r.ttlMs !== undefined) r.expiresAt = at + r.ttlMs;
     return true;
   }

@@ -37,6 +37,7 @@ export { claimKey, compareCodeUnits } from "./claim-key.ts";
 export {
   MAX_ID_LENGTH,
   MAX_LABEL_LENGTH,
+  MAX_TTL_MS,
   MAX_RESOURCES_PER_TAKE,
   MAX_ROSTER_KEYS,
   MAX_SLOT_CLAIMS,

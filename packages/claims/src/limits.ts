@@ -9,6 +9,13 @@ export const MAX_ID_LENGTH = 1024;
 /** Longest label a claim may carry, in UTF-16 code units. */
 export const MAX_LABEL_LENGTH = 4096;
 
+/**
+ * Longest lease a claim may ask for (`ttlMs`): 100 years. Bounded so that `since + ttlMs` stays a safe integer on
+ * any real clock: an expiry past 2^53 could not be encoded, and a replicated table holding one could not be
+ * snapshotted or restored.
+ */
+export const MAX_TTL_MS = 100 * 365.25 * 24 * 3600 * 1000;
+
 /** Most resources one all-or-nothing take may name. */
 export const MAX_RESOURCES_PER_TAKE = 256;
 

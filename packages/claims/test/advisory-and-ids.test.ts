@@ -17,8 +17,8 @@ describe("claimAdvisory", () => {
     expect(thrown(() => claimAdvisory(undefined, "p1", 0, "", 10, 5))).toBe("RangeError: item must not be empty");
     expect(thrown(() => claimAdvisory(s, "p2", 0, "a", 10, 5))).toBe("RangeError: a peer writes only its own slot");
     expect(thrown(() => claimAdvisory(s, "p1", 0, "a", -1, 5))).toBe("RangeError: now must be a number of milliseconds in 0 … 2^53 − 1, got -1");
-    expect(thrown(() => claimAdvisory(s, "p1", 0, "a", 10, 0))).toBe("RangeError: ttlMs must be a safe integer ≥ 1");
-    expect(thrown(() => claimAdvisory(s, "p1", 0, "a", 10, 1.5))).toBe("RangeError: ttlMs must be a safe integer ≥ 1");
+    expect(thrown(() => claimAdvisory(s, "p1", 0, "a", 10, 0))).toBe("RangeError: ttlMs must be a whole number of ms from 1 to 3155760000000 (MAX_TTL_MS, 100 years)");
+    expect(thrown(() => claimAdvisory(s, "p1", 0, "a", 10, 1.5))).toBe("RangeError: ttlMs must be a whole number of ms from 1 to 3155760000000 (MAX_TTL_MS, 100 years)");
     expect(claimAdvisory(s, "p1", 0, "b", 10, 1).claims).toStrictEqual([
       { item: "a", peer: "p1", claimedAt: 10, expiresAt: 15 },
       { item: "b", peer: "p1", claimedAt: 10, expiresAt: 11 },

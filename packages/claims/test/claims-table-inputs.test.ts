@@ -45,8 +45,8 @@ describe("a malformed take, checked in full", () => {
   it("a valid scope does not end the checks: the lease and the label after it are still checked", () => {
     const t = createClaims();
     const cases: [Partial<TakeRequest>, string][] = [
-      [{ ttlMs: 0 }, "ttlMs must be a safe integer ≥ 1"],
-      [{ ttlMs: 2.5 }, "ttlMs must be a safe integer ≥ 1"],
+      [{ ttlMs: 0 }, "ttlMs must be a whole number of ms from 1 to 3155760000000 (MAX_TTL_MS, 100 years)"],
+      [{ ttlMs: 2.5 }, "ttlMs must be a whole number of ms from 1 to 3155760000000 (MAX_TTL_MS, 100 years)"],
       [{ label: "l".repeat(4097) }, "label must be a string of at most 4096 code units"],
       [{ label: 7 as unknown as string }, "label must be a string of at most 4096 code units"],
     ];

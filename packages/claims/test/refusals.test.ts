@@ -185,8 +185,8 @@ describe("table options and takes name what is wrong", () => {
       [{ holder: "w", resources: [r("a", "both")] }, `mode of "a" must be 'exclusive' or 'shared'`],
       [{ holder: "w", resources: [r("a"), r(" a ")] }, 'key "a" is named twice'],
       [{ holder: "w", resources: [r("a")], scope: "" }, "scope must not be empty"],
-      [{ holder: "w", resources: [r("a")], ttlMs: 0 }, "ttlMs must be a safe integer ≥ 1"],
-      [{ holder: "w", resources: [r("a")], ttlMs: 1.5 }, "ttlMs must be a safe integer ≥ 1"],
+      [{ holder: "w", resources: [r("a")], ttlMs: 0 }, "ttlMs must be a whole number of ms from 1 to 3155760000000 (MAX_TTL_MS, 100 years)"],
+      [{ holder: "w", resources: [r("a")], ttlMs: 1.5 }, "ttlMs must be a whole number of ms from 1 to 3155760000000 (MAX_TTL_MS, 100 years)"],
       [{ holder: "w", resources: [r("a")], label: 4 }, "label must be a string of at most 4096 code units"],
       [{ holder: "w", resources: [r("a")], label: "l".repeat(4097) }, "label must be a string of at most 4096 code units"],
     ];

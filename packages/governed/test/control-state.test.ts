@@ -9,6 +9,8 @@ import { AttachmentId, GroupId, ReplicaId, Weight } from "@heddle/ledger";
 import { ControlModel } from "./support/control-model.ts";
 import { canonicalJson as canonicalJsonForTest } from "../src/control/canonical-json.ts";
 import { ControlPlaneHaltedError, ControlState, encodeEnvelope, outcomeJson } from "../src/index.ts";
+import { takeArg } from "../src/control/call-arguments.ts";
+import { MAX_TTL_MS } from "@heddle/claims";
 import type { AppliedStep, ControlCommand, ControlOutcome, LogEntry, ProposalKey } from "../src/index.ts";
 
 const RUNS = Number(process.env.HEDDLE_RUNS ?? 500);
@@ -166,6 +168,24 @@ describe("ControlState decisions (governed.md §3.4, in the listed order)", () =
     expect(d.out({ op: "claims.release", holder: "B", key: "m" }, { stampedAt: 1_110 })).toMatchObject({ claims: true });
     expect(d.out({ op: "claims.releaseAll", holder: "B" })).toMatchObject({ claims: [] });
     expect(d.entry({ op: "claims.releaseScope", scope: "s" }).publish).toEqual([]);
+  });
+
+  it("a lease past MAX_TTL_MS is refused as invalid, so the state always snapshots and restores (an expiry past 2^53 would not decode)", () => {
+    const d = new Driver();
+    const now = 1_764_800_000_000;
+    const take = (holder: string, key: string, ttlMs: number): ControlCommand => ({ op: "claims.take", request: { holder, resources: [{ key, mode: "exclusive" }], ttlMs } });
+    // an entry written before the bound (or by hand): refused deterministically on every replica, nothing granted
+    const huge = d.out(take("A", "m", Number.MAX_SAFE_INTEGER - 1_000), { stampedAt: now });
+    expect(huge).toMatchObject({ kind: "applied", claims: { ok: false, blocked: [], invalid: expect.stringMatching(/MAX_TTL_MS/) } });
+    // the longest lease allowed is granted, and its expiry is a safe integer
+    expect(d.out(take("B", "n", MAX_TTL_MS), { stampedAt: now })).toMatchObject({ claims: { ok: true } });
+    expect(d.out(take("C", "o", MAX_TTL_MS + 1), { stampedAt: now })).toMatchObject({ claims: { ok: false, invalid: expect.stringMatching(/from 1 to 3155760000000/) } });
+    const back = ControlState.decode(d.st.encode(), { root, claims: { capacity: { pool: 2 } } });
+    expect(back.stateText()).toBe(d.st.stateText());
+    expect(back.claims.owner("n")).toBe("B");
+    expect(back.claims.owner("m")).toBeUndefined();
+    // and a proposer refuses it before it reaches the log
+    expect(() => takeArg({ holder: "A", resources: [{ key: "m", mode: "exclusive" }], ttlMs: MAX_TTL_MS + 1 }, {})).toThrow(/claims\.take: ttlMs must be a whole number of ms from 1 to/);
   });
 
   it("latestStamp: the latest stamp of any applied entry, a mint's too, never below claimsNow and never falling", () => {
