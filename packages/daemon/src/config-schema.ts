@@ -51,6 +51,23 @@ export const GovernedModeSchema = Obj(
       }),
     ),
     etcd: Type.Optional(EtcdLogSchema),
+    claims: Type.Optional(
+      Obj(
+        {
+          roster: Type.Optional(
+            Type.Array(Type.String({ minLength: 1, maxLength: 1024 }), { maxItems: 1_000_000, description: "the keys that exist; a take of any other key is refused naming the roster (claims.md §1). Absent: any key may be taken" }),
+          ),
+          capacity: Type.Optional(
+            Type.Record(Type.String({ minLength: 1, maxLength: 1024 }), Type.Union([Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER }), Type.Null()], { "x-expected": "a whole number ≥ 1, or null for any number of holders" }), {
+              maxProperties: 1_000_000,
+              description: "per key: how many shared holders at once (N: a pool of N units), or null for any number (a reader/writer lock: readers shared, the writer exclusive). An unlisted key has capacity 1",
+            }),
+          ),
+          maxPerHolder: Type.Optional(Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description: "most keys one holder may hold at once (claims.md rule 4). Absent: unbounded" })),
+        },
+        { description: "the granted claims table's options (claims.md §1–2): identical on every peer and fixed for the life of the control log — every peer re-decides the log's takes with them" },
+      ),
+    ),
   },
   { description: "governed mode: mint, reshape, enroll and claims through the Raft log" },
 );

@@ -7,11 +7,13 @@ import { isIP } from "node:net";
 import { AttachmentId, GroupId, ReplicaId, Weight } from "@heddle/ledger";
 import type { AttachmentRecord } from "@heddle/ledger";
 import type { HeddleConfig } from "@heddle/node";
+import { createClaims, type ClaimsOptions } from "@heddle/claims";
 import { resolveClaimsGossipConfig } from "@heddle/node/claims-config";
 import {
   GovernedModeSchema,
   PeerConfigOuterSchema,
   StaticModeSchema,
+  type GovernedModeDocument,
   type PeerConfigDocument,
 } from "./config-schema.ts";
 import { amountOf, checker, renderIssues, type FieldIssue } from "./schema.ts";
@@ -46,6 +48,8 @@ export interface GovernedMode {
   readonly raft: { electionTimeoutMinMs?: number; electionTimeoutMaxMs?: number; heartbeatIntervalMs?: number };
   /** Set: the control log lives on this etcd cluster instead of the embedded Raft (issue 18). */
   readonly etcd?: EtcdLogSettings;
+  /** The granted claims table's options (`mode.claims`): identical on every peer, fixed for the log's life. */
+  readonly claims?: ClaimsOptions;
 }
 
 /** Node tunables with their defaults filled in (amounts as bigint). */
@@ -232,6 +236,28 @@ export function parseConfig(doc: unknown, file: string | null = null): DaemonCon
   };
 }
 
+/**
+ * `mode.claims` as the claims table takes it. The schema checked each field's shape; what only the table knows (a key
+ * listed twice after trimming, a capacity for a key off the roster, an empty id) is checked by building a table, and
+ * reported against the field to change.
+ */
+function resolveGrantedClaims(c: NonNullable<GovernedModeDocument["claims"]>, issues: FieldIssue[]): ClaimsOptions | undefined {
+  const options: ClaimsOptions = {
+    ...(c.roster !== undefined ? { roster: [...c.roster] } : {}),
+    ...(c.capacity !== undefined ? { capacity: { ...c.capacity } } : {}),
+    ...(c.maxPerHolder !== undefined ? { maxPerHolder: c.maxPerHolder } : {}),
+  };
+  try {
+    createClaims(options);
+  } catch (e) {
+    const m = (e as Error).message;
+    const field = /^capacity/.test(m) ? "mode.claims.capacity" : /^maxPerHolder/.test(m) ? "mode.claims.maxPerHolder" : "mode.claims.roster";
+    issues.push({ field, problem: m });
+    return undefined;
+  }
+  return options;
+}
+
 /** The `claims` section as the node takes it; cross-field problems are reported against the field to change. */
 function resolveClaims(c: PeerConfigDocument["claims"], issues: FieldIssue[]): NonNullable<HeddleConfig["claims"]> {
   if (c === undefined) return {};
@@ -282,7 +308,8 @@ function resolveMode(m: PeerConfigDocument["mode"], rosterIds: readonly string[]
     });
     if (m.voters.length === 0 && m.etcd === undefined) issues.push({ field: "mode.voters", problem: "is empty: name at least one Raft voter, or set mode.etcd to keep the control log on etcd" });
     const etcd = m.etcd === undefined ? undefined : resolveEtcdLog(m.etcd, base, issues);
-    return { kind: "governed", root: GroupId(m.root), voters: [...m.voters], learners: [...m.learners], raft: { ...(m.raft ?? {}) }, ...(etcd !== undefined ? { etcd } : {}) };
+    const claims = m.claims === undefined ? undefined : resolveGrantedClaims(m.claims, issues);
+    return { kind: "governed", root: GroupId(m.root), voters: [...m.voters], learners: [...m.learners], raft: { ...(m.raft ?? {}) }, ...(etcd !== undefined ? { etcd } : {}), ...(claims !== undefined ? { claims } : {}) };
   }
   const supply = new Map<ReplicaId, bigint>();
   let total = 0n;

@@ -29,7 +29,7 @@ export interface GovernedNodeLike
 }
 
 /** `heddleGoverned`'s signature (governed.md §2.1), as the daemon calls it. */
-export type HeddleGovernedFn = (opts: { seam: Seam; self: ReplicaId; root: GovernedMode["root"]; config: HeddleConfig; raft: ControlLog; incarnation: string; idempotencyWindow?: number }) => GovernedNodeLike;
+export type HeddleGovernedFn = (opts: { seam: Seam; self: ReplicaId; root: GovernedMode["root"]; config: HeddleConfig; raft: ControlLog; incarnation: string; idempotencyWindow?: number; claims?: GovernedMode["claims"] }) => GovernedNodeLike;
 
 /** An error the API maps to 409 `refused` with `refusal.kind = "not-leader"`. */
 export class NotLeaderHereError extends Error {
@@ -262,7 +262,16 @@ export async function startGovernedPeer(o: {
   }
   let node: GovernedNodeLike;
   try {
-    node = o.heddleGoverned({ seam: o.seam, self: o.self, root: o.mode.root, config: o.config, raft, incarnation: randomUUID(), ...(o.idempotencyWindow === undefined ? {} : { idempotencyWindow: o.idempotencyWindow }) });
+    node = o.heddleGoverned({
+      seam: o.seam,
+      self: o.self,
+      root: o.mode.root,
+      config: o.config,
+      raft,
+      incarnation: randomUUID(),
+      ...(o.idempotencyWindow === undefined ? {} : { idempotencyWindow: o.idempotencyWindow }),
+      ...(o.mode.claims === undefined ? {} : { claims: o.mode.claims }),
+    });
   } catch (e) {
     await raft.close().catch(() => {});
     throw e;

@@ -81,6 +81,18 @@ describe("config file", () => {
     expect(governed).toEqual([{ field: "mode.voters[0]", problem: "names nobody, which is not in the roster" }]);
   });
 
+  it("takes governed mode's granted-claims options (mode.claims), naming the field of a bad one", () => {
+    const gov = (claims: unknown) => edit((d) => (d.mode = { kind: "governed", root: "root", voters: [peers[0]!.id], learners: [], claims }));
+    const c = parseConfig(gov({ capacity: { doc: null, pool: 3 }, roster: ["doc", "pool", "lock"], maxPerHolder: 2 }), join(dir, "x.json"));
+    expect(c.mode.kind === "governed" && c.mode.claims).toEqual({ capacity: { doc: null, pool: 3 }, roster: ["doc", "pool", "lock"], maxPerHolder: 2 });
+    expect(parseConfig(gov(undefined), join(dir, "x.json")).mode).not.toHaveProperty("claims");
+    expect(issuesOf(gov({ capacity: { pool: 0 } }))).toEqual([{ field: "mode.claims.capacity.pool", problem: expect.stringMatching(/≥ 1|at least 1|minimum/i) }]);
+    expect(issuesOf(gov({ maxPerHolder: 1.5 })).map((i) => i.field)).toEqual(["mode.claims.maxPerHolder"]);
+    expect(issuesOf(gov({ capacity: { pool: 2 }, roster: ["doc"] }))).toEqual([{ field: "mode.claims.capacity", problem: 'capacity names "pool", which is not on the roster' }]);
+    expect(issuesOf(gov({ roster: ["a", " a"] }))).toEqual([{ field: "mode.claims.roster", problem: 'roster lists "a" twice' }]);
+    expect(issuesOf(gov({ shards: 3 })).map((i) => i.field)).toEqual(["mode.claims.shards"]);
+  });
+
   it("refuses an API beyond loopback without TLS, naming api.tls", () => {
     const issues = issuesOf(edit((d) => (d.api.listen = "0.0.0.0:7201")));
     expect(issues).toEqual([{ field: "api.tls", problem: expect.stringMatching(/beyond loopback, which requires TLS/) }]);

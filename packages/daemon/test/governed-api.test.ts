@@ -79,6 +79,31 @@ describe("HTTP API: governed control plane", () => {
     expect(await s.client.claimsList("deploy")).toMatchObject({ holders: [] });
   });
 
+  it("serves shared claims as mode.claims configures the table: a reader/writer lock, a pool, a roster", async () => {
+    const g = await governedSoloDaemon({
+      config: (c) => (c.mode.kind === "governed" ? { ...c, mode: { ...c.mode, claims: { capacity: { doc: null, pool: 2 }, roster: ["doc", "pool", "lock"] } } } : c),
+    });
+    try {
+      const take = (holder: string, key: string, mode: "exclusive" | "shared") => g.client.raw("POST", "/v1/claims/take", { holder, resources: [{ key, mode }] });
+      // capacity null: any number of readers; the writer is refused naming them all
+      expect((await take("r1", "doc", "shared")).status).toBe(200);
+      expect((await take("r2", "doc", "shared")).status).toBe(200);
+      const writer = await take("w", "doc", "exclusive");
+      expect(writer.status).toBe(409);
+      expect(writer.body).toMatchObject({ refusal: { blocked: [{ key: "doc", reason: "held", capacity: null, holders: ["r1", "r2"] }] } });
+      // a pool of 2 units: the third shared holder is refused for capacity
+      expect((await take("p1", "pool", "shared")).status).toBe(200);
+      expect((await take("p2", "pool", "shared")).status).toBe(200);
+      expect((await take("p3", "pool", "shared")).body).toMatchObject({ refusal: { blocked: [{ key: "pool", reason: "capacity", capacity: 2, holders: ["p1", "p2"] }] } });
+      // an unlisted key of the roster is a mutex; a key off the roster is refused
+      expect((await take("x", "lock", "shared")).status).toBe(200);
+      expect((await take("y", "lock", "shared")).body).toMatchObject({ refusal: { blocked: [{ key: "lock", reason: "capacity", capacity: 1 }] } });
+      expect((await take("z", "dco", "exclusive")).body).toMatchObject({ refusal: { blocked: [{ key: "dco", reason: "not-on-roster" }] } });
+    } finally {
+      await g.close();
+    }
+  });
+
   it("reports the Raft member and the enrolled roster", async () => {
     const r = (await s.client.roster()) as { enrolled: string[]; raft: { role: string; leader: string; voters: string[] } };
     expect(r.enrolled).toEqual([s.daemon.self]);
