@@ -22,7 +22,8 @@ export const EXIT = Object.freeze({
   startFailed: 9,
   /**
    * `claims advisory`: the claim was recorded but an earlier claimant holds the item; `claims keeper|look --check`:
-   * this peer may not act on the part (not the keeper, or not settled); `claims release --fencing-token`: the holder holds
+   * this peer may not act on the part (not the keeper, or not settled; `look --check`: or no part is configured); `claims renew`:
+   * the holder does not hold the key (or its lease lapsed); `claims release --fencing-token`: the holder holds
    * the key under another (newer) token, which was left alone. Not an error: the answer is "not yours".
    */
   notYours: 10,

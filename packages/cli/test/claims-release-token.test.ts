@@ -52,3 +52,30 @@ describe("heddle claims release --fencing-token", () => {
     }
   });
 });
+
+describe("heddle claims renew, list, look: exit codes a script can loop on", () => {
+  it("renew exits 0 while the holder holds the key and 10 once it does not (a `while heddle claims renew …` loop stops)", async () => {
+    await takeToken("lease", "gina");
+    expect(await heddle(["claims", "renew", "lease", "--holder", "gina"])).toMatchObject({ code: EXIT.ok, out: "renewed lease\n" });
+    const notHeld = await heddle(["claims", "renew", "lease", "--holder", "hank"]);
+    expect(notHeld).toMatchObject({ code: EXIT.notYours, out: "hank does not hold lease (or its lease lapsed): take it again\n" });
+    const json = await heddle(["claims", "renew", "lease", "--holder", "hank", "--json"]);
+    expect(json.code).toBe(EXIT.notYours);
+    expect(JSON.parse(json.out)).toMatchObject({ claims: false, mode: "granted" });
+  });
+
+  it("list ends with the mode's guarantee line, as every claims table does", async () => {
+    await takeToken("listed", "ivy");
+    const one = await heddle(["claims", "list", "listed"]);
+    expect(one.out).toMatch(/^listed: ivy\ngranted mode: .+\n$/);
+    const all = await heddle(["claims", "list"]);
+    expect(all.out).toMatch(/\nlisted +ivy +exclusive/);
+    expect(all.out).toMatch(/\ngranted mode: .+\n$/);
+  });
+
+  it("look --check on a peer with no keeper part configured exits 10 and says so (not 0: there is nothing it may act on)", async () => {
+    const r = await heddle(["claims", "look", "--check"]);
+    expect(r.code).toBe(EXIT.notYours);
+    expect(r.out).toMatch(/^no keeper parts are configured on this peer \(config: claims\.keeper\.parts\)\nkeeper mode: \S.+\n$/);
+  });
+});

@@ -482,8 +482,11 @@ export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
     if (cp === null) return reply.code(409).send(STATIC_MODE);
     const q = req.query as { key?: string };
     const v = cp.claims.view();
-    if (q.key !== undefined) return { ...GRANTED, key: q.key, holders: toWire(v.holders(q.key)), owner: v.owner(q.key) ?? null };
-    return { ...GRANTED, open: toWire(v.open()) };
+    // leases judged as the next take would judge them (claims.md §2 rule 9 lets a read pass `now`): the table's own
+    // clock stands still between claims commands, and a lapsed lease would be listed as held for as long
+    const now = cp.claims.judgeTime?.();
+    if (q.key !== undefined) return { ...GRANTED, judgedAt: now ?? null, key: q.key, holders: toWire(v.holders(q.key, now)), owner: v.owner(q.key, now) ?? null };
+    return { ...GRANTED, judgedAt: now ?? null, open: toWire(v.open(now)) };
   });
 
   registerGossipClaims(app, API_PREFIX, d.gossipClaims, sendInvalid);

@@ -274,5 +274,6 @@ export function claimsWithReadRefusals(source: ReadRefusalSource, counts?: ReadR
     releaseScope: (scope, opts) => inner.releaseScope(scope, opts),
     renew: (holder, key, opts) => inner.renew(holder, key, opts),
     view: () => inner.view(),
+    judgeTime,
   };
 }

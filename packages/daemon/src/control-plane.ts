@@ -50,10 +50,11 @@ export interface ClaimRequest {
 
 /** Reads of the replicated claims table at the local applied prefix. */
 export interface ClaimsView {
-  owner(key: string): string | undefined | null;
-  holders(key: string): readonly string[];
+  /** `now` (claims.md §2 rule 9): the time leases are judged at; default the table's own clock (`claimsNow`). */
+  owner(key: string, now?: number): string | undefined | null;
+  holders(key: string, now?: number): readonly string[];
   free(): readonly string[] | undefined;
-  open(): readonly unknown[];
+  open(now?: number): readonly unknown[];
   availability(keys: readonly string[]): unknown;
   checkFence(key: string, token: number): boolean;
   /** The refusal a take would get at `now` from this applied prefix (claims.md §2 `wouldRefuse`); `undefined`: it would grant. */
@@ -69,6 +70,12 @@ export interface ClaimsVerbs {
   releaseScope(scope: string, opts?: CallOptions): Promise<ControlOutcome>;
   renew(holder: string, key: string, opts?: CallOptions): Promise<ControlOutcome>;
   view(): ClaimsView;
+  /**
+   * The time a take arriving now would be judged at (this peer's clock, raised to the log's latest stamp): what a
+   * read of who holds what should judge leases at, so that it agrees with the next take's answer. Absent: the
+   * table's own clock (`claimsNow`), which stands still while no claims command is applied.
+   */
+  judgeTime?(): number;
 }
 
 /** The enrolled roster (governed.md §2.2 `RosterView`). */

@@ -69,6 +69,22 @@ describe("HTTP API: claims refusals without a commit", () => {
     expect(tokenB).toBeGreaterThan(tokenA);
   });
 
+  it("GET /v1/claims judges leases as the next take would: a lapsed lease is not listed as held while nothing else is applied", async () => {
+    const a = await take("erin", "listed", { ttlMs: 300 });
+    expect(a.status).toBe(200);
+    const before = (await s.client.raw("GET", "/v1/claims?key=listed")).body as { holders: string[]; judgedAt: number };
+    expect(before).toMatchObject({ mode: "granted", key: "listed", holders: ["erin"], owner: "erin" });
+    await new Promise((r) => setTimeout(r, 500));
+    // no claims command was applied since: the table's own clock still says 'held' (claims.md §2 rule 9's default)
+    const after = (await s.client.raw("GET", "/v1/claims?key=listed")).body as { holders: string[]; owner: string | null; judgedAt: number };
+    expect(after).toMatchObject({ holders: [], owner: null });
+    expect(after.judgedAt).toBeGreaterThanOrEqual(before.judgedAt + 300);
+    const open = (await s.client.raw("GET", "/v1/claims")).body as { open: { key: string }[]; judgedAt: number };
+    expect(open.open.map((o) => o.key)).not.toContain("listed");
+    // and the take path agrees: frank is granted at once
+    expect((await take("frank", "listed")).status).toBe(200);
+  });
+
   it("fences a paused holder: its late write to a guarded store is rejected after its lease lapsed and the key was re-granted", async () => {
     const dir = mkdtempSync(join(tmpdir(), "heddle-fence-"));
     try {

@@ -116,7 +116,7 @@ function appliedLine(verb: string, r: Json): string {
   return `${verb}: applied at index ${r.index}${r.noop ? " (no-op: already so)" : ""}${r.mintId !== undefined ? `, mint ${r.mintId}` : ""}\n`;
 }
 
-function keeperTable(rows: Json[]): string {
+function keeperTable(rows: Json[], guarantee: string = rows[0]?.guarantee ?? ""): string {
   const t = table(
     ["part", "rule", "keeper", "here", "settled", "may act", "sure", "unheard", "closed (wroteUpTo)"],
     rows.map((r) => [
@@ -131,7 +131,7 @@ function keeperTable(rows: Json[]): string {
       r.closed.length === 0 ? "-" : r.closed.map((x: Json) => `${short(x.peer)}(${x.wroteUpTo ?? "-"})`).join(" "),
     ]),
   );
-  return `${t}keeper mode: ${rows[0]?.guarantee ?? ""}\n`;
+  return `${rows.length === 0 ? "no keeper parts are configured on this peer (config: claims.keeper.parts)\n" : t}keeper mode: ${guarantee}\n`;
 }
 
 function advisoryTable(rows: Json[], guarantee: string): string {
@@ -355,7 +355,9 @@ export const API_COMMANDS: Record<string, ApiCommand> = {
     async run(c, p, v, io) {
       if (p.length !== 1 || v["holder"] === undefined) throw new UsageError(`usage: ${this.usage}`);
       const r = (await c.claimsRenew(v["holder"] as string, p[0]!)) as Json;
-      return printJsonOr(io, v, r, () => (r.claims === true ? `renewed ${p[0]}\n` : `${v["holder"]} does not hold ${p[0]} (or its lease lapsed)\n`));
+      printJsonOr(io, v, r, () => (r.claims === true ? `renewed ${p[0]}\n` : `${v["holder"]} does not hold ${p[0]} (or its lease lapsed): take it again\n`));
+      // a loop such as `while heddle claims renew …; do work; done` must stop once the lease is gone
+      return r.claims === true ? EXIT.ok : EXIT.notYours;
     },
   },
   "claims list": {
@@ -364,8 +366,9 @@ export const API_COMMANDS: Record<string, ApiCommand> = {
     async run(c, p, v, io) {
       if (p.length > 1) throw new UsageError(`usage: ${this.usage}`);
       const r = (await c.claimsList(p[0])) as Json;
-      if (p[0] !== undefined) return printJsonOr(io, v, r, () => `${r.key}: ${r.holders.length === 0 ? "free" : r.holders.join(", ")}\n`);
-      return printJsonOr(io, v, r, () => table(["key", "holder", "mode", "token", "since", "scope"], r.open.map((o: Json) => [o.key, o.holder, o.mode, o.token, o.since, o.scope ?? "-"])));
+      const foot = `granted mode: ${r.guarantee ?? ""}\n`;
+      if (p[0] !== undefined) return printJsonOr(io, v, r, () => `${r.key}: ${r.holders.length === 0 ? "free" : r.holders.join(", ")}\n${foot}`);
+      return printJsonOr(io, v, r, () => table(["key", "holder", "mode", "token", "since", "scope"], r.open.map((o: Json) => [o.key, o.holder, o.mode, o.token, o.since, o.scope ?? "-"])) + foot);
     },
   },
   "claims keeper": {
@@ -388,8 +391,9 @@ export const API_COMMANDS: Record<string, ApiCommand> = {
       if (p.length > 1) throw new UsageError(`usage: ${this.usage}`);
       const r = (await c.keeperLook(p[0])) as Json;
       const rows: Json[] = p[0] === undefined ? r.parts : [r];
-      printJsonOr(io, v, r, () => keeperTable(rows));
-      return v["check"] && !rows.every((x) => x.mayAct === true) ? EXIT.notYours : EXIT.ok;
+      printJsonOr(io, v, r, () => keeperTable(rows, r.guarantee));
+      // --check asks "may this peer act on every part?": with no part configured there is nothing it may act on
+      return v["check"] && (rows.length === 0 || !rows.every((x) => x.mayAct === true)) ? EXIT.notYours : EXIT.ok;
     },
   },
   "claims close": {
