@@ -19,6 +19,7 @@ import {
   encodeKeeperSlot,
   keeperState,
   lookKeeper,
+  MAX_SLOT_TEXT,
   next,
   nextUnclaimed,
   putAdvisorySlot,
@@ -96,9 +97,9 @@ export function readClaimsFrame(frame: Uint8Array, from: PeerId, maxClaimsPerSlo
 
 /** A write this peer refused to make because it would break a named limit (nothing was changed or sent). */
 export class ClaimsLimitError extends RangeError {
-  readonly limit: "maxClaimsPerSlot" | "maxFrameBytes";
+  readonly limit: "maxClaimsPerSlot" | "maxFrameBytes" | "MAX_SLOT_TEXT";
 
-  constructor(limit: "maxClaimsPerSlot" | "maxFrameBytes", message: string) {
+  constructor(limit: "maxClaimsPerSlot" | "maxFrameBytes" | "MAX_SLOT_TEXT", message: string) {
     super(message);
     this.name = "ClaimsLimitError";
     this.limit = limit;
@@ -284,7 +285,9 @@ export class ClaimsGossip implements GossipClaims {
 
   dropAdvisory(item: string): boolean {
     const own = this.#advisory.get(this.#self);
-    if (own === undefined || !own.claims.some((c) => c.item === item)) return false;
+    // a claim that already expired holds nothing: there is nothing to drop (and no new slot version to send)
+    const now = this.#now();
+    if (own === undefined || !own.claims.some((c) => c.item === item && c.expiresAt > now)) return false;
     this.#installAdvisory(dropAdvisory(own, this.#epoch, item));
     return true;
   }
@@ -377,6 +380,12 @@ export class ClaimsGossip implements GossipClaims {
   #checkOwn(kind: GossipMode, slot: KeeperSlot | AdvisorySlot): void {
     if (slot.claims.length > this.#config.maxClaimsPerSlot) {
       throw new ClaimsLimitError("maxClaimsPerSlot", `this peer's ${kind} slot would hold ${slot.claims.length} claims, above claims.maxClaimsPerSlot (${this.#config.maxClaimsPerSlot})`);
+    }
+    // every receiver refuses a slot text past MAX_SLOT_TEXT (counted as `oversize` against this peer), even in a
+    // frame under maxFrameBytes: refuse the write here instead of sending what nobody will keep
+    const text = kind === "keeper" ? encodeKeeperSlot(slot as KeeperSlot) : encodeAdvisorySlot(slot as AdvisorySlot);
+    if (text.length > MAX_SLOT_TEXT) {
+      throw new ClaimsLimitError("MAX_SLOT_TEXT", `this peer's ${kind} slot would be ${text.length} code units long, above MAX_SLOT_TEXT (${MAX_SLOT_TEXT}), which every peer refuses; drop claims (or use shorter items) first`);
     }
     const bytes = kind === "keeper" ? encodeClaimsFrame("keeper", slot as KeeperSlot) : encodeClaimsFrame("advisory", slot as AdvisorySlot);
     if (bytes.length > this.#maxFrameBytes) {

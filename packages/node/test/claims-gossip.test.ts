@@ -263,6 +263,37 @@ describe("keeper and advisory claims over MemoryNetwork (claims.md §3–4 on ch
     expect(encodeAdvisorySlot(a.slots().advisory.get("a")!)).toBe(before);
     // re-claiming what it holds is not a new claim
     expect(a.advisory("x", 1_000).mine).toBe(true);
+    // dropping a claim that expired drops nothing and writes no new slot version
+    c.timers.advanceBy(1_001);
+    const version = a.slots().advisory.get("a")!.version;
+    expect(a.dropAdvisory("y")).toBe(false);
+    expect(a.slots().advisory.get("a")!.version).toBe(version);
+    void c.shutdown();
+  });
+
+  it("refuses an own write whose slot text every peer would refuse (MAX_SLOT_TEXT), though its frame fits maxFrameBytes", () => {
+    const c = new Cluster({ seed: 11, supply: { a: 1n, b: 1n }, config: { claims: { keeperRules: RULES } } });
+    const a = c.n("a").gossipClaims;
+    const long = (i: number) => `${String(i).padStart(5, "0")}-${"x".repeat(1_000)}`;
+    let refused: unknown = null;
+    let accepted = 0;
+    for (let i = 0; i < 600 && refused === null; i++) {
+      try {
+        a.advisory(long(i), 60_000);
+        accepted++;
+      } catch (e) {
+        refused = e;
+      }
+    }
+    expect(refused).toMatchObject({ name: "ClaimsLimitError", limit: "MAX_SLOT_TEXT" });
+    expect((refused as Error).message).toMatch(/above MAX_SLOT_TEXT \(524288\), which every peer refuses/);
+    expect(accepted).toBeGreaterThan(400);
+    expect(encodeAdvisorySlot(a.slots().advisory.get("a")!).length).toBeLessThanOrEqual(512 * 1024);
+    // everything accepted reaches the other peer, and nothing of a's is refused there
+    c.timers.advanceBy(2_000);
+    expect(encodeAdvisorySlot(c.n("b").gossipClaims.slots().advisory.get("a")!)).toBe(encodeAdvisorySlot(a.slots().advisory.get("a")!));
+    expect(c.n("b").gossipClaims.holder(long(accepted - 1)).holder).toBe("a");
+    expect(c.n("b").metrics().framesRejected.oversize).toBe(0);
     void c.shutdown();
   });
 
