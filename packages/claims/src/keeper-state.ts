@@ -1,5 +1,5 @@
 import { idProblem } from "./claim-key.ts";
-import { chooseKeeper, closeKeeperClaim, KEEPER_DEFAULTS, renewKeeperClaim } from "./keeper-claim.ts";
+import { chooseKeeper, closeKeeperClaim, KEEPER_DEFAULTS, keeperClaimHolds, renewKeeperClaim } from "./keeper-claim.ts";
 import type { KeeperClaim, KeeperRenewal, KeeperRule, KeeperTimings } from "./keeper-claim.ts";
 import { keeperClaimsOn, putKeeperSlot, writeKeeperClaim } from "./keeper-slots.ts";
 import type { KeeperSlot, KeeperSlots } from "./keeper-slots.ts";
@@ -93,8 +93,11 @@ function observe(state: KeeperState, part: string, now: number): { state: Keeper
   const next: KeeperState = { ...state, kept };
   const settled = keeper !== undefined && now - since >= t.settlingMs;
   const keeps = keeper === state.self;
+  // every other claim that still holds (claims.md §3): a closed claim holds nothing, and neither does one that
+  // lapsed — past ALIVE, or for a stays-put part past UNCLOSED, the horizon up to which a silent machine may still be
+  // numbering. Counting lapsed claims too left `sure` false for good after one claimant crashed without closing.
   const unheard = claims
-    .filter((c) => c.peer !== state.self && c.closedAt === undefined)
+    .filter((c) => c.peer !== state.self && keeperClaimHolds(c, rule, now, t))
     .filter((c) => {
       const at = state.heard.get(c.peer);
       return at === undefined || now - at > t.othersHeardMs;

@@ -61,6 +61,22 @@ describe("heard-from", () => {
     expect(view.closed).toStrictEqual([{ peer: "b", closedAt: 20 }]);
   });
 
+  it("a claimant that crashed without closing is waited for while its claim holds, and not after (UNCLOSED, ALIVE)", () => {
+    const { unclosedMs, aliveMs } = KEEPER_DEFAULTS;
+    // stays-put: an unclosed silent claim holds for UNCLOSED after its last renewal (the machine may still be numbering);
+    // a keeps renewing its own claim, b went silent at 10
+    const a = keeperAndOther();
+    const at = (t: number) => lookKeeper(renewKeeper(a, "invoices", t).state, "invoices", t).view;
+    expect(at(10 + unclosedMs - 1)).toMatchObject({ keeper: "a", unheard: ["b"], sure: false });
+    expect(at(10 + unclosedMs)).toMatchObject({ keeper: "a", unheard: [], sure: true });
+    // follows-you: a silent claim holds until ALIVE
+    let f = renewKeeper(fresh("a"), "reminders", 0, { active: 5 }).state;
+    f = receiveKeeperSlot(f, "b", renewKeeper(fresh("b"), "reminders", 10, { active: 0 }).slot, 10).state;
+    const seen = (t: number) => lookKeeper(renewKeeper(f, "reminders", t, { active: t }).state, "reminders", t).view;
+    expect(seen(10 + aliveMs - 1)).toMatchObject({ keeper: "a", unheard: ["b"], sure: false });
+    expect(seen(10 + aliveMs)).toMatchObject({ keeper: "a", unheard: [], sure: true });
+  });
+
   it("only claims on this part count: a peer claiming another part is not waited for", () => {
     let a = renewKeeper(fresh("a"), "invoices", 0, { take: true }).state;
     const rb = renewKeeper(fresh("b"), "reminders", 10);
