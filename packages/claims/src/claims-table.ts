@@ -105,15 +105,16 @@ function requestProblem(request: TakeRequest): string | undefined {
   if (request.resources.length > MAX_RESOURCES_PER_TAKE) {
     return `a take may name at most ${MAX_RESOURCES_PER_TAKE} resources`;
   }
-  const seen = new Set<string>();
-  for (const r of request.resources) {
+  const seen = new Map<string, number>();
+  for (const [i, r] of request.resources.entries()) {
     if (typeof r !== "object" || r === null || typeof r.key !== "string") return "each resource needs a string key";
     const key = claimKey(r.key);
     const problem = idProblem(key, "key");
     if (problem !== undefined) return problem;
     if (r.mode !== "exclusive" && r.mode !== "shared") return `mode of ${JSON.stringify(key)} must be 'exclusive' or 'shared'`;
-    if (seen.has(key)) return `key ${JSON.stringify(key)} is named twice`;
-    seen.add(key);
+    const first = seen.get(key);
+    if (first !== undefined) return `resources[${i}].key repeats resources[${first}].key ${JSON.stringify(key)} (keys compare after trimming white space)`;
+    seen.set(key, i);
   }
   if (request.scope !== undefined) {
     const problem = idProblem(request.scope, "scope");

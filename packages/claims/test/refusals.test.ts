@@ -183,7 +183,7 @@ describe("table options and takes name what is wrong", () => {
       [{ holder: "w", resources: [{ key: 3, mode: "shared" }] }, "each resource needs a string key"],
       [{ holder: "w", resources: [r("  ")] }, "key must not be empty"],
       [{ holder: "w", resources: [r("a", "both")] }, `mode of "a" must be 'exclusive' or 'shared'`],
-      [{ holder: "w", resources: [r("a"), r(" a ")] }, 'key "a" is named twice'],
+      [{ holder: "w", resources: [r("a"), r(" a ")] }, 'resources[1].key repeats resources[0].key "a" (keys compare after trimming white space)'],
       [{ holder: "w", resources: [r("a")], scope: "" }, "scope must not be empty"],
       [{ holder: "w", resources: [r("a")], ttlMs: 0 }, "ttlMs must be a whole number of ms from 1 to 3155760000000 (MAX_TTL_MS, 100 years)"],
       [{ holder: "w", resources: [r("a")], ttlMs: 1.5 }, "ttlMs must be a whole number of ms from 1 to 3155760000000 (MAX_TTL_MS, 100 years)"],

@@ -633,10 +633,20 @@ function sendOutcome(reply: FastifyReply, o: ClaimsOutcome, extra: object) {
   return reply.code(200).send({ ...(toWire(o) as object), ...extra });
 }
 
+/**
+ * The body field an argument error of the control plane is about: its messages read "<verb>: [request.]<field> must …"
+ * (or "is …", "repeats …"), e.g. "claims.take: request.resources[0].key must not be empty" → `resources[0].key`.
+ * A message of any other shape names no field: "(body)".
+ */
+export function argumentField(message: string): string {
+  const m = /^[A-Za-z.]+: (?:request\.)?([A-Za-z]\w*(?:\[\d+\])?(?:\.[A-Za-z]\w*)?) (?:must|is|repeats) /.exec(message);
+  return m?.[1] ?? "(body)";
+}
+
 function sendControlError(reply: FastifyReply, e: unknown, logger: Logger, control: ControlPlane | null) {
   const err = e as Error & { key?: unknown };
   if (err instanceof RangeError || err instanceof TypeError) {
-    return reply.code(400).send({ error: "invalid-request", message: err.message, issues: [{ field: "(body)", in: "body", problem: err.message }] });
+    return reply.code(400).send({ error: "invalid-request", message: err.message, issues: [{ field: argumentField(err.message), in: "body", problem: err.message }] });
   }
   switch (err?.name) {
     case "NotLeaderHereError":

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FencedStore } from "../../claims/examples/fenced-store.ts";
 import { governedSoloDaemon, type SoloDaemon } from "./support/embedded.ts";
 import { parsePrometheus, type Scrape } from "./support/prometheus.ts";
+import { argumentField } from "../src/api.ts";
 
 let s: SoloDaemon;
 
@@ -146,6 +147,29 @@ describe("HTTP API: claims refusals without a commit", () => {
       expect(r.body).toMatchObject({ error: "invalid-request", issues: [expect.objectContaining({ field: "token", in: "body" })] });
     }
     expect(await commitIndex()).toBe(before);
+  });
+
+  it("a 400 for an argument the schema lets through (blank after trimming, a key repeated) names the field, and proposes nothing", async () => {
+    const before = await commitIndex();
+    const cases: [string, Record<string, unknown>, string][] = [
+      ["/v1/claims/take", { holder: "h", resources: [{ key: "   ", mode: "exclusive" }] }, "resources[0].key"],
+      ["/v1/claims/take", { holder: "h", resources: [{ key: "a", mode: "exclusive" }, { key: " a", mode: "shared" }] }, "resources[1].key"],
+      ["/v1/claims/take", { holder: " ", resources: [{ key: "a", mode: "exclusive" }] }, "holder"],
+      ["/v1/claims/take", { holder: "h", resources: [{ key: "a", mode: "exclusive" }], scope: "  " }, "scope"],
+      ["/v1/claims/release", { holder: "h", key: "  " }, "key"],
+      ["/v1/claims/renew", { holder: "  ", key: "a" }, "holder"],
+    ];
+    for (const [path, body, field] of cases) {
+      const r = await s.client.raw("POST", path, body);
+      expect(r.status, JSON.stringify(body)).toBe(400);
+      expect(r.body, JSON.stringify(body)).toMatchObject({ error: "invalid-request", issues: [{ field, in: "body" }] });
+    }
+    expect(await commitIndex()).toBe(before);
+    // a message of another shape names no field rather than a wrong one
+    expect(argumentField("claims.take: the lease would end past the largest safe integer (now 1 + ttlMs 2)")).toBe("(body)");
+    expect(argumentField("claims.take: a take may name at most 256 resources")).toBe("(body)");
+    expect(argumentField("claims.take: mode of \"k\" must be 'exclusive' or 'shared'")).toBe("(body)");
+    expect(argumentField("claims.take: ttlMs must be a whole number of ms from 1 to 3155760000000 (MAX_TTL_MS, 100 years)")).toBe("ttlMs");
   });
 
   it("counts each take's path in /metrics: refused at a read, proposed, and the waits for another take", async () => {
