@@ -43,6 +43,11 @@ export interface TableConfig {
 
 const checkTime = wholeMs;
 
+/** Expiry-heap order: the earlier expiry first, then the older claim (smaller seq). */
+function earlier(a: readonly [number, number], b: readonly [number, number]): boolean {
+  return a[0] < b[0] || (a[0] === b[0] && a[1] < b[1]);
+}
+
 /** Validates `ClaimsOptions` into a `TableConfig`; a bad option is a bug of the caller and throws `RangeError`. */
 export function tableConfig(options: ClaimsOptions = {}): TableConfig {
   let roster: string[] | undefined;
@@ -148,6 +153,12 @@ class Table implements ClaimsTable {
   #seq = 0;
   #now = 0;
   #lastToken = 0;
+  /**
+   * Leased claims by expiry: a binary min-heap of [expiresAt, seq], ordered by expiresAt then seq. Entries go stale
+   * (a release, a renewal that moved the expiry) and are skipped when they reach the top; a renewal pushes its new
+   * expiry. Derived: not encoded, rebuilt by `restore`.
+   */
+  readonly #expiry: [number, number][] = [];
 
   constructor(config: TableConfig) {
     this.#config = config;
@@ -198,8 +209,39 @@ class Table implements ClaimsTable {
 
   // ── records ───────────────────────────────────────────────────────────
 
+  #pushExpiry(at: number, seq: number): void {
+    const h = this.#expiry;
+    h.push([at, seq]);
+    for (let i = h.length - 1; i > 0; ) {
+      const p = (i - 1) >> 1;
+      if (!earlier(h[i]!, h[p]!)) break;
+      [h[i], h[p]] = [h[p]!, h[i]!];
+      i = p;
+    }
+  }
+
+  #popExpiry(): [number, number] | undefined {
+    const h = this.#expiry;
+    const top = h[0];
+    const last = h.pop();
+    if (top === undefined || last === undefined || h.length === 0) return top;
+    h[0] = last;
+    for (let i = 0; ; ) {
+      const l = 2 * i + 1;
+      const r = l + 1;
+      let m = i;
+      if (l < h.length && earlier(h[l]!, h[m]!)) m = l;
+      if (r < h.length && earlier(h[r]!, h[m]!)) m = r;
+      if (m === i) break;
+      [h[i], h[m]] = [h[m]!, h[i]!];
+      i = m;
+    }
+    return top;
+  }
+
   #insert(r: ClaimRecord): void {
     this.#order.set(r.seq, r);
+    if (r.expiresAt !== undefined) this.#pushExpiry(r.expiresAt, r.seq);
     const onKey = this.#byKey.get(r.key);
     if (onKey === undefined) this.#byKey.set(r.key, [r]);
     else {
@@ -426,7 +468,10 @@ class Table implements ClaimsTable {
     if (r === undefined || !this.#holdsAt(r, at)) return false;
     // a renewal whose expiry would not be a safe integer (a clock near 2^53) is not made: the lease keeps its end
     if (r.ttlMs !== undefined && !Number.isSafeInteger(at + r.ttlMs)) return false;
-    if (r.ttlMs !== undefined) r.expiresAt = at + r.ttlMs;
+    if (r.ttlMs !== undefined) {
+      r.expiresAt = at + r.ttlMs;
+      this.#pushExpiry(r.expiresAt, r.seq);
+    }
     return true;
   }
 
@@ -436,6 +481,25 @@ class Table implements ClaimsTable {
     for (const g of gone) {
       const r = this.#byHolder.get(g.holder)?.get(g.key);
       if (r !== undefined) this.#remove(r);
+    }
+    return gone;
+  }
+
+  purgeLapsedBefore(cutoff: number, max: number): readonly LapsedClaim[] {
+    const until = checkTime(cutoff, "cutoff");
+    if (!Number.isSafeInteger(max) || max < 0) throw new RangeError(`max must be a safe integer ≥ 0, got ${String(max)}`);
+    const gone: LapsedClaim[] = [];
+    // Which claims go depends only on the records: the first `max` by (expiry, order taken) — never on how many stale
+    // entries the heap holds (a replica restored from a snapshot holds none), so stale pops are not counted against
+    // `max`. Each entry is pushed once and popped at most once, so their cost is paid once, amortised over the pushes.
+    while (gone.length < max) {
+      const top = this.#expiry[0];
+      if (top === undefined || top[0] > until) break;
+      this.#popExpiry();
+      const r = this.#order.get(top[1]);
+      if (r === undefined || r.expiresAt !== top[0]) continue; // released, replaced or renewed since
+      gone.push({ ...holdingOf(r), why: "lease-lapsed" });
+      this.#remove(r);
     }
     return gone;
   }

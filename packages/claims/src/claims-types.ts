@@ -167,6 +167,13 @@ export interface ClaimsTable {
   checkFence(key: string, token: number, now?: number): boolean;
   /** Drops every recorded claim that holds nothing and returns them: keeps a table with invented keys bounded. */
   purge(now?: number): readonly LapsedClaim[];
+  /**
+   * Drops, oldest expiry first, at most `max` claims whose lease ended at or before `cutoff`, and returns them. The
+   * work is bounded by `max`, not by the table's size (an index by expiry), so a replicated table can call it on every
+   * applied command to stay bounded without stalling the log; judged only by `cutoff` and the table, so every
+   * replica drops the same claims. Scope-ended claims are left to `purge`.
+   */
+  purgeLapsedBefore(cutoff: number, max: number): readonly LapsedClaim[];
   /** The latest `now` the table has been given: the default time of reads. */
   readonly now: number;
   /** The largest token granted so far (0 before the first grant). */

@@ -8,7 +8,7 @@ import fc from "fast-check";
 import { AttachmentId, GroupId, ReplicaId, Weight } from "@heddle/ledger";
 import { ControlModel } from "./support/control-model.ts";
 import { canonicalJson as canonicalJsonForTest } from "../src/control/canonical-json.ts";
-import { ControlPlaneHaltedError, ControlState, encodeEnvelope, outcomeJson } from "../src/index.ts";
+import { ControlPlaneHaltedError, ControlState, encodeEnvelope, LAPSED_CLAIM_RETENTION_MS, LAPSED_CLAIMS_PER_APPLY, outcomeJson } from "../src/index.ts";
 import { takeArg } from "../src/control/call-arguments.ts";
 import { MAX_TTL_MS } from "@heddle/claims";
 import type { AppliedStep, ControlCommand, ControlOutcome, LogEntry, ProposalKey } from "../src/index.ts";
@@ -186,6 +186,41 @@ describe("ControlState decisions (governed.md §3.4, in the listed order)", () =
     expect(back.claims.owner("m")).toBeUndefined();
     // and a proposer refuses it before it reaches the log
     expect(() => takeArg({ holder: "A", resources: [{ key: "m", mode: "exclusive" }], ttlMs: MAX_TTL_MS + 1 }, {})).toThrow(/claims\.take: ttlMs must be a whole number of ms from 1 to/);
+  });
+
+  it("drops leases that ended more than LAPSED_CLAIM_RETENTION_MS ago, at most LAPSED_CLAIMS_PER_APPLY per claims entry, as the model does", () => {
+    const d = new Driver();
+    const model = new ControlModel("root", { capacity: { pool: 2 } });
+    const both = (cmd: ControlCommand, stampedAt: number) => {
+      const key = { client: "c", seq: d.seq + 1 };
+      const out = d.out(cmd, { stampedAt });
+      const entry: LogEntry = { index: d.index, term: 1, kind: "app", key, command: encodeEnvelope({ v: 1, key, ackFloor: 0, proposer: R("n1"), cmd }), stampedAt };
+      expect(outcomeJson(model.applyEntry(entry)!)).toEqual(outcomeJson(out));
+      return out;
+    };
+    const take = (holder: string, keys: string[], ttlMs?: number): ControlCommand => ({ op: "claims.take", request: { holder, resources: keys.map((key) => ({ key, mode: "exclusive" as const })), ...(ttlMs === undefined ? {} : { ttlMs }) } });
+    // 600 one-key leases of crashed holders (3 takes of 200), one that is renewed, one without a lease
+    for (let i = 0; i < 3; i++) both(take(`gone-${i}`, Array.from({ length: 200 }, (_, k) => `job-${i}-${k}`), 1_000), 0);
+    both(take("alive", ["renewed"], 1_000), 0);
+    both(take("forever", ["held"]), 0);
+    const open = () => d.st.claims.open(0).length;
+    expect(open()).toBe(602);
+    // just before the retention has passed since the leases ended: nothing goes, a lapsed claim is still reported
+    both({ op: "claims.renew", holder: "alive", key: "renewed" }, 500);
+    both({ op: "claims.release", holder: "nobody", key: "x" }, 1_000 + LAPSED_CLAIM_RETENTION_MS - 1);
+    expect(open()).toBe(602);
+    expect(d.st.claims.lapsed().length).toBe(601);
+    // after it: at most LAPSED_CLAIMS_PER_APPLY per entry, earliest expiry first (order taken among equal ones)
+    both({ op: "claims.release", holder: "nobody", key: "x" }, 1_000 + LAPSED_CLAIM_RETENTION_MS);
+    expect(open()).toBe(602 - LAPSED_CLAIMS_PER_APPLY);
+    expect(d.st.claims.open(0).slice(0, 2).map((c) => c.key)).toEqual(["job-2-112", "job-2-113"]);
+    both({ op: "claims.release", holder: "nobody", key: "x" }, 1_000 + LAPSED_CLAIM_RETENTION_MS + 1);
+    // the renewed lease ended at 1,500: still within its retention; the lease-less claim never goes
+    expect(d.st.claims.open(0).map((c) => c.key)).toEqual(["renewed", "held"]);
+    both({ op: "claims.release", holder: "nobody", key: "x" }, 1_500 + LAPSED_CLAIM_RETENTION_MS);
+    expect(d.st.claims.open(0).map((c) => c.key)).toEqual(["held"]);
+    expect(d.st.stateText()).toBe(ControlState.decode(d.st.encode(), { root, claims: { capacity: { pool: 2 } } }).stateText());
+    expect(model.claims.encode()).toBe(d.st.claims.encode());
   });
 
   it("latestStamp: the latest stamp of any applied entry, a mint's too, never below claimsNow and never falling", () => {

@@ -168,6 +168,15 @@ function claimsOptionsOf(options: ClaimsOptions | undefined): ClaimsOptions {
 }
 
 /**
+ * How long a claim whose lease ended stays in the replicated claims table — reported by `lapsed()` and in a later
+ * take's `superseded` — before an applied claims command drops it (claims.md rule 5: reported as lapsed, then gone).
+ */
+export const LAPSED_CLAIM_RETENTION_MS = 3_600_000;
+
+/** Most lapsed claims one applied claims command drops: bounded work per entry, twice what one take can add. */
+export const LAPSED_CLAIMS_PER_APPLY = 512;
+
+/**
  * `ControlState` of governed.md §3.2. Mutated only by `apply`, in index order; two peers that applied the same
  * prefix hold equal states (`encode()` gives equal bytes — the property the simulations check after every step).
  *
@@ -512,26 +521,37 @@ export class ControlState implements ControlView {
         const now = Math.max(this.#claimsNow, Math.floor(stampedAt));
         this.#claimsNow = now;
         const t = this.#claims;
-        if (cmd.op === "claims.release" && cmd.token !== undefined) {
-          const released = t.release(cmd.holder, cmd.key, now, cmd.token);
-          if (released) return { outcome: { kind: "applied", index, key, noop: false, claims: true }, publish: [], enrolled: [] };
-          // say which grant the holder has now, so the caller tells "a newer grant stays" from "held nothing"
-          const held = t.availability([cmd.key], now)[0]?.holders.find((h) => h.holder === cmd.holder)?.token ?? null;
-          return { outcome: { kind: "applied", index, key, noop: false, claims: false, heldToken: held }, publish: [], enrolled: [] };
-        }
-        const result =
-          cmd.op === "claims.take"
-            ? t.take(cmd.request, now, index)
-            : cmd.op === "claims.release"
-              ? t.release(cmd.holder, cmd.key, now)
-              : cmd.op === "claims.renew"
-                ? t.renew(cmd.holder, cmd.key, now)
-                : cmd.op === "claims.releaseAll"
-                  ? t.releaseAll(cmd.holder, now)
-                  : t.releaseScope(cmd.scope, now);
-        return { outcome: { kind: "applied", index, key, noop: false, claims: result }, publish: [], enrolled: [] };
+        // after the command has its answer (a take's `superseded` still lists what it replaced): leases that ended
+        // more than LAPSED_CLAIM_RETENTION_MS ago leave the table, at most LAPSED_CLAIMS_PER_APPLY per entry — without
+        // it, takes of ever-new keys by holders that crash grow the table and every snapshot for good. Judged by the
+        // table and `now` alone, so every replica drops the same claims.
+        const outcome = this.#claimsOutcome(cmd, now, index, key);
+        t.purgeLapsedBefore(Math.max(0, now - LAPSED_CLAIM_RETENTION_MS), LAPSED_CLAIMS_PER_APPLY);
+        return { outcome, publish: [], enrolled: [] };
       }
     }
+  }
+
+  /** One claims command on the table at `now`, and its outcome. */
+  #claimsOutcome(cmd: Extract<ControlCommand, { op: `claims.${string}` }>, now: number, index: LogIndex, key: ProposalKey): ControlOutcome {
+    const t = this.#claims;
+    if (cmd.op === "claims.release" && cmd.token !== undefined) {
+      if (t.release(cmd.holder, cmd.key, now, cmd.token)) return { kind: "applied", index, key, noop: false, claims: true };
+      // say which grant the holder has now, so the caller tells "a newer grant stays" from "held nothing"
+      const held = t.availability([cmd.key], now)[0]?.holders.find((h) => h.holder === cmd.holder)?.token ?? null;
+      return { kind: "applied", index, key, noop: false, claims: false, heldToken: held };
+    }
+    const result =
+      cmd.op === "claims.take"
+        ? t.take(cmd.request, now, index)
+        : cmd.op === "claims.release"
+          ? t.release(cmd.holder, cmd.key, now)
+          : cmd.op === "claims.renew"
+            ? t.renew(cmd.holder, cmd.key, now)
+            : cmd.op === "claims.releaseAll"
+              ? t.releaseAll(cmd.holder, now)
+              : t.releaseScope(cmd.scope, now);
+    return { kind: "applied", index, key, noop: false, claims: result };
   }
 
   /**

@@ -8,7 +8,7 @@
 import { createClaims } from "@heddle/claims";
 import type { ClaimsOptions, ClaimsTable } from "@heddle/claims";
 import type { AttachmentRecord } from "@heddle/ledger";
-import { decodeEntry, digestOf } from "../../src/index.ts";
+import { decodeEntry, digestOf, LAPSED_CLAIM_RETENTION_MS, LAPSED_CLAIMS_PER_APPLY } from "../../src/index.ts";
 import type { ControlCommand, ControlOutcome, LogEntry, ProposalKey } from "../../src/index.ts";
 
 const RANK = { PREPARED: 0, ACTIVE: 1, CLOSING: 2, RETIRED: 3 } as const;
@@ -175,23 +175,32 @@ export class ControlModel {
         const now = Math.max(this.claimsNow, Math.floor(stampedAt));
         this.claimsNow = now;
         const t = this.claims;
-        if (cmd.op === "claims.release" && cmd.token !== undefined) {
-          if (t.release(cmd.holder, cmd.key, now, cmd.token)) return ok(false, { claims: true });
-          // what the holder holds on the key now, read from the whole held list (the state reads one key's holders)
-          const held = t.open(now).find((h) => h.holder === cmd.holder && h.key === cmd.key.trim());
-          return ok(false, { claims: false, heldToken: held === undefined ? null : held.token });
-        }
-        const claims =
-          cmd.op === "claims.take"
-            ? t.take(cmd.request, now, index)
-            : cmd.op === "claims.release"
-              ? t.release(cmd.holder, cmd.key, now)
-              : cmd.op === "claims.renew"
-                ? t.renew(cmd.holder, cmd.key, now)
-                : cmd.op === "claims.releaseAll"
-                  ? t.releaseAll(cmd.holder, now)
-                  : t.releaseScope(cmd.scope, now);
-        return ok(false, { claims });
+        const answer = ((): ControlOutcome => {
+          if (cmd.op === "claims.release" && cmd.token !== undefined) {
+            if (t.release(cmd.holder, cmd.key, now, cmd.token)) return ok(false, { claims: true });
+            // what the holder holds on the key now, read from the whole held list (the state reads one key's holders)
+            const held = t.open(now).find((h) => h.holder === cmd.holder && h.key === cmd.key.trim());
+            return ok(false, { claims: false, heldToken: held === undefined ? null : held.token });
+          }
+          const claims =
+            cmd.op === "claims.take"
+              ? t.take(cmd.request, now, index)
+              : cmd.op === "claims.release"
+                ? t.release(cmd.holder, cmd.key, now)
+                : cmd.op === "claims.renew"
+                  ? t.renew(cmd.holder, cmd.key, now)
+                  : cmd.op === "claims.releaseAll"
+                    ? t.releaseAll(cmd.holder, now)
+                    : t.releaseScope(cmd.scope, now);
+          return ok(false, { claims });
+        })();
+        // then the claims whose lease ended more than the retention ago go: the earliest expiry first (order taken
+        // among equals), at most LAPSED_CLAIMS_PER_APPLY — read off the whole lapsed list, not the table's index
+        const cutoff = Math.max(0, now - LAPSED_CLAIM_RETENTION_MS);
+        const lapsed = t.lapsed(cutoff).filter((c) => c.why === "lease-lapsed");
+        const byExpiry = lapsed.map((c, i) => ({ c, i })).sort((a, b) => (a.c.expiresAt ?? 0) - (b.c.expiresAt ?? 0) || a.i - b.i);
+        for (const { c } of byExpiry.slice(0, LAPSED_CLAIMS_PER_APPLY)) t.release(c.holder, c.key, now);
+        return answer;
       }
     }
   }
