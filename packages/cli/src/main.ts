@@ -164,7 +164,12 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
       io.err(`heddle: cannot reach the daemon: ${e.message}\n  start it with 'heddle start --config FILE' (or 'heddle up DIR' for a local cluster), or check --url / HEDDLE_URL\n`);
       return EXIT.unreachable;
     }
-    if (e instanceof ApiError) return apiErrorExit(e, io);
+    if (e instanceof ApiError) {
+      // --json prints the API's answer, a refusal's or an error's too (a script reads who holds what from stdout);
+      // the human line still goes to stderr and the exit code says what kind of answer it is
+      if (argv.includes("--json")) io.out(`${JSON.stringify(e.body)}\n`);
+      return apiErrorExit(e, io);
+    }
     io.err(`heddle ${cmd ?? ""}: internal error: ${(e as Error).stack ?? String(e)}\n`);
     return EXIT.internal;
   }

@@ -64,6 +64,16 @@ describe("heddle claims renew, list, look: exit codes a script can loop on", () 
     expect(JSON.parse(json.out)).toMatchObject({ claims: false, mode: "granted" });
   });
 
+  it("--json prints a refusal's answer on stdout too (exit 3), naming the holder", async () => {
+    await takeToken("contended", "jack");
+    const r = await heddle(["claims", "take", "contended", "--holder", "kate", "--json"]);
+    expect(r.code).toBe(EXIT.refused);
+    expect(JSON.parse(r.out)).toMatchObject({ error: "refused", refusal: { kind: "blocked", blocked: [{ key: "contended", holders: ["jack"] }] } });
+    expect(r.err).toMatch(/^heddle: /);
+    // without --json, stdout stays empty: the refusal is told on stderr
+    expect((await heddle(["claims", "take", "contended", "--holder", "kate"])).out).toBe("");
+  });
+
   it("list ends with the mode's guarantee line, as every claims table does", async () => {
     await takeToken("listed", "ivy");
     const one = await heddle(["claims", "list", "listed"]);
