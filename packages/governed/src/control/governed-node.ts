@@ -162,6 +162,8 @@ export interface GovernedHeddleNode {
 /** A caller waiting for its key to be applied here. */
 interface Waiter {
   readonly key: ProposalKey;
+  /** The command this call proposed under `key`: another command applied under the same key is not its answer. */
+  readonly cmd: ControlCommand;
   resolve(o: ControlOutcome): void;
   reject(e: Error): void;
   /** This process's own `enroll(self)` / `depart()`: opens / closes the writer gate when it applies. */
@@ -459,6 +461,7 @@ class GovernedNode implements GovernedHeddleNode {
       };
       const w: Waiter = {
         key,
+        cmd,
         gate,
         resolve: (outcome) =>
           finish(() => {
@@ -535,7 +538,7 @@ class GovernedNode implements GovernedHeddleNode {
    */
   #answerFromRecord(key: ProposalKey, cmd: ControlCommand, index: LogIndex): void {
     const o = this.#state.replayOf(key, cmd, index);
-    if (o !== null) return this.#resolve(key, o);
+    if (o !== null) return this.#resolve(key, o, index);
     // an idem: outcome forgotten past its window while the leader's cache still pointed the retry at its entry
     // (a Raft node built without `coalesce` excluding idem: keys): say so now rather than at the caller's timeout
     if (key.client.startsWith(IDEMPOTENCY_CLIENT_PREFIX) && index <= this.#state.keyRetention().forgottenThrough) {
@@ -630,6 +633,8 @@ class GovernedNode implements GovernedHeddleNode {
    */
   #appliedThrough(index: LogIndex, signal: AbortSignal, aborted?: Error): Promise<void> {
     if (this.#state.appliedIndex >= index) return Promise.resolve();
+    // an already aborted signal never fires again: the wait would stay registered until `index` applies
+    if (signal.aborted) return Promise.reject(aborted ?? new OutcomeUnknownError("sync: aborted while waiting for the local apply", null));
     return new Promise<void>((resolve, reject) => {
       const entry = {
         index,
@@ -673,14 +678,15 @@ class GovernedNode implements GovernedHeddleNode {
     for (const replica of step.enrolled) this.#sink.onEnrolled(replica);
     const key = step.envelope?.key ?? null;
     if (key !== null && key.client === this.#autoClient && key.seq >= this.#nextSeq) this.#tripped = true;
-    if (key !== null && step.outcome !== null) this.#resolve(key, step.outcome);
+    if (key !== null && step.outcome !== null) this.#resolve(key, step.outcome, step.index);
+
     if (step.kind === "install") {
       for (const [id, ws] of [...this.#waiters]) {
         const [client, seq] = id.split("\u0000") as [string, string];
         const o = this.#state.outcomeOf({ client, seq: Number(seq) });
         if (o === "unknown") continue;
         if (o === "pruned") for (const w of [...ws]) w.reject(new OutcomeUnknownError("the outcome was pruned below its client's ackFloor", { client, seq: Number(seq) }));
-        else this.#resolve({ client, seq: Number(seq) }, o);
+        else this.#resolve({ client, seq: Number(seq) }, o, step.index);
       }
       this.#lastSnapshot = step.index;
     }
@@ -698,12 +704,20 @@ class GovernedNode implements GovernedHeddleNode {
     }
   }
 
-  #resolve(key: ProposalKey, outcome: ControlOutcome): void {
+  /**
+   * Answers the waiters of `key` now that an outcome is recorded for it (`outcome`, at `index`). Each waiter is
+   * answered for its own command (§3.10 key misuse): two calls under one key with different commands — concurrent,
+   * or from two processes — must not both get the first one's outcome; the other gets `keyReuse`, as its own entry
+   * will. The writer gate moves only on an applied enroll/depart of this process (§3.9), and opens only while the
+   * roster holds this replica: a replayed old enroll after a depart must not reopen it.
+   */
+  #resolve(key: ProposalKey, outcome: ControlOutcome, index: LogIndex): void {
     const ws = this.#waiters.get(keyId(key));
     if (ws === undefined) return;
     for (const w of [...ws]) {
-      if (outcome.kind === "applied" && w.gate !== null) this.#writable = w.gate === "open";
-      w.resolve(outcome);
+      const o = this.#state.replayOf(key, w.cmd, index) ?? outcome;
+      if (o.kind === "applied" && w.gate !== null) this.#writable = w.gate === "open" && this.#state.roster.enrolled.has(this.self);
+      w.resolve(o);
     }
   }
 
