@@ -223,6 +223,14 @@ describe("ControlState decisions (governed.md §3.4, in the listed order)", () =
     expect(model.claims.encode()).toBe(d.st.claims.encode());
   });
 
+  it("minted() lists mints in id order, the same after a replay and after a snapshot install", () => {
+    const d = new Driver();
+    for (const [client, seq] of [["zed", 1], ["amy", 2], ["mid", 3]] as const) d.out({ op: "mint", holder: R("n1"), amount: 5n }, { key: { client, seq } });
+    const ids = [...d.st.minted().keys()];
+    expect(ids).toEqual(["mint:amy:2", "mint:mid:3", "mint:zed:1"]);
+    expect([...ControlState.decode(d.st.encode(), { root, claims: { capacity: { pool: 2 } } }).minted().keys()]).toEqual(ids);
+  });
+
   it("latestStamp: the latest stamp of any applied entry, a mint's too, never below claimsNow and never falling", () => {
     const d = new Driver();
     expect(d.st.latestStamp).toBe(0);

@@ -285,8 +285,9 @@ export class ControlState implements ControlView {
     return (this.#inbound.get(child) ?? []).filter((e) => LIVE.has(this.#lifecycle.get(e)!));
   }
 
+  /** Every mint, in id order (UTF-16 code units): the same order on a replica that replayed the log and on one that installed a snapshot. */
   minted(): ReadonlyMap<MintId, MintRecord> {
-    return new Map(this.#mints);
+    return new Map([...this.#mints].sort((a, b) => byId(a[0], b[0])));
   }
 
   mintedTotal(): Amount {
