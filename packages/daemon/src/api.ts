@@ -311,7 +311,11 @@ export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
     if (target === null || maxGrant === null) return sendInvalid(reply, "body", [{ field: target === null ? "targetOutstanding" : "maximumUsefulGrant", problem: "is above 2^63 − 1" }]);
     const r = ctx.scheduler.setDemand(edge, { targetOutstanding: target, maximumUsefulGrant: maxGrant }, b.leaseMs ?? ctx.demandTtlMs);
     if (!r.ok) {
-      const message = r.refusal.kind === "unknown-edge" ? `edge ${edge} is not known on this peer` : `too many standing demands (limit ${r.refusal.limit}, limits.maxStandingDemands)`;
+      const f = r.refusal;
+      const message =
+        f.kind === "unknown-edge" ? `edge ${edge} is not known on this peer`
+        : f.kind === "too-many" ? `too many standing demands (limit ${f.limit}, limits.maxStandingDemands); withdraw one (targetOutstanding 0) or raise the limit`
+        : `this demand and the edges above every standing demand would not fit this peer's demand slot (${f.limit} ${f.value}); nothing was stored — withdraw some standing demand first`;
       return reply.code(409).send({ error: "refused", message, refusal: toWire(r.refusal) });
     }
     return { edge, standing: r.standing === null ? null : toWire(r.standing) };

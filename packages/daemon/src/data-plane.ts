@@ -14,6 +14,8 @@ export interface DataPlane {
   complete(id: string, actualCost: bigint): CompleteResult;
   cancel(id: string): CompleteResult;
   advertise(edge: AttachmentId, demand: Demand): void;
+  /** All or nothing; throws `DemandLimitError` for a slot past the board's limits. */
+  advertiseMany(changes: Iterable<readonly [AttachmentId, Demand]>): void;
   schedule(parent: GroupId): ScheduleResult;
   boundMetrics(parent: GroupId): BoundMetrics;
   readonly unreachable?: Watch<ReadonlySet<ReplicaId>>;

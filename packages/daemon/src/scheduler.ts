@@ -4,7 +4,7 @@
 // (node.md §7).
 import type { AttachmentId, EntitlementLedger, GroupId } from "@heddle/ledger";
 import { DEMAND_NONE, type Demand } from "@heddle/policy";
-import type { HeddleNode, Timers } from "@heddle/node";
+import { DemandLimitError, type HeddleNode, type Timers } from "@heddle/node";
 import { INT64_MAX } from "./schema.ts";
 
 /** One edge's demand as a service set it. */
@@ -16,11 +16,15 @@ export interface StandingDemand {
 }
 
 /** Why a demand could not be stood. */
-export type DemandRefusal = { kind: "unknown-edge"; edge: AttachmentId } | { kind: "too-many"; limit: number };
+export type DemandRefusal =
+  | { kind: "unknown-edge"; edge: AttachmentId }
+  | { kind: "too-many"; limit: number }
+  /** The rolled-up demand (this edge and every edge above each standing one) would not fit this peer's demand slot. */
+  | { kind: "board-full"; limit: "maxDemandEntries" | "maxFrameBytes"; value: number };
 
 /** Options of {@link Scheduler}. */
 export interface SchedulerOptions {
-  readonly node: Pick<HeddleNode, "ledger" | "advertise" | "schedule">;
+  readonly node: Pick<HeddleNode, "ledger" | "advertiseMany" | "schedule">;
   readonly root: GroupId;
   readonly timers: Timers;
   readonly intervalMs: number;
@@ -88,13 +92,28 @@ export class Scheduler {
     if (view.record(edge) === null) return { ok: false, refusal: { kind: "unknown-edge", edge } };
     if (demand.targetOutstanding === 0n && demand.maximumUsefulGrant === 0n) {
       this.#standing.delete(edge);
-      this.#refresh(view, this.#o.timers.now());
+      try {
+        this.#refresh(view, this.#o.timers.now());
+      } catch (e) {
+        // The withdrawal stands; the next tick advertises it (or reports why it cannot).
+        if (!(e instanceof DemandLimitError)) throw e;
+        this.#o.onError?.(e);
+      }
       return { ok: true, standing: null };
     }
     if (!this.#standing.has(edge) && this.#standing.size >= this.#o.maxStanding) return { ok: false, refusal: { kind: "too-many", limit: this.#o.maxStanding } };
     const s: StandingDemand = { edge, demand, expiresAt: this.#o.timers.now() + leaseMs };
+    const before = this.#standing.get(edge);
     this.#standing.set(edge, s);
-    this.#refresh(view, this.#o.timers.now());
+    try {
+      this.#refresh(view, this.#o.timers.now());
+    } catch (e) {
+      // Nothing was advertised (advertiseMany is all or nothing): put the standing set back as it was.
+      if (before === undefined) this.#standing.delete(edge);
+      else this.#standing.set(edge, before);
+      if (e instanceof DemandLimitError) return { ok: false, refusal: { kind: "board-full", limit: e.limit, value: e.value } };
+      throw e;
+    }
     return { ok: true, standing: s };
   }
 
@@ -114,7 +133,13 @@ export class Scheduler {
     const now = this.#o.timers.now();
     for (const [e, s] of this.#standing) if (s.expiresAt <= now) this.#standing.delete(e);
     const view = this.#o.node.ledger.get();
-    this.#refresh(view, now);
+    try {
+      this.#refresh(view, now);
+    } catch (e) {
+      // A reshaped tree can lengthen the lineages and so the rolled-up slot; what was advertised before
+      // stays (and ages out on the peers if not refreshed). Scheduling goes on either way.
+      this.#o.onError?.(e);
+    }
     this.#scheduleAll();
   }
 
@@ -147,17 +172,20 @@ export class Scheduler {
       });
     }
     const refreshAfter = this.#o.demandTtlMs / 3;
+    const changes: [AttachmentId, Demand][] = [];
     for (const [e, d] of want) {
       const prev = this.#advertised.get(e);
       const same = prev !== undefined && prev.demand.targetOutstanding === d.targetOutstanding && prev.demand.maximumUsefulGrant === d.maximumUsefulGrant;
       if (same && now - prev.at < refreshAfter) continue;
-      this.#o.node.advertise(e, d);
-      this.#advertised.set(e, { demand: d, at: now });
+      changes.push([e, d]);
     }
-    for (const e of [...this.#advertised.keys()]) {
-      if (want.has(e)) continue;
-      this.#o.node.advertise(e, DEMAND_NONE);
-      this.#advertised.delete(e);
+    for (const e of this.#advertised.keys()) if (!want.has(e)) changes.push([e, DEMAND_NONE]);
+    if (changes.length === 0) return;
+    // One slot update for the whole round: all or nothing, and one frame instead of one per edge.
+    this.#o.node.advertiseMany(changes);
+    for (const [e, d] of changes) {
+      if (want.has(e)) this.#advertised.set(e, { demand: d, at: now });
+      else this.#advertised.delete(e);
     }
   }
 

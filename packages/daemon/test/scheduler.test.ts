@@ -1,5 +1,6 @@
 // The daemon's scheduler spends this peer's holdings only toward the demand this peer stands itself.
 import { AttachmentId, EntitlementLedger, GroupId, ReplicaId, Weight } from "@heddle/ledger";
+import { DemandLimitError } from "@heddle/node";
 import { VirtualTimers } from "@heddle/node/testing";
 import type { Demand } from "@heddle/policy";
 import { describe, expect, it } from "vitest";
@@ -18,20 +19,30 @@ function tree(): EntitlementLedger {
   return l;
 }
 
-function harness() {
+function harness(maxSlot = Infinity) {
   const ledger = tree();
+  const slot = new Map<string, Demand>();
+  const advertiseMany = (changes: Iterable<readonly [AttachmentId, Demand]>) => {
+    const next = new Map(slot);
+    const list = [...changes];
+    for (const [e, d] of list) d.targetOutstanding === 0n && d.maximumUsefulGrant === 0n ? next.delete(e) : next.set(e, d);
+    if (next.size > maxSlot) throw new DemandLimitError("maxDemandEntries", maxSlot, "slot full");
+    slot.clear();
+    for (const [e, d] of next) slot.set(e, d);
+    advertised.push(...list);
+  };
   const scheduled: string[] = [];
-  const advertised: [string, Demand][] = [];
+  const advertised: (readonly [string, Demand])[] = [];
   const timers = new VirtualTimers();
   const s = new Scheduler({
-    node: { ledger: { get: () => ledger } as never, advertise: (e: AttachmentId, d: Demand) => void advertised.push([e, d]), schedule: (p: GroupId) => (scheduled.push(p), { grants: [], seated: [], clamped: [] }) as never },
+    node: { ledger: { get: () => ledger } as never, advertiseMany, schedule: (p: GroupId) => (scheduled.push(p), { grants: [], seated: [], clamped: [] }) as never },
     root: GroupId("root"),
     timers,
     intervalMs: 100,
     demandTtlMs: 3_000,
     maxStanding: 8,
   });
-  return { s, scheduled, advertised };
+  return { s, scheduled, advertised, slot };
 }
 
 describe("daemon scheduler", () => {
@@ -61,5 +72,22 @@ describe("daemon scheduler", () => {
     h.s.setDemand(AttachmentId("root→b"), { targetOutstanding: 5n, maximumUsefulGrant: 5n }, 10_000);
     h.s.tick();
     expect(h.scheduled).toEqual(["root"]);
+  });
+
+  it("a demand whose roll-up would not fit the slot is refused, stores nothing, and the rest keeps being scheduled", () => {
+    const h = harness(3);
+    expect(h.s.setDemand(AttachmentId("a→batch"), { targetOutstanding: 50n, maximumUsefulGrant: 10n }, 10_000).ok).toBe(true); // a→batch, root→a
+    const r = h.s.setDemand(AttachmentId("b→web"), { targetOutstanding: 5n, maximumUsefulGrant: 5n }, 10_000); // + b→web, root→b = 4
+    expect(r).toEqual({ ok: false, refusal: { kind: "board-full", limit: "maxDemandEntries", value: 3 } });
+    expect(h.s.standing().map((d) => d.edge)).toEqual(["a→batch"]);
+    expect([...h.s.advertised().keys()].sort()).toEqual(["a→batch", "root→a"]);
+    expect([...h.slot.keys()].sort()).toEqual(["a→batch", "root→a"]);
+    h.scheduled.length = 0;
+    h.s.tick();
+    expect(h.scheduled).toEqual(["root", "a"]);
+    // an inner edge already in the slot fits
+    expect(h.s.setDemand(AttachmentId("root→a"), { targetOutstanding: 60n, maximumUsefulGrant: 10n }, 10_000).ok).toBe(true);
+    expect([...h.slot.keys()].sort()).toEqual(["a→batch", "root→a"]);
+    expect(h.slot.get("root→a")!.targetOutstanding).toBe(60n);
   });
 });

@@ -17,6 +17,20 @@ export interface DemandBoardConfig {
 /** node.md §12 defaults for the demand board. */
 export const DEMAND_BOARD_DEFAULTS: DemandBoardConfig = { demandTtlMs: 30_000, maxDemandEntries: 4_096, maxFrameBytes: 1_048_576 };
 
+/** A demand slot that would break one of the board's limits; the slot is left as it was. */
+export class DemandLimitError extends RangeError {
+  override readonly name = "DemandLimitError";
+  /** The limit the slot would break. */
+  readonly limit: "maxDemandEntries" | "maxFrameBytes";
+  /** Its value. */
+  readonly value: number;
+  constructor(limit: "maxDemandEntries" | "maxFrameBytes", value: number, message: string) {
+    super(message);
+    this.limit = limit;
+    this.value = value;
+  }
+}
+
 /** The `board` message: one peer's whole slot (node.md §6). */
 export interface BoardMessage {
   kind: "board";
@@ -86,7 +100,7 @@ export class DemandBoard {
   readonly #config: DemandBoardConfig;
   readonly #rejections: RejectionCounter;
   readonly #slots = new Map<PeerId, Slot>();
-  readonly #own = new Map<string, Demand>();
+  #own = new Map<string, Demand>();
   #counter = 0n;
   #framesIn = 0;
   #framesOut = 0;
@@ -108,30 +122,50 @@ export class DemandBoard {
   /**
    * Sets (or, with `DEMAND_NONE`, removes) this peer's demand for `edge`, bumps the slot clock and
    * broadcasts the whole slot. Best effort: nothing is retried; callers refresh within `demandTtlMs / 2`.
+   * A slot that would break a limit throws {@link DemandLimitError} and changes nothing.
    */
   advertise(edge: string, demand: Demand): void {
-    if (typeof edge !== "string" || edge.length === 0) throw new TypeError("edge must be a non-empty string");
-    if (edge.length > MAX_ID_LENGTH) throw new RangeError(`edge id longer than ${MAX_ID_LENGTH} code units`);
-    for (const f of ["targetOutstanding", "maximumUsefulGrant"] as const) {
-      const v = demand[f];
-      if (typeof v !== "bigint") throw new TypeError(`${f} must be a bigint`);
-      if (v < 0n || v > INT64_MAX) throw new RangeError(`${f} must be in 0 … 2^63 − 1, got ${v}`);
+    this.advertiseMany([[edge, demand]]);
+  }
+
+  /**
+   * Extension beyond node.md §6: sets several entries at once (later ones win for a repeated edge) with one
+   * clock bump and one broadcast. All or nothing: a bad entry throws `TypeError`/`RangeError`, a slot past
+   * `maxDemandEntries` or `maxFrameBytes` throws {@link DemandLimitError}, and either way the slot, the
+   * clock and the peers' view stay as they were.
+   */
+  advertiseMany(changes: Iterable<readonly [edge: string, demand: Demand]>): void {
+    const next = new Map(this.#own);
+    for (const [edge, demand] of changes) {
+      if (typeof edge !== "string" || edge.length === 0) throw new TypeError("edge must be a non-empty string");
+      if (edge.length > MAX_ID_LENGTH) throw new RangeError(`edge id longer than ${MAX_ID_LENGTH} code units`);
+      for (const f of ["targetOutstanding", "maximumUsefulGrant"] as const) {
+        const v = demand[f];
+        if (typeof v !== "bigint") throw new TypeError(`${f} must be a bigint`);
+        if (v < 0n || v > INT64_MAX) throw new RangeError(`${f} must be in 0 … 2^63 − 1, got ${v}`);
+      }
+      const none = demand.targetOutstanding === DEMAND_NONE.targetOutstanding && demand.maximumUsefulGrant === DEMAND_NONE.maximumUsefulGrant;
+      if (none) next.delete(edge);
+      else next.set(edge, { targetOutstanding: demand.targetOutstanding, maximumUsefulGrant: demand.maximumUsefulGrant });
     }
-    const none = demand.targetOutstanding === DEMAND_NONE.targetOutstanding && demand.maximumUsefulGrant === DEMAND_NONE.maximumUsefulGrant;
-    if (none) this.#own.delete(edge);
-    else {
-      if (!this.#own.has(edge) && this.#own.size >= this.#config.maxDemandEntries) throw new RangeError(`more than maxDemandEntries (${this.#config.maxDemandEntries}) demand entries`);
-      this.#own.set(edge, { targetOutstanding: demand.targetOutstanding, maximumUsefulGrant: demand.maximumUsefulGrant });
-    }
+    const maxEntries = this.#config.maxDemandEntries;
+    if (next.size > maxEntries) throw new DemandLimitError("maxDemandEntries", maxEntries, `a demand slot of ${next.size} entries exceeds maxDemandEntries (${maxEntries})`);
     if (this.#counter + 1n >= COUNTER_LIMIT) throw new RangeError("demand clock counter exhausted for this epoch; restart the node");
-    this.#counter++;
-    const clock = this.#epoch * COUNTER_LIMIT + this.#counter;
-    const entries = [...this.#own.entries()].sort((a, b) => (a[0] < b[0] ? -1 : 1));
-    this.#slots.set(this.#self, { clock, entries: new Map(entries), key: entriesKey(entries), receivedAt: this.#timers.now() });
+    const clock = this.#epoch * COUNTER_LIMIT + this.#counter + 1n;
+    const entries = [...next.entries()].sort((a, b) => (a[0] < b[0] ? -1 : 1));
     const bytes = encodeBoardMessage({ kind: "board", replica: this.#self, clock, entries });
-    if (bytes.length > Math.min(this.#config.maxFrameBytes, this.#channel.maxFrameBytes)) throw new RangeError(`demand slot of ${bytes.length} bytes exceeds maxFrameBytes`);
+    const maxBytes = Math.min(this.#config.maxFrameBytes, this.#channel.maxFrameBytes);
+    if (bytes.length > maxBytes) throw new DemandLimitError("maxFrameBytes", maxBytes, `a demand slot of ${bytes.length} bytes exceeds maxFrameBytes (${maxBytes})`);
+    this.#own = next;
+    this.#counter++;
+    this.#slots.set(this.#self, { clock, entries: new Map(entries), key: entriesKey(entries), receivedAt: this.#timers.now() });
     this.#framesOut++;
     this.#channel.broadcast(bytes);
+  }
+
+  /** How many entries this peer's own slot holds now. */
+  get ownEntries(): number {
+    return this.#own.size;
   }
 
   /** Folded live demand for `edge`: the per-field maximum over live slots naming it, else `DEMAND_NONE`. */

@@ -92,6 +92,11 @@ export interface HeddleNode {
   /** Extension beyond node.md §1: this node's open reservations, ascending id. */
   openReservations(): ReservationRow[];
   advertise(edge: AttachmentId, demand: Demand): void;
+  /**
+   * Extension beyond node.md §6: several demand entries in one slot update (one clock bump, one frame),
+   * all or nothing; a slot past the board's limits throws `DemandLimitError` and changes nothing.
+   */
+  advertiseMany(changes: Iterable<readonly [AttachmentId, Demand]>): void;
   /** The folded live demand for `edge` as this node sees it (§6). */
   demand(edge: AttachmentId): Demand;
   prepare(record: AttachmentRecord): TopologyResult;
@@ -415,6 +420,11 @@ export class Node implements HeddleNode {
   advertise(edge: AttachmentId, demand: Demand): void {
     if (this.#shut) return;
     this.#board.advertise(edge, demand);
+  }
+
+  advertiseMany(changes: Iterable<readonly [AttachmentId, Demand]>): void {
+    if (this.#shut) return;
+    this.#board.advertiseMany(changes);
   }
 
   demand(edge: AttachmentId): Demand {

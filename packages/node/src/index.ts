@@ -21,6 +21,7 @@ export type { ScheduleResult } from "./schedule.ts";
 export type { ReserveResult, ReserveRefusal, CompleteResult } from "./reservation-table.ts";
 /** A ledger refusal where none is possible (§8): a bug, thrown, never an outcome. */
 export { LedgerInvariantError } from "./reservation-table.ts";
+export { DemandLimitError } from "./demand-board.ts";
 export type { BoundMetrics } from "./bound-metrics.ts";
 export type { PartitionEvent, UnresponsiveReason } from "./liveness.ts";
 export type { RejectReason, ChannelName, FrameRejected } from "./rejection.ts";

@@ -2,16 +2,17 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { MemoryNetwork, muxSeam, seededRandom, type Seam } from "../src/index.ts";
 import { DemandBoard, RejectionCounter, VirtualTimers, canonicalBytes } from "../src/testing.ts";
+import { DemandLimitError } from "../src/index.ts";
 
 const NONE = { targetOutstanding: 0n, maximumUsefulGrant: 0n };
 const D = (t: bigint, g: bigint) => ({ targetOutstanding: t, maximumUsefulGrant: g });
 
-function setup(ttl = 30_000) {
+function setup(ttl = 30_000, maxFrameBytes = 1 << 20) {
   const timers = new VirtualTimers();
   const net = new MemoryNetwork({ timers, random: seededRandom(1) });
   const mk = (id: string, epoch = 0, seam: Seam = net.join(id)) => {
     const rejections = new RejectionCounter(timers, 60_000, () => {});
-    const board = new DemandBoard({ channel: muxSeam(seam).channel(2), epoch, timers, config: { demandTtlMs: ttl, maxDemandEntries: 16, maxFrameBytes: 1 << 20 }, rejections });
+    const board = new DemandBoard({ channel: muxSeam(seam).channel(2), epoch, timers, config: { demandTtlMs: ttl, maxDemandEntries: 16, maxFrameBytes }, rejections });
     return { board, rejections, seam };
   };
   return { timers, net, mk };
@@ -92,6 +93,51 @@ describe("demand board (node.md §6)", () => {
     expect(() => a.board.advertise("x".repeat(257), D(1n, 1n))).toThrow(RangeError);
     for (let i = 0; i < 16; i++) a.board.advertise(`e${i}`, D(1n, 1n));
     expect(() => a.board.advertise("e99", D(1n, 1n))).toThrow(RangeError);
+  });
+
+  it("a slot past maxDemandEntries or maxFrameBytes throws DemandLimitError and changes nothing, here or on peers", () => {
+    const { timers, mk } = setup(30_000, 400);
+    const a = mk("a");
+    const c = mk("c");
+    timers.advanceBy(0);
+    a.board.advertiseMany([["e1", D(7n, 7n)], ["e2", D(8n, 8n)]]);
+    timers.advanceBy(1);
+    const framesOut = a.board.counters().framesOut;
+    expect(framesOut).toBe(1); // one frame for the batch
+    expect(c.board.fold("e2")).toEqual(D(8n, 8n));
+    // past maxDemandEntries (16): 2 held + 15 new = 17 entries, so the whole batch is refused
+    const many = Array.from({ length: 15 }, (_, i) => [`f${i}`, D(1n, 1n)] as const);
+    let err: unknown = null;
+    try {
+      a.board.advertiseMany(many);
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(DemandLimitError);
+    expect((err as DemandLimitError).limit).toBe("maxDemandEntries");
+    expect((err as DemandLimitError).value).toBe(16);
+    expect(a.board.ownEntries).toBe(2);
+    expect(a.board.fold("f0")).toEqual(NONE);
+    expect(a.board.counters().framesOut).toBe(framesOut);
+    // past maxFrameBytes (400): refused, nothing stored, nothing sent
+    const long = Array.from({ length: 6 }, (_, i) => [`edge-with-a-long-name-${"x".repeat(40)}-${i}`, D(1n, 1n)] as const);
+    let bytesErr: unknown = null;
+    try {
+      a.board.advertiseMany(long);
+    } catch (e) {
+      bytesErr = e;
+    }
+    expect(bytesErr).toBeInstanceOf(DemandLimitError);
+    expect((bytesErr as DemandLimitError).limit).toBe("maxFrameBytes");
+    expect(a.board.ownEntries).toBe(2);
+    expect(a.board.counters().framesOut).toBe(framesOut);
+    expect(() => a.board.advertise(long[0]![0], D(1n, 1n))).not.toThrow(); // one of them alone fits
+    timers.advanceBy(1);
+    expect(c.board.fold(long[0]![0])).toEqual(D(1n, 1n));
+    expect(c.board.fold("e1")).toEqual(D(7n, 7n));
+    // a bad entry anywhere in a batch refuses the whole batch
+    expect(() => a.board.advertiseMany([["e3", D(1n, 1n)], ["e4", D(-1n, 0n)]])).toThrow(RangeError);
+    expect(a.board.fold("e3")).toEqual(NONE);
   });
 
   it("fold equals a reference model over random advertise/time sequences (property)", () => {

@@ -25,7 +25,7 @@ import type { PeerConfig } from "./scenario.ts";
 import type { BoundRow, ControlAct, PeerCommand, PeerReport } from "./protocol.ts";
 
 /** What the demo drives on a peer: the data plane, the same in static and governed mode. */
-type DataPlane = Pick<HeddleNode, "self" | "partitionEvents" | "ledger" | "advertise" | "schedule" | "reserve" | "complete" | "cancel" | "boundMetrics" | "openReservations" | "unreachable" | "metrics" | "shutdown">;
+type DataPlane = Pick<HeddleNode, "self" | "partitionEvents" | "ledger" | "advertise" | "advertiseMany" | "schedule" | "reserve" | "complete" | "cancel" | "boundMetrics" | "openReservations" | "unreachable" | "metrics" | "shutdown">;
 
 /** A governed control act, retried under its durable key until its outcome is known (governed.md §3.10). */
 async function known(call: (o: CallOptions) => Promise<ControlOutcome>, key: { client: string; seq: number }): Promise<ControlOutcome> {

@@ -109,6 +109,7 @@ export interface GovernedHeddleNode {
   complete: HeddleNode["complete"];
   cancel: HeddleNode["cancel"];
   advertise: HeddleNode["advertise"];
+  advertiseMany: HeddleNode["advertiseMany"];
   /** Grants nothing while `!isWritable`. */
   schedule: HeddleNode["schedule"];
   readonly partitionEvents: HeddleNode["partitionEvents"];
@@ -279,6 +280,7 @@ class GovernedNode implements GovernedHeddleNode {
   complete: HeddleNode["complete"] = (id, actualCost) => this.#node.complete(id, actualCost);
   cancel: HeddleNode["cancel"] = (id) => this.#node.cancel(id);
   advertise: HeddleNode["advertise"] = (edge, demand) => this.#node.advertise(edge, demand);
+  advertiseMany: HeddleNode["advertiseMany"] = (changes) => this.#node.advertiseMany(changes);
   boundMetrics: HeddleNode["boundMetrics"] = (parent) => this.#node.boundMetrics(parent);
   openReservations: HeddleNode["openReservations"] = () => this.#node.openReservations();
   metrics: HeddleNode["metrics"] = () => this.#node.metrics();
