@@ -245,16 +245,18 @@ export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
     const b = req.body as { leaf: string; maximumCost: string | number };
     const ik = idempotencyKey(req);
     if (ik !== null && typeof ik !== "string") return sendInvalid(reply, "headers", [ik]);
-    const bodyText = JSON.stringify(b);
+    const max = amountOf(b.maximumCost);
+    if (max === null) return sendInvalid(reply, "body", [{ field: "maximumCost", problem: "is above 2^63 − 1" }]);
+    // What the request asks for, not how it was spelled: a retry with its keys in another order or the
+    // amount as "10" instead of 10 is the same request.
+    const bodyText = JSON.stringify([b.leaf, max.toString()]);
     if (ik !== null) {
       const prev = remembered.get(ik);
       if (prev !== undefined) {
-        if (prev.body !== bodyText) return reply.code(409).send({ error: "conflict", message: "this Idempotency-Key was used with another body", conflict: { reason: "keyReuse", idempotencyKey: ik } });
+        if (prev.body !== bodyText) return reply.code(409).send({ error: "conflict", message: "this Idempotency-Key was used with another leaf or maximumCost; use a new key for a new request", conflict: { reason: "keyReuse", idempotencyKey: ik } });
         return reply.code(prev.status as 201).send(prev.payload as never);
       }
     }
-    const max = amountOf(b.maximumCost);
-    if (max === null) return sendInvalid(reply, "body", [{ field: "maximumCost", problem: "is above 2^63 − 1" }]);
     const r = d.reserve(GroupId(b.leaf), max);
     let status: number;
     let payload: unknown;
@@ -461,7 +463,7 @@ export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
 
   cpost("/control/mint", "Create supply at the root for a holder (one log entry)", S.MintBody, (cp, b: { holder?: string; amount: string | number }, opts) => {
     const amount = amountOf(b.amount);
-    if (amount === null) throw new RangeError("amount is above 2^63 − 1");
+    if (amount === null) throw new RangeError("mint: amount is above 2^63 − 1");
     return cp.mint(ReplicaId(b.holder ?? d.self), amount, opts);
   });
   cpost("/control/prepare", "Prepare a new edge (a new generation)", S.PrepareBody, (cp, b: { id: string; parent: string; child: string; weight: number | string }, opts) => {
@@ -528,7 +530,11 @@ export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
     const q = req.query as { client?: string; seq?: string; idempotencyKey?: string };
     let key: ProposalKey;
     if (q.idempotencyKey !== undefined) key = proposalKeyOf(q.idempotencyKey);
-    else if (q.client !== undefined && q.seq !== undefined) key = { client: q.client, seq: Number(q.seq) };
+    else if (q.client !== undefined && q.seq !== undefined) {
+      const seq = Number(q.seq);
+      if (!Number.isSafeInteger(seq)) return sendInvalid(reply, "querystring", [{ field: "seq", problem: `is above ${Number.MAX_SAFE_INTEGER} (2^53 − 1), the largest ProposalKey.seq` }]);
+      key = { client: q.client, seq };
+    }
     else return sendInvalid(reply, "querystring", [{ field: "idempotencyKey", problem: "give idempotencyKey, or client and seq" }]);
     const cv = cp.controlView();
     const o = cv.outcomeOf(key);

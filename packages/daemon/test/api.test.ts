@@ -127,6 +127,10 @@ describe("HTTP API: data plane", () => {
     const a = await s.client.reserve("batch", 3, { idempotencyKey: "job-42" });
     const b = await s.client.reserve("batch", 3, { idempotencyKey: "job-42" });
     expect(b.id).toBe(a.id);
+    // the same request spelled otherwise (keys in another order, the amount as a string) is the same request
+    const respelled = await s.client.raw("POST", "/v1/reservations", undefined, { idempotencyKey: "job-42", rawBody: '{"maximumCost":"3", "leaf":"batch"}' });
+    expect(respelled.status).toBe(201);
+    expect(respelled.body).toMatchObject({ id: a.id });
     const open = (await s.client.reservations()) as { reservations: { id: string }[] };
     expect(open.reservations.filter((r) => r.id === a.id)).toHaveLength(1);
     expect(open.reservations).toHaveLength(1);

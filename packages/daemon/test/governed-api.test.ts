@@ -48,6 +48,14 @@ describe("HTTP API: governed control plane", () => {
     expect(reuse.status).toBe(409);
     expect(reuse.body).toMatchObject({ error: "conflict", conflict: { reason: "keyReuse" } });
     expect(await state()).toBe(before);
+    // Out-of-range numbers are 400s naming their field, and change nothing.
+    const huge = await s.client.raw("POST", "/v1/control/mint", { amount: "9223372036854775808" });
+    expect(huge.status).toBe(400);
+    expect(huge.body).toMatchObject({ error: "invalid-request", issues: [{ field: "amount", in: "body" }] });
+    const seq = await s.client.raw("GET", "/v1/control/outcome?client=c1&seq=9007199254740993");
+    expect(seq.status).toBe(400);
+    expect(seq.body).toMatchObject({ error: "invalid-request", issues: [{ field: "seq", in: "query" }] });
+    expect(await state()).toBe(before);
   });
 
   it("answers conflicts with 409 carrying the spec's conflict object, and nothing changes", async () => {
