@@ -1,6 +1,6 @@
 // The commands that make and run daemons: init, start, up, env.
 import { spawn, type ChildProcess } from "node:child_process";
-import { closeSync, existsSync, openSync, readdirSync, readFileSync, unlinkSync, writeFileSync } from "node:fs";
+import { closeSync, existsSync, openSync, readdirSync, readFileSync, realpathSync, rmSync, unlinkSync, writeFileSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
@@ -93,8 +93,9 @@ Usage: heddle start --config FILE [--log-format text|json] [--log-level debug|in
 
 Starts libp2p, the SQLite store, the node, its scheduler and the HTTP API. Logs go to stderr (readable
 lines, or one JSON object per line with --log-format json). SIGTERM or SIGINT stops it cleanly: no new
-API calls, calls in flight finish, the store is closed. Exit 0 after a clean stop, 8 on a bad config,
-9 when it cannot start (busy port, store of another cluster, missing key or token).
+API calls, calls in flight finish, the store is closed; a second signal while it stops exits at once
+(exit 1). Exit 0 after a clean stop, 8 on a bad config, 9 when it cannot start (busy port, store of
+another cluster, missing key or token).
 
 Memory: the process re-executes itself once at start (same pid) with node's young generation fixed at
 16 MiB (--min/--max-semi-space-size=8), so its resident memory does not step as V8 resizes it. Give node
@@ -151,8 +152,10 @@ export async function startCommand(argv: string[], io: Io): Promise<number> {
         },
       );
     };
-    process.once("SIGTERM", () => stop("SIGTERM"));
-    process.once("SIGINT", () => stop("SIGINT"));
+    // `on`, not `once`: a second signal while closing must reach `stop` (which exits at once), not Node's
+    // default handler (which would kill the process with the signal and skip the message).
+    process.on("SIGTERM", () => stop("SIGTERM"));
+    process.on("SIGINT", () => stop("SIGINT"));
     // every module of a running peer is loaded now: write the compile cache (compile-cache.ts) while the
     // process is alive, since Node otherwise writes it only at a clean exit and a killed peer would leave none
     // (it fails silently: a cache miss must not stop a peer)
@@ -166,7 +169,7 @@ Usage: heddle up DIR [--detach] [--log-format text|json]
 
 Runs 'heddle start --config DIR/peer-<i>/heddle.json' for every peer as a child process, prefixes their
 logs with [peer-<i>], prints a table once every API answers (and, governed, every peer has enrolled), and stops them all on Ctrl-C (SIGINT) or
-SIGTERM. A peer that dies is reported; the others keep running.
+SIGTERM (a second one kills the peers still stopping). A peer that dies is reported; the others keep running.
 
   --detach   leave the peers running in the background and return once every API answers; each peer logs
              to DIR/peer-<i>/daemon.log and its pid is in DIR/peer-<i>/daemon.pid. Stop them with heddle down DIR.
@@ -175,7 +178,9 @@ SIGTERM. A peer that dies is reported; the others keep running.
 export const DOWN_HELP = `heddle down — stop the peers 'heddle up --detach' started
 
 Usage: heddle down DIR
-Sends SIGTERM to every DIR/peer-<i>/daemon.pid and waits until each has stopped cleanly.
+Sends SIGTERM to every DIR/peer-<i>/daemon.pid and waits until each has stopped cleanly. A pid file
+whose process is gone, or is not 'heddle start' of that peer's config (a pid reused after a crash or
+reboot), is removed and nothing is signalled.
 `;
 
 function alive(pid: number): boolean {
@@ -184,6 +189,41 @@ function alive(pid: number): boolean {
     return true;
   } catch {
     return false;
+  }
+}
+
+/**
+ * Whether `pid` is a `heddle start` of `configFile`: alive and, where the OS shows command lines
+ * (/proc), started with that config. A pid file can outlive its daemon (a crash, a reboot) and the pid be
+ * reused by an unrelated process, which `down` must not signal.
+ */
+export function isDaemonOf(pid: number, configFile: string): boolean {
+  if (!Number.isInteger(pid) || pid <= 0 || !alive(pid)) return false;
+  let cmdline: string;
+  try {
+    cmdline = readFileSync(`/proc/${pid}/cmdline`, "utf8");
+  } catch {
+    return process.platform !== "linux"; // no /proc to ask: trust the pid file
+  }
+  const args = cmdline.split("\0");
+  const at = args.indexOf("--config");
+  if (!args.includes("start") || at < 0 || at + 1 >= args.length) return false;
+  return samePath(args[at + 1]!, configFile);
+}
+
+function samePath(a: string, b: string): boolean {
+  try {
+    return realpathSync(a) === realpathSync(b);
+  } catch {
+    return resolve(a) === resolve(b);
+  }
+}
+
+function readPid(file: string): number {
+  try {
+    return Number(readFileSync(file, "utf8").trim());
+  } catch {
+    return NaN;
   }
 }
 
@@ -196,8 +236,8 @@ export async function downCommand(argv: string[], io: Io): Promise<number> {
   for (const conf of peerConfigs(resolve(positionals[0]!))) {
     const file = join(dirname(conf), "daemon.pid");
     if (!existsSync(file)) continue;
-    const pid = Number(readFileSync(file, "utf8").trim());
-    if (Number.isInteger(pid) && pid > 0 && alive(pid)) {
+    const pid = readPid(file);
+    if (isDaemonOf(pid, conf)) {
       process.kill(pid, "SIGTERM");
       pids.push({ name: dirname(conf).split("/").pop()!, pid, file });
     } else unlinkSync(file);
@@ -248,7 +288,10 @@ export async function upCommand(argv: string[], io: Io): Promise<number> {
   const stopAll = async () => {
     stopping = true;
     for (const c of children) if (c.proc.exitCode === null && c.proc.signalCode === null) c.proc.kill("SIGTERM");
-    return Promise.all(children.map((c) => c.exited));
+    const codes = await Promise.all(children.map((c) => c.exited));
+    // the peers this run started are gone: their pid files must not outlive them
+    if (detach) for (const c of children) rmSync(join(dirname(c.file), "daemon.pid"), { force: true });
+    return codes;
   };
   for (const [i, file] of configs.entries()) {
     const name = `peer-${i + 1}`;
@@ -256,7 +299,7 @@ export async function upCommand(argv: string[], io: Io): Promise<number> {
     let proc: ChildProcess;
     if (detach) {
       const pidFile = join(dirname(file), "daemon.pid");
-      if (existsSync(pidFile) && alive(Number(readFileSync(pidFile, "utf8").trim()))) {
+      if (existsSync(pidFile) && isDaemonOf(readPid(pidFile), file)) {
         io.err(`heddle up: ${name} is already running (pid file ${pidFile}); heddle down stops it\n`);
         await stopAll();
         return EXIT.startFailed;
@@ -320,12 +363,17 @@ export async function upCommand(argv: string[], io: Io): Promise<number> {
   }
   return new Promise<number>((resolveExit) => {
     const onSignal = () => {
-      if (stopping) return;
+      if (stopping) {
+        // a second signal: stop waiting for clean shutdowns
+        io.err("heddle up: second signal: killing every peer still running\n");
+        for (const c of children) if (c.proc.exitCode === null && c.proc.signalCode === null) c.proc.kill("SIGKILL");
+        return;
+      }
       io.err("heddle up: stopping every peer\n");
       void stopAll().then(() => resolveExit(EXIT.ok));
     };
-    process.once("SIGINT", onSignal);
-    process.once("SIGTERM", onSignal);
+    process.on("SIGINT", onSignal);
+    process.on("SIGTERM", onSignal);
     // When every child is gone on its own, there is nothing left to run.
     void Promise.all(children.map((c) => c.exited)).then(() => {
       if (!stopping) {

@@ -1,0 +1,56 @@
+// `heddle up --detach` and `heddle down` trust a pid file only while it names a `heddle start` of that
+// peer's config: a stale file whose pid now belongs to another process is removed, that process is left
+// alone, and a failed `up --detach` leaves no pid files behind.
+import { spawn } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createServer, type Server } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { EXIT } from "../src/exit-codes.ts";
+import { heddle } from "./support/cli.ts";
+
+const dir = mkdtempSync(join(tmpdir(), "heddle-pid-files-"));
+afterAll(async () => {
+  await heddle(["down", join(dir, "c")]);
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe("pid files of detached peers", () => {
+  it("down neither signals a process that reused a stale pid nor keeps the file; a failed up --detach leaves none", async () => {
+    const cluster = join(dir, "c");
+    expect((await heddle(["init", "--peers", "2", cluster])).code).toBe(0);
+    // A stale pid file naming a live process that is not a heddle peer.
+    const bystander = spawn(process.execPath, ["-e", "setTimeout(() => {}, 120000)"], { stdio: "ignore" });
+    try {
+      const pidFile = join(cluster, "peer-1", "daemon.pid");
+      writeFileSync(pidFile, `${bystander.pid}\n`);
+      const down = await heddle(["down", cluster]);
+      expect(down.code, down.err).toBe(EXIT.ok);
+      expect(down.out).toContain("no peer was running");
+      expect(existsSync(pidFile)).toBe(false);
+      expect(bystander.exitCode).toBeNull();
+      expect(bystander.signalCode).toBeNull();
+      // The same stale file does not stop `up --detach` as "already running"; make peer-2 fail to start
+      // (its API port taken) so up stops peer-1 again and must leave no pid file behind.
+      writeFileSync(pidFile, `${bystander.pid}\n`);
+      const conf = JSON.parse(readFileSync(join(cluster, "peer-2", "heddle.json"), "utf8")) as { api: { listen: string } };
+      const [host, port] = [conf.api.listen.slice(0, conf.api.listen.lastIndexOf(":")), Number(conf.api.listen.slice(conf.api.listen.lastIndexOf(":") + 1))];
+      const squatter: Server = createServer((socket) => socket.destroy());
+      await new Promise<void>((r) => squatter.listen(port, host, r));
+      try {
+        const up = await heddle(["up", "--detach", cluster]);
+        expect(up.code, up.err).toBe(EXIT.startFailed);
+        expect(up.err).not.toContain("already running");
+        expect(up.err).toMatch(/peer-2 could not start/);
+      } finally {
+        await new Promise<void>((r) => squatter.close(() => r()));
+      }
+      expect(existsSync(join(cluster, "peer-1", "daemon.pid"))).toBe(false);
+      expect(existsSync(join(cluster, "peer-2", "daemon.pid"))).toBe(false);
+      expect(bystander.exitCode).toBeNull();
+    } finally {
+      bystander.kill("SIGKILL");
+    }
+  });
+});
