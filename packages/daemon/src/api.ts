@@ -37,7 +37,7 @@ export interface ApiContext {
   readonly root: GroupId;
   readonly token: string;
   readonly logger: Logger;
-  readonly limits: { maxBodyBytes: number; controlTimeoutMs: number; maxIdempotencyEntries: number };
+  readonly limits: { maxBodyBytes: number; controlTimeoutMs: number; maxIdempotencyEntries: number; maxOpenReservations?: number };
   readonly demandTtlMs: number;
   readonly tls: { key: Buffer; cert: Buffer } | null;
   /** Every peer of the cluster with its configured addresses. */
@@ -256,6 +256,15 @@ export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
         if (prev.body !== bodyText) return reply.code(409).send({ error: "conflict", message: "this Idempotency-Key was used with another leaf or maximumCost; use a new key for a new request", conflict: { reason: "keyReuse", idempotencyKey: ik } });
         return reply.code(prev.status as 201).send(prev.payload as never);
       }
+    }
+    const cap = ctx.limits.maxOpenReservations;
+    if (cap !== undefined && d.openReservationCount !== undefined && d.openReservationCount() >= cap) {
+      // not remembered under the key: a retry once some work has finished may succeed
+      return reply.code(409).send({
+        error: "refused",
+        message: `${cap} reservations are open on this peer (limits.maxOpenReservations); complete or cancel some, or raise the limit`,
+        refusal: { kind: "too-many-open", limit: cap },
+      });
     }
     const r = d.reserve(GroupId(b.leaf), max);
     let status: number;

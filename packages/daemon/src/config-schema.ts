@@ -157,6 +157,7 @@ export const PeerConfigSchema = Obj({
       controlTimeoutMs: Type.Optional(Type.Integer({ minimum: 100, maximum: 600_000, description: "default bound on one control call (propose + apply)" })),
       maxStandingDemands: Type.Optional(Type.Integer({ minimum: 1, maximum: 100_000, description: "most edges with standing demand held at once" })),
       maxIdempotencyEntries: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000, description: "reserve results remembered for Idempotency-Key retries" })),
+      maxOpenReservations: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000_000, description: "most reservations open on this peer at once; a reserve past it is refused (409 too-many-open) until some complete or are cancelled" })),
     }),
   ),
   log: Type.Optional(

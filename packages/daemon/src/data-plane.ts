@@ -22,6 +22,8 @@ export interface DataPlane {
   readonly epoch?: number;
   readonly genesisDigest?: string;
   openReservations?(): ReservationRow[];
+  /** How many reservations are open; with it the API enforces `limits.maxOpenReservations`. */
+  openReservationCount?(): number;
   earmarked?(leaf: GroupId): bigint;
   available?(leaf: GroupId): bigint;
   metrics?(): NodeMetrics;

@@ -91,6 +91,8 @@ export interface HeddleNode {
   available(leaf: GroupId): bigint;
   /** Extension beyond node.md §1: this node's open reservations, ascending id. */
   openReservations(): ReservationRow[];
+  /** Extension beyond node.md §1: how many reservations are open on this node (O(1)). */
+  openReservationCount(): number;
   advertise(edge: AttachmentId, demand: Demand): void;
   /**
    * Extension beyond node.md §6: several demand entries in one slot update (one clock bump, one frame),
@@ -413,6 +415,10 @@ export class Node implements HeddleNode {
 
   openReservations(): ReservationRow[] {
     return this.#table.open();
+  }
+
+  openReservationCount(): number {
+    return this.#table.size;
   }
 
   // ---- §6 demand --------------------------------------------------------------------------------

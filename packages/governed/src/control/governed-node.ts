@@ -147,6 +147,7 @@ export interface GovernedHeddleNode {
   // ── extensions beyond governed.md §2.2: read-only pass-throughs of the data-plane node ──
   /** This node's open reservations (node.md's extension), e.g. to cancel what a killed incarnation left open. */
   openReservations: HeddleNode["openReservations"];
+  openReservationCount: HeddleNode["openReservationCount"];
   /** Peers the data plane's liveness currently considers unreachable (node.md §10). */
   readonly unreachable: HeddleNode["unreachable"];
   /** The data-plane node's counters (node.md §14). */
@@ -283,6 +284,7 @@ class GovernedNode implements GovernedHeddleNode {
   advertiseMany: HeddleNode["advertiseMany"] = (changes) => this.#node.advertiseMany(changes);
   boundMetrics: HeddleNode["boundMetrics"] = (parent) => this.#node.boundMetrics(parent);
   openReservations: HeddleNode["openReservations"] = () => this.#node.openReservations();
+  openReservationCount: HeddleNode["openReservationCount"] = () => this.#node.openReservationCount();
   metrics: HeddleNode["metrics"] = () => this.#node.metrics();
 
   get unreachable(): HeddleNode["unreachable"] {
