@@ -9,9 +9,9 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { EntitlementLedger, GroupId } from "@heddle/ledger";
-import { heddleStatic, memoryStore, MemoryNetwork, seededRandom, sqliteStore } from "@heddle/node";
+import { memoryStore, MemoryNetwork, seededRandom, sqliteStore } from "@heddle/node";
 import { VirtualTimers } from "@heddle/seam/testing";
-import type { HeddleNode, HeddleStore } from "@heddle/node";
+import type { HeddleStore } from "@heddle/node";
 import {
   ControlPlaneHaltedError,
   encodeEnvelope,
@@ -25,55 +25,11 @@ import {
 import type { ControlOutcome, GovernedHeddleNode, RaftNode, RaftStorage } from "../src/index.ts";
 import { e, g, GovernedCluster, r, rec, testConfig, yieldTurn } from "./support/governed-cluster.ts";
 import { StubRaft } from "./support/stub-raft.ts";
+import { Single } from "./support/single.ts";
 
 const HUNGRY = { targetOutstanding: 1_000n, maximumUsefulGrant: 1_000n };
 const applied = (o: ControlOutcome) => expect(o.kind, JSON.stringify(o, (_k, v) => (typeof v === "bigint" ? `${v}n` : v))).toBe("applied");
 const conflictOf = (o: ControlOutcome) => (o.kind === "conflict" ? o.conflict : null);
-
-/** One governed peer on a `StubRaft`, with a helper static peer `x` on the same network to inject gossip. */
-class Single {
-  readonly timers = new VirtualTimers();
-  readonly net = new MemoryNetwork({ timers: this.timers, random: seededRandom(7), faults: { dropRate: 0, duplicateRate: 0, delayMs: [1, 2] } });
-  readonly raft: StubRaft;
-  readonly gov: GovernedHeddleNode;
-  #x: HeddleNode | null = null;
-
-  constructor(incarnation = "inc-A") {
-    this.raft = new StubRaft("n1", this.timers);
-    this.gov = heddleGoverned({ seam: this.net.join("n1"), self: r("n1"), root: g("root"), config: testConfig(this.timers, seededRandom(8), memoryStore()), raft: this.raft, incarnation });
-  }
-
-  /** A static peer (empty genesis, as governed peers have) whose `controlSink().publish` gossips any patch. */
-  get x(): HeddleNode {
-    this.#x ??= heddleStatic({ seam: this.net.join("x"), self: r("x"), root: g("root"), supply: new Map(), topology: [], config: testConfig(this.timers, seededRandom(9), memoryStore()) });
-    return this.#x;
-  }
-
-  async run(ms: number): Promise<void> {
-    for (let t = 0; t < ms; t++) {
-      this.timers.advanceBy(1);
-      await yieldTurn();
-    }
-  }
-
-  async settle<T>(p: Promise<T>, maxMs = 5_000): Promise<T> {
-    let done = false;
-    const q = p.finally(() => (done = true));
-    q.catch(() => {});
-    for (let t = 0; t < maxMs && !done; t++) await this.run(1);
-    return q;
-  }
-
-  async until(cond: () => boolean, maxMs = 5_000): Promise<void> {
-    for (let t = 0; t < maxMs && !cond(); t++) await this.run(1);
-    expect(cond()).toBe(true);
-  }
-
-  async shutdown(): Promise<void> {
-    await this.gov.shutdown();
-    await this.#x?.shutdown();
-  }
-}
 
 const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {

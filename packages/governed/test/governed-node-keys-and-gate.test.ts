@@ -6,33 +6,8 @@
  * Both were found in review (2026-12-04); each test fails on the code before the fix.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { memoryStore, MemoryNetwork, seededRandom } from "@heddle/node";
-import { VirtualTimers } from "@heddle/seam/testing";
-import { heddleGoverned } from "../src/index.ts";
-import type { GovernedHeddleNode } from "../src/index.ts";
-import { g, r, testConfig, yieldTurn } from "./support/governed-cluster.ts";
-import { StubRaft } from "./support/stub-raft.ts";
-
-class Single {
-  readonly timers = new VirtualTimers();
-  readonly net = new MemoryNetwork({ timers: this.timers, random: seededRandom(7), faults: { dropRate: 0, duplicateRate: 0, delayMs: [1, 2] } });
-  readonly raft = new StubRaft("n1", this.timers);
-  readonly gov: GovernedHeddleNode = heddleGoverned({ seam: this.net.join("n1"), self: r("n1"), root: g("root"), config: testConfig(this.timers, seededRandom(8), memoryStore()), raft: this.raft, incarnation: "inc-A" });
-  async run(ms: number): Promise<void> {
-    for (let t = 0; t < ms; t++) {
-      this.timers.advanceBy(1);
-      await yieldTurn();
-    }
-  }
-  /** Runs virtual time until `p` settles (at most `maxMs`). */
-  async settle<T>(p: Promise<T>, maxMs = 5_000): Promise<T> {
-    let done = false;
-    const q = p.finally(() => (done = true));
-    q.catch(() => {});
-    for (let t = 0; t < maxMs && !done; t++) await this.run(1);
-    return q;
-  }
-}
+import { r } from "./support/governed-cluster.ts";
+import { Single } from "./support/single.ts";
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -40,7 +15,7 @@ afterEach(async () => {
 });
 const single = (): Single => {
   const s = new Single();
-  cleanups.push(() => s.gov.shutdown());
+  cleanups.push(() => s.shutdown());
   return s;
 };
 
