@@ -1,4 +1,4 @@
-import { LedgerDecodeError } from "./errors.ts";
+import { LedgerDecodeError, LedgerIdTooLongError } from "./errors.ts";
 import { isValidId } from "./ids.ts";
 import type { AttachmentId, GroupId, MintId, PathKey, ReplicaId } from "./ids.ts";
 import { byKey } from "./encoding.ts";
@@ -271,7 +271,7 @@ function units(v: bigint, what: string): bigint {
  * Decodes the binary form (see {@link LEDGER_BINARY_FORMAT}) from `r`. `known` must be the strings the
  * encoder was given. Throws `LedgerDecodeError` on anything the JSON decoder would refuse.
  */
-export function decodeStateBinary(r: ByteReader, known: readonly string[]): State {
+export function decodeStateBinary(r: ByteReader, known: readonly string[], maxIdLength = Infinity): State {
   if (r.u8() !== LEDGER_BINARY_FORMAT) fail("unknown binary ledger format");
   const strings: string[] = [...known];
   const n = r.count(1);
@@ -284,6 +284,8 @@ export function decodeStateBinary(r: ByteReader, known: readonly string[]): Stat
       if (e instanceof LedgerDecodeError) throw e;
       fail("string table entry is not UTF-8");
     }
+    // every string of the table is an id (a path key is an edge id or the empty root key)
+    if (str.length > maxIdLength) throw new LedgerIdTooLongError(`string table entry ${i} is ${str.length} code units long, above ${maxIdLength}`);
     strings.push(str);
   }
   const str = (what: string): string => {

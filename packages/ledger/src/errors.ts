@@ -15,3 +15,8 @@ export class DivisionByZeroError extends RangeError {
 export class LedgerDecodeError extends Error {
   override name = "LedgerDecodeError";
 }
+
+/** A decoded value names an id longer than the decoder's `maxIdLength` (a receiver's limit; ledger.md sets none). */
+export class LedgerIdTooLongError extends LedgerDecodeError {
+  override name = "LedgerIdTooLongError";
+}

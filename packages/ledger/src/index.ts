@@ -3,7 +3,7 @@
  * delegated down a tree of attachment edges, spent at leaves and released when unused;
  * replicas merge by join and never overspend without coordination.
  */
-export { LedgerOverflowError, DivisionByZeroError, LedgerDecodeError } from "./errors.ts";
+export { LedgerOverflowError, DivisionByZeroError, LedgerDecodeError, LedgerIdTooLongError } from "./errors.ts";
 export { MAX, MIN, addUnits, chk as checked, add as checkedAdd, sub as checkedSub, mul as checkedMul, neg as checkedNeg } from "./int64.ts";
 export type { ServiceUnits } from "./int64.ts";
 export { GroupId, AttachmentId, MintId, ReplicaId, PathKey } from "./ids.ts";

@@ -248,11 +248,12 @@ export class EntitlementLedger extends LedgerReads {
 
   /**
    * Decodes the binary form written by `encodeBinary(known)` (the same `known` strings); throws
-   * `LedgerDecodeError` on anything the canonical decoder would refuse, or on trailing bytes.
+   * `LedgerDecodeError` on anything the canonical decoder would refuse, or on trailing bytes, and
+   * `LedgerIdTooLongError` (a `LedgerDecodeError`) on an id longer than `maxIdLength` code units.
    */
-  static decodeBinary(bytes: Uint8Array, known: readonly string[] = []): EntitlementLedger {
+  static decodeBinary(bytes: Uint8Array, known: readonly string[] = [], maxIdLength = Infinity): EntitlementLedger {
     const r = new ByteReader(bytes);
-    const s = decodeStateBinary(r, known);
+    const s = decodeStateBinary(r, known, maxIdLength);
     if (r.remaining !== 0) throw new LedgerDecodeError("trailing bytes after the ledger value");
     return new EntitlementLedger(s);
   }

@@ -104,3 +104,25 @@ describe("each refusal of the decoder names its reason", () => {
 it("LedgerDecodeError is what each refusal throws", () => {
   expect(() => EntitlementLedger.decodeBinary(frame(["e"], 128, (w) => w.uint(1).uint(0).u8(4)))).toThrow(LedgerDecodeError);
 });
+
+describe("a receiver's id-length limit (decodeBinary's maxIdLength)", () => {
+  it("refuses a string longer than the limit, in code units, with LedgerIdTooLongError; accepts one at the limit", async () => {
+    const { LedgerIdTooLongError } = await import("../src/index.ts");
+    const at = (n: number, unit = "e") => EntitlementLedger.decode(JSON.stringify({ format: "heddle-ledger/1", issued: [[unit.repeat(n), [["r1", "1"]]]] }));
+    expect(EntitlementLedger.decodeBinary(at(256).encodeBinary(), [], 256).encode()).toBe(at(256).encode());
+    let e: unknown = null;
+    try {
+      EntitlementLedger.decodeBinary(at(257).encodeBinary(), [], 256);
+    } catch (x) {
+      e = x;
+    }
+    expect(e).toBeInstanceOf(LedgerIdTooLongError);
+    expect(e).toBeInstanceOf(LedgerDecodeError);
+    expect(thrown(() => EntitlementLedger.decodeBinary(at(257).encodeBinary(), [], 256))).toBe("LedgerIdTooLongError: string table entry 0 is 257 code units long, above 256");
+    // code units, not bytes: 128 × "é" is 256 bytes of UTF-8 but 128 code units; 129 × "😀" is 258 code units
+    expect(() => EntitlementLedger.decodeBinary(at(128, "\u00e9").encodeBinary(), [], 128)).not.toThrow();
+    expect(thrown(() => EntitlementLedger.decodeBinary(at(129, "\u{1f600}").encodeBinary(), [], 257))).toMatch(/^LedgerIdTooLongError: string table entry 0 is 258 code units/);
+    // no limit by default
+    expect(EntitlementLedger.decodeBinary(at(5_000).encodeBinary()).encode()).toBe(at(5_000).encode());
+  });
+});

@@ -52,6 +52,17 @@ function cases(genesis: string): fc.Arbitrary<Case> {
     fc.constantFrom<Partial<Record<string, unknown>>>({ seq: 0 }, { parts: 0 }, { part: 3 }).map((o) => ({ frame: ledgerFrame(delta(o)), reason: "schema" as const })),
     fc.constant({ frame: patch(validDelta, header - 1, 3), reason: "schema" as const }), // ack flag 3
     fc.constant({ frame: ledgerFrame({ kind: "resend", inc: 1, from: 5, to: 2 }), reason: "schema" as const }),
+    // an id longer than 256 code units anywhere in the value (node.md §4.3), in a delta or a state part
+    fc.tuple(fc.integer({ min: 257, max: 3_000 }), fc.constantFrom("issued", "records"), fc.boolean()).map(([n, where, asState]) => {
+      const long = "e".repeat(n);
+      const value = EntitlementLedger.decode(
+        where === "issued"
+          ? JSON.stringify({ format: "heddle-ledger/1", issued: [[long, [["mallory", "5"]]]] })
+          : JSON.stringify({ format: "heddle-ledger/1", records: [["e1", [["root", long, "1", "1"]]]] }),
+      );
+      const m = asState ? ({ kind: "state", inc: 1, upThrough: 0, transfer: 1, part: 0, parts: 1, value } as LedgerMessage) : delta({ value });
+      return { frame: ledgerFrame(m), reason: "schema" as const };
+    }),
     fc.constant({ frame: withTag(1, new Uint8Array([...encodeLedgerFrame({ kind: "ack", inc: 1, seq: 1, based: false }, "mallory", genesis), 0])), reason: "schema" as const }),
     fc.constant({ frame: patch(ledgerFrame({ kind: "ack", inc: 1, seq: 1, based: false }), -1 + ledgerFrame({ kind: "ack", inc: 1, seq: 1, based: false }).length, 2), reason: "schema" as const }),
     fc.bigInt({ min: 0n, max: (1n << 64n) - 1n }).map((n) => n.toString(16).padStart(16, "0")).filter((h) => h !== genesis).map((h) => ({ frame: ledgerFrame(delta(), h), reason: "genesis-mismatch" as const })),

@@ -1,4 +1,5 @@
-import { ByteReader, ByteWriter, EntitlementLedger, LedgerDecodeError, fnv1a64 } from "@heddle/ledger";
+import { ByteReader, ByteWriter, EntitlementLedger, LedgerDecodeError, LedgerIdTooLongError, fnv1a64 } from "@heddle/ledger";
+import { MAX_ID_LENGTH } from "../wire-schema.ts";
 import type { RejectReason } from "../rejection.ts";
 import type { AckInfo, DeltaMessage, LedgerMessage, StateMessage } from "./messages.ts";
 
@@ -183,8 +184,10 @@ export function readLedgerFrame(frame: Uint8Array, from: string, genesis: string
   if (value !== null) {
     let decoded: EntitlementLedger;
     try {
-      decoded = EntitlementLedger.decodeBinary(frame.subarray(value.at), [from]);
+      decoded = EntitlementLedger.decodeBinary(frame.subarray(value.at), [from], MAX_ID_LENGTH);
     } catch (e) {
+      // node.md §4.3: a string id longer than 256 code units is a schema violation
+      if (e instanceof LedgerIdTooLongError) return { ok: false, reason: "schema" };
       // Stryker disable next-line ConditionalExpression: decodeBinary throws LedgerDecodeError (its range checks included), the RangeError arm is defence in depth
       if (e instanceof LedgerDecodeError || e instanceof RangeError) return { ok: false, reason: "bad-value" };
       throw e;
