@@ -1,6 +1,9 @@
 /** Longest unsigned-varint length prefix accepted (8 bytes hold 56 bits, far above any frame limit). */
 export const MAX_PREFIX_BYTES = 8;
 
+/** Smallest buffer a frame arriving in pieces is gathered in (it doubles from there, up to the frame). */
+const MIN_GATHER_BYTES = 1_024;
+
 /** Why a stream of frames cannot be read further: the declared length is above the limit, or the prefix never ends. */
 export type FrameStreamFailure = "oversize" | "malformed";
 
@@ -11,8 +14,10 @@ export type FrameStreamFailure = "oversize" | "malformed";
  * is emitted like any other (the mux counts it as `unknown-channel`), and a non-minimal prefix (e.g.
  * `0x85 0x00` for 5) is read as the value it encodes, so every byte of a stream is in a prefix, in a
  * delivered frame, or in the one unfinished frame at its end ({@link inFrame}). A frame that arrives in
- * pieces is copied once, when its last piece arrives: the work per byte is constant however the peer
- * splits its writes, and what is kept between pushes is below one prefix plus one frame.
+ * pieces is gathered in one buffer that doubles as it fills, up to the declared length: the work per byte
+ * is constant however the peer splits its writes, and what is kept between pushes is below one prefix
+ * plus one frame — bytes and objects alike (a list of the pieces themselves cost ~230× the frame in heap
+ * when a peer sent one byte per write).
  */
 export class FrameDecoder {
   readonly #max: number;
@@ -20,9 +25,9 @@ export class FrameDecoder {
   #len = 0;
   #scale = 1;
   #prefixBytes = 0;
-  // body being read: its declared length (-1 while reading a prefix) and the pieces so far
+  // body being read: its declared length (-1 while reading a prefix) and the bytes so far
   #bodyLen = -1;
-  #pieces: Uint8Array[] = [];
+  #buf: Uint8Array | null = null;
   #have = 0;
 
   constructor(maxFrameBytes: number) {
@@ -61,22 +66,28 @@ export class FrameDecoder {
       const avail = data.length - at;
       if (avail < want) {
         if (avail > 0) {
-          this.#pieces.push(data.slice(at));
-          this.#have += avail;
+          const need = this.#have + avail;
+          if (this.#buf === null || this.#buf.length < need) {
+            const grown = new Uint8Array(Math.min(this.#bodyLen, Math.max(need * 2, MIN_GATHER_BYTES)));
+            if (this.#buf !== null) grown.set(this.#buf.subarray(0, this.#have));
+            this.#buf = grown;
+          }
+          this.#buf.set(data.subarray(at), this.#have);
+          this.#have = need;
         }
         return null;
       }
       let frame: Uint8Array;
       if (this.#have === 0) frame = data.subarray(at, at + want);
       else {
-        frame = new Uint8Array(this.#bodyLen);
-        let o = 0;
-        for (const p of this.#pieces) {
-          frame.set(p, o);
-          o += p.length;
+        frame = this.#buf!;
+        if (frame.length < this.#bodyLen) {
+          const full = new Uint8Array(this.#bodyLen);
+          full.set(frame.subarray(0, this.#have));
+          frame = full;
         }
-        frame.set(data.subarray(at, at + want), o);
-        this.#pieces = [];
+        frame.set(data.subarray(at, at + want), this.#have);
+        this.#buf = null;
         this.#have = 0;
       }
       at += want;

@@ -43,6 +43,41 @@ describe("FrameDecoder (node.md §3.4 length prefixes)", () => {
     );
   });
 
+  it("gathers large frames cut anywhere (the growing buffer: first piece small, doubled, then completed)", () => {
+    fc.assert(
+      fc.property(fc.array(fc.integer({ min: 0, max: 9_000 }), { minLength: 1, maxLength: 4 }), fc.array(fc.nat(40_000), { maxLength: 40 }), (sizes, cuts) => {
+        const frames = sizes.map((n, k) => Uint8Array.from({ length: n }, (_, i) => (i * 31 + k) & 0xff));
+        const r = feed(10_000, encode(frames), cuts);
+        expect(r.failure).toBe(null);
+        expect(r.inFrame).toBe(false);
+        expect(r.got).toEqual(frames.map((f) => [...f]));
+      }),
+      { numRuns: Math.ceil(runs / 5) },
+    );
+  });
+
+  it("keeps one buffer, not one object per piece, for a frame sent a byte at a time (found in review: ~230× the frame in heap)", () => {
+    const max = 1_048_576;
+    const d = new FrameDecoder(max);
+    const before = process.memoryUsage().heapUsed;
+    expect(d.push(new Uint8Array(varint(max)), () => {})).toBe(null);
+    const one = new Uint8Array(1);
+    for (let i = 0; i < max - 1; i++) {
+      one[0] = i & 0xff;
+      d.push(one, () => {});
+    }
+    const held = process.memoryUsage().heapUsed - before;
+    // one 1 MiB buffer (plus the young garbage of the loop); a list of 1-byte slices held ~240 MB
+    expect(held).toBeLessThan(64 * 1_048_576);
+    let frame: Uint8Array | null = null;
+    one[0] = 0xaa;
+    d.push(one, (f) => (frame = f));
+    expect(frame!.length).toBe(max);
+    expect(frame![0]).toBe(0);
+    expect(frame![1000]).toBe(1000 & 0xff);
+    expect(frame![max - 1]).toBe(0xaa);
+  });
+
   it("reads a non-minimal prefix as the value it encodes (regression: libp2p's decoder consumed the minimal length and misaligned the frame)", () => {
     const r = feed(100, new Uint8Array([0x83, 0x80, 0x00, 1, 2, 3, 0x01, 9]), [2, 5]);
     expect(r).toEqual({ got: [[1, 2, 3], [9]], failure: null, inFrame: false });
