@@ -314,17 +314,25 @@ export class Node implements HeddleNode {
     const observed = new Map<AttachmentId, boolean>();
     for (const [id, o] of this.#observed) observed.set(id, o.demanding);
     const tx = this.#replica.begin();
-    const plan = planSchedule({
-      work: this.#replica,
-      parent,
-      self: this.self,
-      earmarked: this.#table.earmarked(parent),
-      demand: (e) => this.#board.fold(e),
-      offsets,
-      observed,
-      policy: this.#c.policy,
-      maxGrants: this.#c.maxGrantsPerSchedule,
-    });
+    let plan: ReturnType<typeof planSchedule>;
+    try {
+      plan = planSchedule({
+        work: this.#replica,
+        parent,
+        self: this.self,
+        earmarked: this.#table.earmarked(parent),
+        demand: (e) => this.#board.fold(e),
+        offsets,
+        observed,
+        policy: this.#c.policy,
+        maxGrants: this.#c.maxGrantsPerSchedule,
+      });
+    } catch (e) {
+      // e.g. LedgerOverflowError from weights whose sums leave int64: nothing of this round may stay
+      // applied, and a transaction left open would fail every later read of the ledger
+      tx.rollback();
+      throw e;
+    }
     this.#counters.schedules++;
     this.#counters.delegateRefusals += plan.refusals;
     const live = new Set(plan.children);
@@ -484,7 +492,14 @@ export class Node implements HeddleNode {
         if (!(patch instanceof EntitlementLedger)) throw new TypeError("controlSink.publish needs an EntitlementLedger patch");
         if (this.#failed || this.#shut) return;
         const tx = this.#replica.begin();
-        if (this.#replica.merge(patch) === null) {
+        let merged;
+        try {
+          merged = this.#replica.merge(patch);
+        } catch (e) {
+          tx.rollback();
+          throw e;
+        }
+        if (merged === null) {
           tx.rollback();
           return;
         }
