@@ -37,6 +37,9 @@ export interface SchedulerOptions {
 /** Largest number of parents scheduled in one tick (a safety stop on a malformed tree). */
 export const MAX_PARENTS_PER_TICK = 100_000;
 
+/** The same failure (same message) is reported to `onError` at most once per this many ms. */
+export const ERROR_REPORT_INTERVAL_MS = 60_000;
+
 function sat(a: bigint, b: bigint): bigint {
   const s = a + b;
   return s > INT64_MAX ? INT64_MAX : s;
@@ -50,6 +53,8 @@ export class Scheduler {
   #timer: unknown = null;
   #ticks = 0;
   #stopped = false;
+  /** When each failure message was last reported, and how many were held back since. */
+  readonly #reported = new Map<string, { at: number; held: number }>();
 
   constructor(o: SchedulerOptions) {
     this.#o = o;
@@ -64,7 +69,7 @@ export class Scheduler {
       try {
         this.tick();
       } catch (e) {
-        this.#o.onError?.(e);
+        this.#report(e);
       }
       this.#timer = this.#o.timers.set(loop, this.#o.intervalMs);
     };
@@ -97,7 +102,7 @@ export class Scheduler {
       } catch (e) {
         // The withdrawal stands; the next tick advertises it (or reports why it cannot).
         if (!(e instanceof DemandLimitError)) throw e;
-        this.#o.onError?.(e);
+        this.#report(e);
       }
       return { ok: true, standing: null };
     }
@@ -138,7 +143,7 @@ export class Scheduler {
     } catch (e) {
       // A reshaped tree can lengthen the lineages and so the rolled-up slot; what was advertised before
       // stays (and ages out on the peers if not refreshed). Scheduling goes on either way.
-      this.#o.onError?.(e);
+      this.#report(e);
     }
     this.#scheduleAll();
   }
@@ -207,7 +212,30 @@ export class Scheduler {
       depth.set(rec.parent, lineage.length);
     }
     const parents = [...depth].sort((a, b) => a[1] - b[1] || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
-    for (let i = 0; i < parents.length && i < MAX_PARENTS_PER_TICK; i++) this.#o.node.schedule(parents[i]![0]);
+    for (let i = 0; i < parents.length && i < MAX_PARENTS_PER_TICK; i++) {
+      // one parent whose round throws (e.g. weights whose sums leave int64) must not starve the others
+      try {
+        this.#o.node.schedule(parents[i]![0]);
+      } catch (e) {
+        this.#report(e, `schedule(${parents[i]![0]})`);
+      }
+    }
+  }
+
+  /** Reports `e` to `onError`, each distinct failure at most once per {@link ERROR_REPORT_INTERVAL_MS}. */
+  #report(e: unknown, where = ""): void {
+    const key = `${where}|${e instanceof Error ? `${e.name}: ${e.message}` : String(e)}`;
+    const now = this.#o.timers.now();
+    const last = this.#reported.get(key);
+    if (last !== undefined && now - last.at < ERROR_REPORT_INTERVAL_MS) {
+      last.held++;
+      return;
+    }
+    if (this.#reported.size >= 1_000) this.#reported.clear(); // a bound on distinct messages kept
+    this.#reported.set(key, { at: now, held: 0 });
+    const held = last?.held ?? 0;
+    const err = where === "" && held === 0 ? e : new Error(`${where === "" ? "" : `${where}: `}${e instanceof Error ? e.message : String(e)}${held > 0 ? ` (and ${held} more times in the last ${Math.round((now - last!.at) / 1000)} s)` : ""}`, { cause: e });
+    this.#o.onError?.(err);
   }
 }
 

@@ -19,7 +19,7 @@ function tree(): EntitlementLedger {
   return l;
 }
 
-function harness(maxSlot = Infinity) {
+function harness(maxSlot = Infinity, failing: ReadonlySet<string> = new Set()) {
   const ledger = tree();
   const slot = new Map<string, Demand>();
   const advertiseMany = (changes: Iterable<readonly [AttachmentId, Demand]>) => {
@@ -34,15 +34,25 @@ function harness(maxSlot = Infinity) {
   const scheduled: string[] = [];
   const advertised: (readonly [string, Demand])[] = [];
   const timers = new VirtualTimers();
+  const errors: string[] = [];
   const s = new Scheduler({
-    node: { ledger: { get: () => ledger } as never, advertiseMany, schedule: (p: GroupId) => (scheduled.push(p), { grants: [], seated: [], clamped: [] }) as never },
+    node: {
+      ledger: { get: () => ledger } as never,
+      advertiseMany,
+      schedule: (p: GroupId) => {
+        scheduled.push(p);
+        if (failing.has(p)) throw new RangeError(`cannot plan ${p}`);
+        return { grants: [], seated: [], clamped: [] } as never;
+      },
+    },
     root: GroupId("root"),
     timers,
     intervalMs: 100,
     demandTtlMs: 3_000,
     maxStanding: 8,
+    onError: (e) => errors.push((e as Error).message),
   });
-  return { s, scheduled, advertised, slot };
+  return { s, scheduled, advertised, slot, timers, errors };
 }
 
 describe("daemon scheduler", () => {
@@ -89,5 +99,23 @@ describe("daemon scheduler", () => {
     expect(h.s.setDemand(AttachmentId("root→a"), { targetOutstanding: 60n, maximumUsefulGrant: 10n }, 10_000).ok).toBe(true);
     expect([...h.slot.keys()].sort()).toEqual(["a→batch", "root→a"]);
     expect(h.slot.get("root→a")!.targetOutstanding).toBe(60n);
+  });
+
+  it("a parent whose round throws does not starve the others; the same failure is reported once a minute", () => {
+    const h = harness(Infinity, new Set(["root"]));
+    h.s.setDemand(AttachmentId("a→batch"), { targetOutstanding: 50n, maximumUsefulGrant: 10n }, 1_000_000);
+    h.s.tick();
+    expect(h.scheduled).toEqual(["root", "a"]); // "a" still scheduled after root threw
+    expect(h.errors).toEqual(["schedule(root): cannot plan root"]);
+    for (let i = 0; i < 100; i++) {
+      h.timers.advanceBy(100);
+      h.s.tick();
+    }
+    expect(h.scheduled.filter((p) => p === "a")).toHaveLength(101);
+    expect(h.errors).toHaveLength(1); // 10 s of failures every tick: held back
+    h.timers.advanceBy(60_000);
+    h.s.tick();
+    expect(h.errors).toHaveLength(2);
+    expect(h.errors[1]).toMatch(/^schedule\(root\): cannot plan root \(and \d+ more times in the last \d+ s\)$/);
   });
 });
