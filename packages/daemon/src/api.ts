@@ -80,9 +80,12 @@ function sendInvalid(reply: FastifyReply, part: string, issues: FieldIssue[]) {
   });
 }
 
+/** The client prefix of `Idempotency-Key` sessions (the governed package's `IDEMPOTENCY_CLIENT_PREFIX`, not imported here to keep the API's imports light). */
+const IDEMPOTENCY_CLIENT_PREFIX = "idem:";
+
 /** The ProposalKey an `Idempotency-Key` header value maps to: the same on every peer and after restarts. */
 export function proposalKeyOf(idempotencyKey: string): ProposalKey {
-  return { client: `idem:${createHash("sha256").update(idempotencyKey, "utf8").digest("hex").slice(0, 32)}`, seq: 1 };
+  return { client: `${IDEMPOTENCY_CLIENT_PREFIX}${createHash("sha256").update(idempotencyKey, "utf8").digest("hex").slice(0, 32)}`, seq: 1 };
 }
 
 function idempotencyKey(req: FastifyRequest): string | null | FieldIssue {
@@ -99,10 +102,16 @@ function sortIds(ids: Iterable<string>): string[] {
   return [...ids].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
 }
 
+/** The weight of a `prepare` body; out of range is a `RangeError` whose message names the field (see {@link argumentField}). */
 function parseWeight(w: number | string): Weight {
-  if (typeof w === "number") return Weight.of(BigInt(w), 1n);
-  const [n, d] = w.split("/");
-  return Weight.of(BigInt(n!), BigInt(d ?? "1"));
+  try {
+    if (typeof w === "number") return Weight.of(BigInt(w), 1n);
+    const [n, d] = w.split("/");
+    return Weight.of(BigInt(n!), BigInt(d ?? "1"));
+  } catch (e) {
+    if (e instanceof RangeError) throw new RangeError(`prepare: weight must have both parts in 1 … 2^63 − 1, got ${w}`);
+    throw e;
+  }
 }
 
 /** The group tree on `view` with weights, counters and shares (what `GET /v1/tree` returns). */
@@ -184,7 +193,10 @@ export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
   });
   app.setValidatorCompiler(({ schema, httpPart }) => {
     const c = checker(schema as TSchema);
+    // a body whose fields are all optional may be left out altogether (e.g. POST /v1/control/enroll)
+    const optionalBody = httpPart === "body" && (schema as { type?: unknown }).type === "object" && ((schema as { required?: unknown[] }).required?.length ?? 0) === 0;
     return (data: unknown) => {
+      if (optionalBody && (data === null || data === undefined)) return { value: {} };
       const r = c.check(data);
       return r.ok ? { value: data } : { error: new RequestInvalid(httpPart ?? "body", r.issues) };
     };
@@ -544,6 +556,8 @@ export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
       if (!Number.isSafeInteger(seq)) return sendInvalid(reply, "querystring", [{ field: "seq", problem: `is above ${Number.MAX_SAFE_INTEGER} (2^53 − 1), the largest ProposalKey.seq` }]);
       key = { client: q.client, seq };
     }
+    else if (q.client !== undefined) return sendInvalid(reply, "querystring", [{ field: "seq", problem: "is missing: give seq with client (or an idempotencyKey alone)" }]);
+    else if (q.seq !== undefined) return sendInvalid(reply, "querystring", [{ field: "client", problem: "is missing: give client with seq (or an idempotencyKey alone)" }]);
     else return sendInvalid(reply, "querystring", [{ field: "idempotencyKey", problem: "give idempotencyKey, or client and seq" }]);
     const cv = cp.controlView();
     const o = cv.outcomeOf(key);
@@ -662,6 +676,24 @@ export function argumentField(message: string): string {
   return m?.[1] ?? "(body)";
 }
 
+/**
+ * The 504 body of a control call whose outcome is unknown. A keyed call is retried with its key; an unkeyed
+ * one (an `auto:` key the caller cannot send back) is told to look its outcome up first, since a plain retry
+ * may apply the act twice.
+ */
+export function outcomeUnknownAnswer(key: unknown): { error: "outcome-unknown"; message: string; key: unknown } {
+  const k = key as { client?: unknown; seq?: unknown } | null | undefined;
+  const keyed = typeof k?.client === "string" && k.client.startsWith(IDEMPOTENCY_CLIENT_PREFIX);
+  const lookup = typeof k?.client === "string" && typeof k.seq === "number" ? `GET /v1/control/outcome?client=${encodeURIComponent(k.client)}&seq=${k.seq}` : "GET /v1/control/outcome";
+  return {
+    error: "outcome-unknown",
+    message: keyed
+      ? "the act was proposed but did not apply in time; it may still commit. Retry with the same Idempotency-Key to apply it at most once"
+      : `the act was proposed but did not apply in time; it may still commit. This call had no Idempotency-Key, so a plain retry may apply it twice: check ${lookup} first, and send an Idempotency-Key to make retries safe`,
+    key: toWire(key ?? null),
+  };
+}
+
 function sendControlError(reply: FastifyReply, e: unknown, logger: Logger, control: ControlPlane | null) {
   const err = e as Error & { key?: unknown };
   if (err instanceof RangeError || err instanceof TypeError) {
@@ -673,11 +705,7 @@ function sendControlError(reply: FastifyReply, e: unknown, logger: Logger, contr
     case "LeadershipTransferError":
       return reply.code(409).send({ error: "refused", message: err.message, refusal: { kind: "transfer-failed", reason: (err as { reason?: string }).reason ?? null } });
     case CONTROL_ERRORS.outcomeUnknown:
-      return reply.code(504).send({
-        error: "outcome-unknown",
-        message: "the act was proposed but did not apply in time; it may still commit. Retry with the same Idempotency-Key to apply it at most once",
-        key: toWire(err.key ?? null),
-      });
+      return reply.code(504).send(outcomeUnknownAnswer(err.key));
     case CONTROL_ERRORS.notProposed:
       // a definite "not applied": the call's time ran out (or it aborted) before anything was proposed
       return reply.code(503).send({ error: "unavailable", message: err.message, committed: false, index: null, key: null });

@@ -15,7 +15,8 @@ export function bearerHook(tokenText: string, isPublic: (path: string, method: s
   return async (req: FastifyRequest, reply: FastifyReply) => {
     if (isPublic(req.url.split("?")[0]!, req.method)) return;
     const h = req.headers.authorization;
-    if (h === undefined || !h.startsWith("Bearer ") || !sameToken(h.slice(7), token)) {
+    // the scheme is case-insensitive (RFC 9110 §11.1): "bearer" and "BEARER" are "Bearer"
+    if (h === undefined || !/^bearer /i.test(h) || !sameToken(h.slice(7), token)) {
       reply.header("www-authenticate", 'Bearer realm="heddle"');
       return reply.code(401).send({
         error: "unauthorized",

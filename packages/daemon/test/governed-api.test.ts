@@ -1,6 +1,7 @@
 // The control plane over HTTP on a one-voter governed peer (in-process): idempotent mint, structured
 // conflicts, outcomes by key, claims, and refused requests that change nothing.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { outcomeUnknownAnswer, proposalKeyOf } from "../src/api.ts";
 import { governedSoloDaemon, type SoloDaemon } from "./support/embedded.ts";
 
 let s: SoloDaemon;
@@ -52,6 +53,12 @@ describe("HTTP API: governed control plane", () => {
     const huge = await s.client.raw("POST", "/v1/control/mint", { amount: "9223372036854775808" });
     expect(huge.status).toBe(400);
     expect(huge.body).toMatchObject({ error: "invalid-request", issues: [{ field: "amount", in: "body" }] });
+    const weight = await s.client.raw("POST", "/v1/control/prepare", { id: "e-heavy", parent: "root", child: "heavy", weight: "9999999999999999999" });
+    expect(weight.status).toBe(400);
+    expect(weight.body).toMatchObject({ error: "invalid-request", issues: [{ field: "weight", in: "body" }] });
+    const noSeq = await s.client.raw("GET", "/v1/control/outcome?client=c1");
+    expect(noSeq.status).toBe(400);
+    expect(noSeq.body).toMatchObject({ issues: [{ field: "seq", in: "query" }] });
     const seq = await s.client.raw("GET", "/v1/control/outcome?client=c1&seq=9007199254740993");
     expect(seq.status).toBe(400);
     expect(seq.body).toMatchObject({ error: "invalid-request", issues: [{ field: "seq", in: "query" }] });
@@ -118,5 +125,27 @@ describe("HTTP API: governed control plane", () => {
     expect(r.raft).toMatchObject({ role: "leader", leader: s.daemon.self, voters: [s.daemon.self] });
     const st = (await s.client.status()) as { mode: string; control: { isWritable: boolean } };
     expect(st).toMatchObject({ mode: "governed", control: { isWritable: true } });
+  });
+
+  it("takes a body-less call whose fields are all optional, and the bearer scheme in any case", async () => {
+    const r = await fetch(`${s.daemon.url}/v1/control/enroll`, { method: "POST", headers: { authorization: `bearer ${s.daemon.token}` } });
+    expect(r.status).toBe(200);
+    expect(await r.json()).toMatchObject({ kind: "applied" });
+    const upper = await fetch(`${s.daemon.url}/v1/status`, { headers: { authorization: `BEARER ${s.daemon.token}` } });
+    expect(upper.status).toBe(200);
+    await upper.arrayBuffer();
+    const basic = await fetch(`${s.daemon.url}/v1/status`, { headers: { authorization: `Basic ${s.daemon.token}` } });
+    expect(basic.status).toBe(401);
+    await basic.arrayBuffer();
+  });
+
+  it("a 504 says how to retry safely: with the Idempotency-Key, or (unkeyed) after looking the outcome up", () => {
+    const keyed = outcomeUnknownAnswer(proposalKeyOf("supply-9"));
+    expect(keyed.message).toMatch(/Retry with the same Idempotency-Key/);
+    const auto = outcomeUnknownAnswer({ client: "auto:n1:abc", seq: 7 });
+    expect(auto.message).toContain("no Idempotency-Key");
+    expect(auto.message).toContain("GET /v1/control/outcome?client=auto%3An1%3Aabc&seq=7");
+    expect(auto.message).not.toMatch(/Retry with the same Idempotency-Key/);
+    expect(auto.key).toEqual({ client: "auto:n1:abc", seq: 7 });
   });
 });
