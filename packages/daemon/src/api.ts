@@ -19,6 +19,7 @@ import type { LiveDashboard } from "./dashboard.ts";
 import type { Logger } from "./log.ts";
 import type { DaemonMetrics } from "./metrics.ts";
 import { inboundEdge, type Scheduler } from "./scheduler.ts";
+import { memoryReserveMemory, type ReserveMemory } from "./reserve-memory.ts";
 import { amountOf, checker, type FieldIssue } from "./schema.ts";
 import { fractionText, toWire } from "./wire.ts";
 import { Weight } from "@heddle/ledger";
@@ -38,6 +39,8 @@ export interface ApiContext {
   readonly token: string;
   readonly logger: Logger;
   readonly limits: { maxBodyBytes: number; controlTimeoutMs: number; maxIdempotencyEntries: number; maxOpenReservations?: number };
+  /** Where keyed reserve answers are kept (durable in the daemon); absent: in memory, `limits.maxIdempotencyEntries` of them. */
+  readonly reserveMemory?: ReserveMemory;
   readonly demandTtlMs: number;
   readonly tls: { key: Buffer; cert: Buffer } | null;
   /** Every peer of the cluster with its configured addresses. */
@@ -243,12 +246,9 @@ export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
   const d = ctx.data;
   const view = () => d.ledger.get();
 
-  // ---- reserve idempotency: remembered results, bounded ----------------------------------------
-  const remembered = new Map<string, { body: string; status: number; payload: unknown }>();
-  const remember = (k: string, body: string, status: number, payload: unknown) => {
-    remembered.set(k, { body, status, payload });
-    while (remembered.size > ctx.limits.maxIdempotencyEntries) remembered.delete(remembered.keys().next().value!);
-  };
+  // ---- reserve idempotency: remembered results, bounded (durable when the daemon gives a store) --
+  const remembered = ctx.reserveMemory ?? memoryReserveMemory(ctx.limits.maxIdempotencyEntries);
+  const remember = (k: string, body: string, status: number, payload: unknown) => remembered.put(k, { body, status, payload });
 
   const tags = (t: string) => ({ tags: [t] });
 

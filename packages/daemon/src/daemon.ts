@@ -32,6 +32,7 @@ import { createLogger, type Logger } from "./log.ts";
 import { DaemonMetrics, timedStore } from "./metrics.ts";
 import type { PeerReads, RaftWatches } from "./peer-reads.ts";
 import { Scheduler } from "./scheduler.ts";
+import { DAEMON_STATE_FILE, DaemonState } from "./daemon-state.ts";
 
 /** Why a daemon did not start; `reason` says which input to fix. */
 export type DaemonStartReason = "config" | "key" | "token" | "tls" | "store" | "p2p-port" | "api-port" | "raft" | "etcd";
@@ -266,6 +267,18 @@ export async function startDaemon(configOrPath: DaemonConfig | string, opts: Sta
     });
     cleanups.push(offEvents);
 
+    // Standing demand and keyed reserve answers outlive the process (not when an embedder brings its own
+    // ledger store: it chose what is durable).
+    let state: DaemonState | null = null;
+    if (opts.store === undefined) {
+      try {
+        state = new DaemonState(join(config.storeDir, DAEMON_STATE_FILE), config.limits.maxIdempotencyEntries);
+      } catch (e) {
+        throw new DaemonStartError("store", `${join(config.storeDir, DAEMON_STATE_FILE)} could not be opened: ${(e as Error).message}`, { cause: e });
+      }
+      const opened = state;
+      cleanups.push(() => opened.close());
+    }
     const scheduler = new Scheduler({
       node: data,
       root: GroupId(mode.root),
@@ -274,7 +287,13 @@ export async function startDaemon(configOrPath: DaemonConfig | string, opts: Sta
       demandTtlMs: config.node.demandTtlMs,
       maxStanding: config.limits.maxStandingDemands,
       onError: (e) => logger.error("schedule round failed", { error: (e as Error).stack ?? String(e) }),
+      ...(state !== null ? { memory: state } : {}),
     });
+    if (state !== null) {
+      const saved = state.standing();
+      scheduler.restore(saved);
+      if (saved.length > 0) logger.info("standing demand restored", { edges: scheduler.standing().length, lapsed: saved.length - scheduler.standing().length });
+    }
     scheduler.start();
     cleanups.push(() => scheduler.stop());
 
@@ -304,6 +323,7 @@ export async function startDaemon(configOrPath: DaemonConfig | string, opts: Sta
       token,
       logger,
       limits: config.limits,
+      ...(state !== null ? { reserveMemory: state.reserveMemory() } : {}),
       demandTtlMs: config.node.demandTtlMs,
       tls,
       roster: config.roster,

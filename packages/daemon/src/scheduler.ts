@@ -32,6 +32,8 @@ export interface SchedulerOptions {
   /** Most edges with standing demand at once. */
   readonly maxStanding: number;
   readonly onError?: (e: unknown) => void;
+  /** Where standing demand is kept durable (the daemon's `daemon.sqlite`); absent: in memory only. */
+  readonly memory?: { put(s: StandingDemand): void; drop(edge: AttachmentId): void };
 }
 
 /** Largest number of parents scheduled in one tick (a safety stop on a malformed tree). */
@@ -96,6 +98,7 @@ export class Scheduler {
     const view = this.#o.node.ledger.get();
     if (view.record(edge) === null) return { ok: false, refusal: { kind: "unknown-edge", edge } };
     if (demand.targetOutstanding === 0n && demand.maximumUsefulGrant === 0n) {
+      this.#o.memory?.drop(edge);
       this.#standing.delete(edge);
       try {
         this.#refresh(view, this.#o.timers.now());
@@ -119,7 +122,30 @@ export class Scheduler {
       if (e instanceof DemandLimitError) return { ok: false, refusal: { kind: "board-full", limit: e.limit, value: e.value } };
       throw e;
     }
+    try {
+      this.#o.memory?.put(s);
+    } catch (e) {
+      // not durable, so not accepted: as it was before the call (advertised again at the next tick)
+      if (before === undefined) this.#standing.delete(edge);
+      else this.#standing.set(edge, before);
+      throw e;
+    }
     return { ok: true, standing: s };
+  }
+
+  /**
+   * Stands demand kept from an earlier run (the daemon's `daemon.sqlite`): what has not lapsed, up to
+   * `maxStanding`, is advertised at the next tick; what has lapsed is dropped from the memory too.
+   */
+  restore(saved: readonly StandingDemand[]): void {
+    const now = this.#o.timers.now();
+    for (const s of saved) {
+      if (s.expiresAt <= now || (!this.#standing.has(s.edge) && this.#standing.size >= this.#o.maxStanding)) {
+        this.#o.memory?.drop(s.edge);
+        continue;
+      }
+      this.#standing.set(s.edge, s);
+    }
   }
 
   /** Every standing demand, ascending edge. */
@@ -136,7 +162,15 @@ export class Scheduler {
   tick(): void {
     this.#ticks++;
     const now = this.#o.timers.now();
-    for (const [e, s] of this.#standing) if (s.expiresAt <= now) this.#standing.delete(e);
+    for (const [e, s] of this.#standing) {
+      if (s.expiresAt > now) continue;
+      this.#standing.delete(e);
+      try {
+        this.#o.memory?.drop(e);
+      } catch (err) {
+        this.#report(err, "forget lapsed demand"); // kept on disk: restore drops it as lapsed
+      }
+    }
     const view = this.#o.node.ledger.get();
     try {
       this.#refresh(view, now);

@@ -1,0 +1,103 @@
+// What the daemon itself must not lose on a crash, next to the node's ledger store: the standing demand
+// services set through the API (held until its lease ends, re-advertised after a restart) and the answers
+// of keyed reserves (a retry after a restart gets the first answer, not a second reservation).
+// One SQLite file, `store.dir/daemon.sqlite`, WAL with synchronous=FULL: every change is durable when the
+// call that made it answers.
+import { DatabaseSync, type StatementSync } from "node:sqlite";
+import type { AttachmentId } from "@heddle/ledger";
+import type { ReserveMemory } from "./reserve-memory.ts";
+import type { StandingDemand } from "./scheduler.ts";
+
+/** The file name under `store.dir`. */
+export const DAEMON_STATE_FILE = "daemon.sqlite";
+
+/** Where the scheduler keeps standing demand so that it outlives the process. */
+export interface StandingMemory {
+  put(s: StandingDemand): void;
+  drop(edge: AttachmentId): void;
+}
+
+/** A file `daemon.sqlite` could not be read as the daemon's state. */
+export class DaemonStateError extends Error {
+  override readonly name = "DaemonStateError";
+}
+
+/** See the file comment. */
+export class DaemonState implements StandingMemory {
+  readonly #db: DatabaseSync;
+  readonly #keep: number;
+  readonly #q: {
+    putStanding: StatementSync;
+    dropStanding: StatementSync;
+    standing: StatementSync;
+    getKey: StatementSync;
+    putKey: StatementSync;
+    trimKeys: StatementSync;
+  };
+
+  /** Opens (creating if need be) `path`; keyed reserve answers are kept for the newest `keepReserveKeys` keys. */
+  constructor(path: string, keepReserveKeys: number) {
+    this.#db = new DatabaseSync(path);
+    this.#keep = keepReserveKeys;
+    try {
+      this.#db.exec("PRAGMA busy_timeout = 5000;");
+      this.#db.exec("PRAGMA journal_mode = WAL;");
+      this.#db.exec("PRAGMA synchronous = FULL;");
+      this.#db.exec(`CREATE TABLE IF NOT EXISTS standing_demand (
+        edge TEXT PRIMARY KEY NOT NULL, target TEXT NOT NULL, max_grant TEXT NOT NULL, expires_at INTEGER NOT NULL) STRICT;`);
+      this.#db.exec(`CREATE TABLE IF NOT EXISTS reserve_keys (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT, key TEXT NOT NULL UNIQUE, body TEXT NOT NULL, status INTEGER NOT NULL, payload TEXT NOT NULL) STRICT;`);
+    } catch (e) {
+      this.#db.close();
+      throw new DaemonStateError(`${path}: not a heddle daemon state file (${(e as Error).message}); move it away to start afresh`, { cause: e });
+    }
+    this.#q = {
+      putStanding: this.#db.prepare("INSERT INTO standing_demand (edge, target, max_grant, expires_at) VALUES (?, ?, ?, ?) ON CONFLICT(edge) DO UPDATE SET target = excluded.target, max_grant = excluded.max_grant, expires_at = excluded.expires_at"),
+      dropStanding: this.#db.prepare("DELETE FROM standing_demand WHERE edge = ?"),
+      standing: this.#db.prepare("SELECT edge, target, max_grant, expires_at FROM standing_demand ORDER BY edge"),
+      getKey: this.#db.prepare("SELECT body, status, payload FROM reserve_keys WHERE key = ?"),
+      putKey: this.#db.prepare("INSERT INTO reserve_keys (key, body, status, payload) VALUES (?, ?, ?, ?) ON CONFLICT(key) DO UPDATE SET body = excluded.body, status = excluded.status, payload = excluded.payload"),
+      trimKeys: this.#db.prepare("DELETE FROM reserve_keys WHERE seq <= (SELECT MAX(seq) FROM reserve_keys) - ?"),
+    };
+  }
+
+  /** Every standing demand stored, ascending edge (lapsed ones included: the scheduler drops those). */
+  standing(): StandingDemand[] {
+    const rows = this.#q.standing.all() as { edge: string; target: string; max_grant: string; expires_at: number }[];
+    return rows.map((r) => {
+      let demand;
+      try {
+        demand = { targetOutstanding: BigInt(r.target), maximumUsefulGrant: BigInt(r.max_grant) };
+      } catch (e) {
+        throw new DaemonStateError(`standing demand of ${r.edge} is not a pair of integers; move daemon.sqlite away to start afresh`, { cause: e });
+      }
+      return { edge: r.edge as AttachmentId, demand, expiresAt: r.expires_at };
+    });
+  }
+
+  put(s: StandingDemand): void {
+    this.#q.putStanding.run(s.edge, s.demand.targetOutstanding.toString(), s.demand.maximumUsefulGrant.toString(), s.expiresAt);
+  }
+
+  drop(edge: AttachmentId): void {
+    this.#q.dropStanding.run(edge);
+  }
+
+  /** The {@link ReserveMemory} on this file. */
+  reserveMemory(): ReserveMemory {
+    return {
+      get: (key) => {
+        const r = this.#q.getKey.get(key) as { body: string; status: number; payload: string } | undefined;
+        return r === undefined ? undefined : { body: r.body, status: r.status, payload: JSON.parse(r.payload) as unknown };
+      },
+      put: (key, a) => {
+        this.#q.putKey.run(key, a.body, a.status, JSON.stringify(a.payload));
+        this.#q.trimKeys.run(this.#keep);
+      },
+    };
+  }
+
+  close(): void {
+    if (this.#db.isOpen) this.#db.close();
+  }
+}

@@ -1,0 +1,61 @@
+// What the daemon must not lose on a restart (found in review: both lived in memory only): standing demand
+// set through the API comes back until its lease ends, and a reserve retried under its Idempotency-Key after
+// the restart gets the first answer instead of a second reservation.
+import { describe, expect, it } from "vitest";
+import { HeddleClient } from "@heddle/client";
+import { silentLogger, startDaemon } from "../src/index.ts";
+import { soloDaemon } from "./support/embedded.ts";
+
+describe("daemon state across a restart (daemon.sqlite)", () => {
+  it("restores standing demand until its lease ends and replays keyed reserve answers", async () => {
+    const s = await soloDaemon({ supply: 1_000_000n, tree: "a=1,b=1" });
+    const leaf = "a";
+    try {
+      expect((await s.client.raw("POST", "/v1/demand", { leaf, targetOutstanding: 100, maximumUsefulGrant: 10, leaseMs: 3_600_000 })).status).toBe(200);
+      expect((await s.client.raw("POST", "/v1/demand", { leaf: "b", targetOutstanding: 5, maximumUsefulGrant: 5, leaseMs: 100 })).status).toBe(200);
+      for (let i = 0; i < 200; i++) {
+        const h = (await s.client.holdings(leaf)) as { groups: { available: string }[] };
+        if (BigInt(h.groups[0]!.available) >= 10n) break;
+        await new Promise((r) => setTimeout(r, 25));
+      }
+      const first = await s.client.reserve(leaf, 5, { idempotencyKey: "job-1" });
+      const refused = await s.client.raw("POST", "/v1/reservations", { leaf: "nowhere", maximumCost: 1 }, { idempotencyKey: "job-2" });
+      expect(refused.status).toBe(409);
+      s.client.close();
+      await s.daemon.close();
+      await new Promise((r) => setTimeout(r, 150)); // b's lease (100 ms) ends while the daemon is down
+
+      const d2 = await startDaemon(s.config, { logger: silentLogger });
+      const c = new HeddleClient({ url: d2.url, token: d2.token });
+      try {
+        const demand = (await c.raw("GET", "/v1/demand")).body as { standing: { edge: string; demand: { targetOutstanding: string } }[] };
+        // a's demand is back; b's 100 ms lease lapsed before the restart and is not
+        expect(demand.standing.map((d) => d.edge)).toEqual(["root→a"]);
+        expect(demand.standing[0]!.demand.targetOutstanding).toBe("100");
+        const retry = await c.raw("POST", "/v1/reservations", { leaf, maximumCost: 5 }, { idempotencyKey: "job-1" });
+        expect(retry.status).toBe(201);
+        expect(retry.body).toMatchObject({ id: first.id });
+        expect(((await c.reservations()) as { reservations: { id: string }[] }).reservations.map((r) => r.id)).toEqual([first.id]);
+        const again = await c.raw("POST", "/v1/reservations", { leaf: "nowhere", maximumCost: 1 }, { idempotencyKey: "job-2" });
+        expect(again).toEqual(refused);
+        const reuse = await c.raw("POST", "/v1/reservations", { leaf, maximumCost: 6 }, { idempotencyKey: "job-1" });
+        expect(reuse.status).toBe(409);
+        // a withdrawal is durable too
+        expect((await c.raw("POST", "/v1/demand", { leaf, targetOutstanding: 0, maximumUsefulGrant: 0 })).status).toBe(200);
+      } finally {
+        c.close();
+        await d2.close();
+      }
+      const d3 = await startDaemon(s.config, { logger: silentLogger });
+      const c3 = new HeddleClient({ url: d3.url, token: d3.token });
+      try {
+        expect(((await c3.raw("GET", "/v1/demand")).body as { standing: unknown[] }).standing).toEqual([]);
+      } finally {
+        c3.close();
+        await d3.close();
+      }
+    } finally {
+      await s.close().catch(() => {});
+    }
+  });
+});
