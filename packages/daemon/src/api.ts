@@ -13,7 +13,7 @@ import { registerGossipClaims } from "./gossip-claims-api.ts";
 import * as S from "./api-schemas.ts";
 import type { CallOptions, ClaimsOutcome, ControlPlane, ProposalKey } from "./control-plane.ts";
 import { CONTROL_ERRORS } from "./control-plane.ts";
-import type { DataPlane } from "./data-plane.ts";
+import { boundsOf, type DataPlane } from "./data-plane.ts";
 import { bearerHook } from "./bearer.ts";
 import type { LiveDashboard } from "./dashboard.ts";
 import type { Logger } from "./log.ts";
@@ -391,7 +391,7 @@ export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
     const q = req.query as { parent?: string };
     const v = view();
     const parents = q.parent !== undefined ? [q.parent] : sortIds(new Set<string>([...v.groups(), ...v.roots()])).filter((g) => v.childrenOf(GroupId(g)).length > 0);
-    return { bounds: parents.map((p) => toWire(d.boundMetrics(GroupId(p)))) };
+    return { bounds: parents.map((p) => toWire(boundsOf(d, GroupId(p)))) };
   });
 
   app.get(`${API_PREFIX}/peers`, { schema: { ...tags("data"), summary: "The roster with connection and liveness state" } }, async () => {

@@ -3,6 +3,7 @@
 // writer can touch exactly the fields that changed.
 import { GroupId, type EntitlementLedger } from "@heddle/ledger";
 import { treeOf } from "./api.ts";
+import { boundsOf } from "./data-plane.ts";
 import { peerState, type PeerReads } from "./peer-reads.ts";
 import { toWire } from "./wire.ts";
 
@@ -84,7 +85,8 @@ export function dashboardSnapshot(reads: PeerReads, now: number): DashboardSnaps
   const bounds = new Map<string, Fields>();
   const cb = cut(parentsOf(view));
   for (const p of cb.items) {
-    const b = d.boundMetrics(GroupId(p));
+    const b = boundsOf(d, GroupId(p));
+    if ("unavailable" in b) continue;
     bounds.set(p, {
       roster: b.roster,
       configured: b.configuredWorstCase.toString(),

@@ -5,6 +5,21 @@ import type { EntitlementLedger, GroupId, ReplicaId } from "@heddle/ledger";
 import type { BoundMetrics, CompleteResult, GossipClaims, NodeMetrics, ReservationRow, ReserveResult, ScheduleResult, Watch } from "@heddle/node";
 import type { AttachmentId } from "@heddle/ledger";
 import type { Demand } from "@heddle/policy";
+import { DivisionByZeroError, LedgerOverflowError } from "@heddle/ledger";
+
+/**
+ * `data.boundMetrics(parent)`, or the reason it cannot be computed: children whose weights are so large
+ * that the exact arithmetic leaves int64 (policy.md §2.3 lets that throw). One such parent must not take
+ * down a read that covers every parent (GET /v1/bounds, /metrics, the dashboard).
+ */
+export function boundsOf(data: Pick<DataPlane, "boundMetrics">, parent: GroupId): BoundMetrics | { parent: GroupId; unavailable: string } {
+  try {
+    return data.boundMetrics(parent);
+  } catch (e) {
+    if (!(e instanceof LedgerOverflowError) && !(e instanceof DivisionByZeroError)) throw e;
+    return { parent, unavailable: `${e.name}: ${e.message}; the weights of ${parent}'s children are too large for exact arithmetic — reshape them with smaller weights` };
+  }
+}
 
 /** The data-plane calls the API and the scheduler use; the optional ones enrich status and holdings. */
 export interface DataPlane {

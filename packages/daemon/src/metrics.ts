@@ -6,6 +6,7 @@ import { GroupId } from "@heddle/ledger";
 import { FRAME_REFUSALS } from "@heddle/governed";
 import type { HeddleStore, StoreTx } from "@heddle/node";
 import { treeOf } from "./api.ts";
+import { boundsOf } from "./data-plane.ts";
 import { peerState, type PeerReads } from "./peer-reads.ts";
 
 /** Most edges exported per scrape; a larger tree is cut here (and `heddle_metrics_edges_omitted` says by how many). */
@@ -134,7 +135,8 @@ export class DaemonMetrics {
     for (const x of t.groups.slice(0, MAX_METRIC_EDGES)) g["holdings"]!.set({ group: x.group }, num(x.holdings));
     const parents = [...new Set<string>([...v.groups(), ...v.roots()])].filter((p) => v.childrenOf(GroupId(p)).length > 0);
     for (const p of parents.slice(0, MAX_METRIC_EDGES)) {
-      const b = r.data.boundMetrics(GroupId(p));
+      const b = boundsOf(r.data, GroupId(p));
+      if ("unavailable" in b) continue;
       g["configured"]!.set({ parent: p }, num(b.configuredWorstCase));
       g["current"]!.set({ parent: p }, num(b.currentBound));
       g["observed"]!.set({ parent: p }, num(b.observedDeviation));

@@ -1,0 +1,32 @@
+// Children whose weights are too large for exact int64 arithmetic (policy.md §2.3 throws) make their
+// parent's schedule round and bound metrics fail — and nothing more (found in review: the first failed
+// round left a ledger transaction open, after which every read of the peer answered 500).
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { soloDaemon, type SoloDaemon } from "./support/embedded.ts";
+
+const W = "4611686018427387904"; // 2^62
+let s: SoloDaemon;
+beforeAll(async () => {
+  s = await soloDaemon({ supply: 1_000_000n, tree: `a=${W},b=${W},c=1,c>leaf=1` });
+  for (const leaf of ["a", "b", "leaf"]) expect((await s.client.raw("POST", "/v1/demand", { leaf, targetOutstanding: 100, maximumUsefulGrant: 10 })).status).toBe(200);
+  await new Promise((r) => setTimeout(r, 600)); // several scheduler rounds, each failing at root
+});
+afterAll(() => s.close());
+
+describe("a parent whose children's weights overflow", () => {
+  it("every read still answers; its bounds say why they are unavailable; the metrics skip it", async () => {
+    for (const path of ["/v1/status", "/v1/tree", "/v1/holdings", "/v1/demand", "/v1/reservations"]) expect((await s.client.raw("GET", path)).status, path).toBe(200);
+    const b = await s.client.raw("GET", "/v1/bounds");
+    expect(b.status).toBe(200);
+    const bounds = (b.body as { bounds: { parent: string; unavailable?: string }[] }).bounds;
+    expect(bounds.find((x) => x.parent === "root")).toMatchObject({ unavailable: expect.stringMatching(/^LedgerOverflowError: .*reshape them with smaller weights$/) });
+    expect(bounds.find((x) => x.parent === "c")).toMatchObject({ parent: "c", isConsistent: expect.any(Boolean) });
+    const m = await fetch(`${s.daemon.url}/metrics`, { headers: { authorization: `Bearer ${s.daemon.token}` } });
+    expect(m.status).toBe(200);
+    const text = await m.text();
+    expect(text).toMatch(/heddle_\w+\{parent="c"\}/);
+    expect(text).not.toMatch(/heddle_\w+\{parent="root"\}/);
+    // the peer still reserves and completes (nothing is held at leaf: root cannot be scheduled)
+    expect((await s.client.raw("POST", "/v1/reservations", { leaf: "leaf", maximumCost: 1 })).body).toMatchObject({ refusal: { kind: "insufficient" } });
+  });
+});
