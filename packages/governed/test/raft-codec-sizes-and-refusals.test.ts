@@ -160,3 +160,15 @@ describe("raft codec refuses malformed fields", () => {
     expect(decodeConfig(new Uint8Array([0, 1, 0, 5, 0x61, 0x62]))).toBeNull();
   });
 });
+
+describe("raft codec encoder refuses what its 16-bit fields cannot hold", () => {
+  // found in review: the length was written modulo 2^16, so the receiver misread the frame instead of refusing it
+  it("a string over 65,535 UTF-8 bytes, or a member count over 65,535, throws RangeError instead of writing a wrapped length", () => {
+    const huge = "z".repeat(65_536 + 5);
+    expect(() => encodeMessage({ type: "forward", corrId: 1, key: { client: huge, seq: 1 }, command: new Uint8Array(0) })).toThrow(RangeError);
+    expect(() => encodeConfig({ voters: [huge], learners: [] })).toThrow(RangeError);
+    expect(() => encodeConfig({ voters: Array.from({ length: 65_536 }, (_, i) => `v${i}`), learners: [] })).toThrow(RangeError);
+    // 65,535 bytes still encode (the decoder then refuses it as over MAX_STRING_BYTES)
+    expect(() => encodeConfig({ voters: ["z".repeat(65_535)], learners: [] })).not.toThrow();
+  });
+});

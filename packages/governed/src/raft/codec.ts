@@ -1,7 +1,8 @@
 /**
  * The versioned binary encoding of Raft messages and log entries. Deterministic: equal values encode to equal
  * bytes. Decoding never throws: malformed input yields `null` (R-X4). Trailing bytes are ignored so later
- * versions can append fields (rolling upgrades).
+ * versions can append fields (rolling upgrades). Encoding throws `RangeError` on a string or count its 16-bit field
+ * cannot hold, rather than write it wrapped.
  */
 import type { Message } from "./message.ts";
 import type { ClusterConfig, EntryKind, LogEntry, ProposalKey } from "./types.ts";
@@ -114,6 +115,8 @@ class Writer {
     this.buf[this.pos++] = v;
   }
   u16(v: number): void {
+    // DataView would write v modulo 2^16: a reader would then misread the fields after it, not refuse them
+    if (v > 0xffff) throw new RangeError(`raft codec: ${v} does not fit a 16-bit length or count field`);
     this.ensure(2);
     this.view.setUint16(this.pos, v);
     this.pos += 2;
@@ -137,6 +140,8 @@ class Writer {
   str(s: string): void {
     // encoded in place after its length, not into a buffer of its own
     const n = utf8Length(s);
+    // a longer string's length would wrap in its u16 (misread by the receiver, not refused)
+    if (n > 0xffff) throw new RangeError(`raft codec: a ${n}-byte string does not fit a frame's 16-bit string length (decoders accept at most MAX_STRING_BYTES, ${MAX_STRING_BYTES})`);
     this.ensure(2 + n);
     this.view.setUint16(this.pos, n);
     if (typeof s === "string") utf8.encodeInto(s, this.buf.subarray(this.pos + 2, this.pos + 2 + n));
