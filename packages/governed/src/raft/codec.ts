@@ -69,6 +69,33 @@ export function utf8Length(s: string): number {
   return n;
 }
 
+/**
+ * Why `key` cannot travel in a frame — the limits `decodeMessage` enforces on a proposal key — or `null` when it can.
+ * `propose` refuses such a key up front: every receiver would drop the frame carrying it as undecodable.
+ */
+export function proposalKeyViolation(key: ProposalKey | null): string | null {
+  if (key === null) return null;
+  const n = utf8Length(key.client);
+  if (n > MAX_STRING_BYTES) return `key.client is ${n} UTF-8 bytes, above MAX_STRING_BYTES (${MAX_STRING_BYTES})`;
+  if (!Number.isSafeInteger(key.seq) || key.seq < 0) return `key.seq must be a safe integer ≥ 0, got ${String(key.seq)}`;
+  return null;
+}
+
+/**
+ * Why configuration `c` cannot travel in a frame — the limits `decodeMessage` enforces on member lists and ids — or
+ * `null` when it can. `changeMembership` refuses such a target up front (`what` names it in the message).
+ */
+export function configViolation(c: ClusterConfig, what: string): string | null {
+  for (const [list, ids] of [["voters", c.voters], ["learners", c.learners]] as const) {
+    if (ids.length > MAX_CONFIG_MEMBERS) return `${what}.${list} lists ${ids.length} members, above MAX_CONFIG_MEMBERS (${MAX_CONFIG_MEMBERS})`;
+    for (let i = 0; i < ids.length; i++) {
+      const n = utf8Length(ids[i]!);
+      if (n > MAX_STRING_BYTES) return `${what}.${list}[${i}] is ${n} UTF-8 bytes, above MAX_STRING_BYTES (${MAX_STRING_BYTES})`;
+    }
+  }
+  return null;
+}
+
 function strBytes(s: string): number {
   return 2 + utf8Length(s);
 }

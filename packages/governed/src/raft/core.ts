@@ -11,7 +11,7 @@
  * append durable (R-R4), so overlapping the leader's fsync with the followers' is safe. Storage steps marked
  * `local` (the node's own compaction, `StorageOp`) may be written after the messages, in the background.
  */
-import { APPEND_OVERHEAD_BYTES, entryBytes, SNAPSHOT_OVERHEAD_BYTES } from "./codec.ts";
+import { APPEND_OVERHEAD_BYTES, configViolation, entryBytes, proposalKeyViolation, SNAPSHOT_OVERHEAD_BYTES } from "./codec.ts";
 import type { RaftConfig } from "./config.ts";
 import type { AppendMessage, AppendReplyMessage, Envelope, Message, SnapshotMessage, SnapshotReplyMessage } from "./message.ts";
 import type { FrameRefusal, RaftTraceEvent, StepDownReason, TransferFailure } from "./trace.ts";
@@ -24,6 +24,11 @@ export type RaftRefusal =
   | "leadership-lost"
   | "not-leader"
   | "payload-too-large"
+  /**
+   * An argument no frame can carry (the codec's limits: `MAX_STRING_BYTES`, `MAX_CONFIG_MEMBERS`, a safe `seq`);
+   * the outcome's `detail` names it and the limit. Every receiver would drop such a frame as undecodable.
+   */
+  | "invalid-argument"
   | "membership-in-progress"
   | "invalid-membership"
   | "overloaded"
@@ -35,7 +40,7 @@ export type RaftRefusal =
 /** The end of one request: `index`/`term` for proposals and config changes, `index` (= read index) for reads. */
 export type Outcome =
   | { readonly id: number; readonly ok: true; readonly index: LogIndex; readonly term: number }
-  | { readonly id: number; readonly ok: false; readonly refusal: RaftRefusal };
+  | { readonly id: number; readonly ok: false; readonly refusal: RaftRefusal; readonly detail?: string };
 
 /**
  * One storage step, to be made durable in order. `local` marks this node's own compaction (`compact`): a snapshot
@@ -418,6 +423,10 @@ export class RaftCore {
    * reaches the new leader.
    */
   propose(id: number, command: Uint8Array, key: ProposalKey | null): void {
+    // before any role is asked: a key the codec refuses would make the Forward (or every AppendEntries carrying it)
+    // undecodable at its receivers — the caller never answered, or followers deposing the leader that appended it
+    const bad = proposalKeyViolation(key);
+    if (bad !== null) return this.#finish(id, "invalid-argument", `propose: ${bad}`);
     const probe: LogEntry = { index: 0, term: 0, kind: "app", key, command, stampedAt: 0 };
     // one bound serves every role: the Forward frame a follower sends for this command is always smaller than the
     // AppendEntries frame the leader will need to carry it (same key and command, less fixed overhead)
@@ -479,6 +488,9 @@ export class RaftCore {
 
   /** Appends a single-server configuration change (R-M2); the outcome arrives once it commits. */
   changeMembership(id: number, target: ClusterConfig): void {
+    // the config entry must decode at every follower, or they depose this leader (as for propose's key)
+    const bad = configViolation(target, "target");
+    if (bad !== null) return this.#finish(id, "invalid-argument", `changeMembership: ${bad}`);
     if (this.#state !== "leader") return this.#finish(id, "not-leader");
     if (this.#transfer !== null) return this.#finish(id, "transferring");
     // R-M2: the no-op of this term committed, and no config entry past the commit index. Once an entry of this term
@@ -1632,8 +1644,8 @@ export class RaftCore {
     this.#emit({ type: "frameRefused", from, reason });
   }
 
-  #finish(id: number, refusal: RaftRefusal): void {
-    this.#outcomes.push({ id, ok: false, refusal });
+  #finish(id: number, refusal: RaftRefusal, detail?: string): void {
+    this.#outcomes.push(detail === undefined ? { id, ok: false, refusal } : { id, ok: false, refusal, detail });
   }
 
   #send(to: NodeId, message: Message): void {

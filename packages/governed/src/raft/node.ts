@@ -59,13 +59,19 @@ export interface RaftNode {
   readonly commitIndex: Watch<LogIndex>;
   /** Latest configuration in the log, committed or not. */
   readonly membership: Watch<ClusterConfig>;
-  /** Resolves once the entry commits, with its position; rejects with the errors of `errors.ts`. */
+  /**
+   * Resolves once the entry commits, with its position; rejects with the errors of `errors.ts`, or `RangeError`
+   * for a key no frame can carry (`key.client` over `MAX_STRING_BYTES` UTF-8 bytes, `key.seq` not a safe integer ≥ 0).
+   */
   propose(command: Uint8Array, key: ProposalKey | null, signal?: AbortSignal): Promise<{ index: LogIndex; term: number }>;
   /** Replays committed items from `fromIndex`, then tails live commits: every index exactly once, in order. */
   committedFrom(fromIndex: LogIndex): AsyncIterable<Committed>;
   /** Leader only: a linearizable read index (wait until your applied index reaches it). */
   readIndex(): Promise<LogIndex>;
-  /** Single-server membership change; resolves with the new configuration once committed. */
+  /**
+   * Single-server membership change; resolves with the new configuration once committed. `RangeError` for a target
+   * no frame can carry (a member id over `MAX_STRING_BYTES` UTF-8 bytes, a list over `MAX_CONFIG_MEMBERS`).
+   */
   changeMembership(target: ClusterConfig): Promise<ClusterConfig>;
   /**
    * Leader only (`NotLeaderError` elsewhere): hands leadership to the voter `target` (§4.10) and resolves once
@@ -111,8 +117,10 @@ export interface RaftNodeOptions {
   readonly coalesce?: (key: ProposalKey) => boolean;
 }
 
-function errorFor(r: RaftRefusal): Error {
+function errorFor(r: RaftRefusal, detail?: string): Error {
   switch (r) {
+    case "invalid-argument":
+      return new RangeError(detail ?? "an argument exceeds a limit of the Raft codec");
     case "leadership-lost":
       return new LeadershipLostError("leadership was lost before the request was confirmed; it may still commit");
     case "not-leader":
@@ -370,7 +378,7 @@ class Driver implements RaftNode {
       if (p === undefined) continue;
       this.#pending.delete(out.id);
       if (out.ok) p.resolve(out);
-      else p.reject(errorFor(out.refusal));
+      else p.reject(errorFor(out.refusal, out.detail));
     }
     this.role.set(core.role);
     this.leader.set(core.leader);
