@@ -20,7 +20,10 @@ export interface RaftConfig {
   readonly termCeiling: number;
   /** Largest encoded frame the core may emit; commands that cannot fit alone are refused (R-R7). */
   readonly maxMessageBytes: number;
-  /** Most entries in one AppendEntries frame. */
+  /**
+   * Most entries in one AppendEntries frame, sent or received: a frame carrying more is refused as
+   * `too-many-entries` (so every member of a cluster needs a value at least the leader's).
+   */
   readonly maxEntriesPerMessage: number;
   /** Most AppendEntries frames in flight to one follower in the replicate state. */
   readonly maxInflightMessages: number;

@@ -1618,6 +1618,9 @@ export class RaftCore {
         return m.lastLogIndex > ceil || m.lastLogTerm > ceil || m.lastLogTerm > m.term ? "above-ceiling" : null;
       case "append": {
         if (m.prevLogIndex > ceil || m.prevLogTerm > m.term || m.leaderCommit > ceil) return "above-ceiling";
+        // the bound a leader sends under holds on receipt too, before any entry is looked at (found in review: it
+        // was applied only when sending, so one frame could make a follower scan and store any number of entries)
+        if (m.entries.length > this.cfg.maxEntriesPerMessage) return "too-many-entries";
         let prevTerm = m.prevLogTerm;
         for (let k = 0; k < m.entries.length; k++) {
           const e = m.entries[k]!;

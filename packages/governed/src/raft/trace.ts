@@ -13,6 +13,7 @@ export const FRAME_REFUSALS = [
   "above-ceiling",
   "entry-term-above-frame",
   "non-contiguous-entries",
+  "too-many-entries",
   "malformed-entry",
   "sender-not-voter",
   "truncate-committed",

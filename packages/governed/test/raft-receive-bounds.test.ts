@@ -1,0 +1,59 @@
+/**
+ * Bounds a member enforces on what it receives, not only on what it sends (governed.md R-X5), on hand-driven
+ * cores:
+ * - an AppendEntries carrying more than `maxEntriesPerMessage` entries is refused as `too-many-entries` before any
+ *   entry is looked at: no reply, no term or leader adopted, nothing stored or committed.
+ *
+ * Found in review: `maxEntriesPerMessage` was applied only when sending.
+ */
+import { describe, expect, it } from "vitest";
+import type { FrameRefusal, LogEntry, Message, RaftCore } from "../src/index.ts";
+import { cycle, entry, handCore, sent, sentTo } from "./support/hand-driven.ts";
+
+const MAX = 4;
+type AppendMessage = Extract<Message, { type: "append" }>;
+
+const entries = (from: number, n: number, term: number): LogEntry[] => Array.from({ length: n }, (_, i) => entry(from + i, term));
+const append = (over: Partial<AppendMessage>): AppendMessage => ({ type: "append", term: 3, prevLogIndex: 0, prevLogTerm: 0, leaderCommit: 0, round: 1, entries: [], ...over });
+
+/** b at term 3 following a, holding entries 1–2 of term 3, index 1 committed. */
+function following(): RaftCore {
+  const b = handCore("b", { term: 2, cfg: { maxEntriesPerMessage: MAX } });
+  cycle(b);
+  b.step("a", append({ entries: entries(1, 2, 3), leaderCommit: 1 }));
+  cycle(b);
+  expect([b.term, b.leader, b.lastIndex, b.commitIndex]).toEqual([3, "a", 2, 1]);
+  return b;
+}
+
+/** Steps `m` into `b` (from a) and checks that it was refused for `reason`, counted, traced, and changed nothing. */
+function expectRefused(b: RaftCore, m: Message, reason: FrameRefusal, count = 1): void {
+  const before = [b.state, b.term, b.votedFor, b.leader, b.lastIndex, b.commitIndex, b.snapshot];
+  b.step("a", m);
+  const rd = cycle(b);
+  expect(rd.trace).toEqual([{ type: "frameRefused", from: "a", reason }]);
+  expect(sent(rd)).toEqual([]);
+  expect(rd.hardState).toBeNull();
+  expect(rd.storage).toEqual([]);
+  expect(rd.committed).toEqual([]);
+  expect(b.refusedFrames.get(reason)).toBe(count);
+  expect([b.state, b.term, b.votedFor, b.leader, b.lastIndex, b.commitIndex, b.snapshot]).toEqual(before);
+}
+
+describe("AppendEntries with more entries than maxEntriesPerMessage", () => {
+  it("is refused as too-many-entries and changes nothing; exactly maxEntriesPerMessage is appended", () => {
+    const b = following();
+    expectRefused(b, append({ prevLogIndex: 2, prevLogTerm: 3, leaderCommit: 2 + MAX + 1, entries: entries(3, MAX + 1, 3) }), "too-many-entries");
+    expect([...b.refusedFrames]).toEqual([["too-many-entries", 1]]);
+    b.step("a", append({ prevLogIndex: 2, prevLogTerm: 3, leaderCommit: 2 + MAX, entries: entries(3, MAX, 3) }));
+    const rd = cycle(b);
+    expect(sentTo(rd, "a")).toMatchObject([{ type: "appendReply", success: true, matchIndex: 2 + MAX }]);
+    expect([b.lastIndex, b.commitIndex, b.refusedFrames.get("too-many-entries")]).toEqual([2 + MAX, 2 + MAX, 1]);
+  });
+
+  it("is refused before its term is looked at: a higher-term frame neither moves the term nor makes its sender leader", () => {
+    const b = following();
+    expectRefused(b, append({ term: 4, prevLogIndex: 2, prevLogTerm: 3, entries: entries(3, MAX + 1, 4) }), "too-many-entries");
+    expect([b.term, b.leader]).toEqual([3, "a"]);
+  });
+});
