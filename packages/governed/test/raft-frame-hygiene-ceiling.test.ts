@@ -1,9 +1,10 @@
 /**
  * Frame hygiene (governed.md R-X5), on hand-driven cores with a small term ceiling (50): a frame whose term, or any
  * index or term it carries, lies above the ceiling — or an InstallSnapshot chunk with an index or term below 1, a
- * last term above the frame's, or bytes reaching past its declared total — is dropped before any handler sees it: no
- * reply, no term adopted, no leader adopted, counted and traced as `frameRefused`. Every check is exercised alone
- * (each frame breaks exactly one rule), and a value exactly at the ceiling is still accepted.
+ * last term above the frame's, bytes reaching past its declared total, or no bytes of a non-empty snapshot — is
+ * dropped before any handler sees it: no reply, no term adopted, no leader adopted, counted and traced as
+ * `frameRefused`. Every check is exercised alone (each frame breaks exactly one rule), and a value exactly at the
+ * ceiling is still accepted.
  */
 import { describe, expect, it } from "vitest";
 import type { Message, RaftCore } from "../src/index.ts";
@@ -69,6 +70,7 @@ describe("InstallSnapshot: each bound on its own (R-X5)", () => {
     ["lastTerm 0", { lastTerm: 0 }, "above-ceiling"],
     ["bytes past the declared total", { total: 1 }, "malformed-entry"],
     ["a later chunk reaching past the total", { offset: 1, total: 2 }, "malformed-entry"],
+    ["no data while the snapshot is not empty", { data: new Uint8Array(0) }, "malformed-entry"],
   ];
   it.each(bad)("a chunk with %s is dropped", (_what, over, reason) => {
     const b = follower(5);

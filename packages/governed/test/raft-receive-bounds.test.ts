@@ -1,17 +1,21 @@
 /**
- * Bounds a member enforces on what it receives, not only on what it sends (governed.md R-X5), on hand-driven
+ * Bounds a member enforces on what it receives, not only on what it sends (governed.md R-X5, R-S2), on hand-driven
  * cores:
  * - an AppendEntries carrying more than `maxEntriesPerMessage` entries is refused as `too-many-entries` before any
- *   entry is looked at: no reply, no term or leader adopted, nothing stored or committed.
+ *   entry is looked at: no reply, no term or leader adopted, nothing stored or committed;
+ * - an InstallSnapshot chunk with no data is refused as `malformed-entry` unless the whole snapshot is empty: it
+ *   moves the transfer nowhere, and each one accepted used to be pushed onto the reassembly's chunk list.
  *
- * Found in review: `maxEntriesPerMessage` was applied only when sending.
+ * Found in review: `maxEntriesPerMessage` was applied only when sending, and `#onSnapshot` accepted zero-length
+ * chunks at offset = received, so a faulty leader could grow a follower's chunk list without bound.
  */
 import { describe, expect, it } from "vitest";
 import type { FrameRefusal, LogEntry, Message, RaftCore } from "../src/index.ts";
-import { cycle, entry, handCore, sent, sentTo } from "./support/hand-driven.ts";
+import { ABC, cycle, entry, handCore, sent, sentTo } from "./support/hand-driven.ts";
 
 const MAX = 4;
 type AppendMessage = Extract<Message, { type: "append" }>;
+type SnapshotMessage = Extract<Message, { type: "snapshot" }>;
 
 const entries = (from: number, n: number, term: number): LogEntry[] => Array.from({ length: n }, (_, i) => entry(from + i, term));
 const append = (over: Partial<AppendMessage>): AppendMessage => ({ type: "append", term: 3, prevLogIndex: 0, prevLogTerm: 0, leaderCommit: 0, round: 1, entries: [], ...over });
@@ -55,5 +59,39 @@ describe("AppendEntries with more entries than maxEntriesPerMessage", () => {
     const b = following();
     expectRefused(b, append({ term: 4, prevLogIndex: 2, prevLogTerm: 3, entries: entries(3, MAX + 1, 4) }), "too-many-entries");
     expect([b.term, b.leader]).toEqual([3, "a"]);
+  });
+});
+
+describe("InstallSnapshot chunk with no data", () => {
+  const chunk = (over: Partial<SnapshotMessage>): SnapshotMessage => ({
+    type: "snapshot", term: 3, lastIndex: 9, lastTerm: 3, config: ABC, total: 4, offset: 0, data: new Uint8Array([1, 2]), ...over,
+  });
+
+  it("mid-transfer, at offset = received, is refused and counted each time, and the transfer then completes with the right bytes", () => {
+    const b = following();
+    b.step("a", chunk({}));
+    expect(sentTo(cycle(b), "a")).toEqual([{ type: "snapshotReply", term: 3, lastIndex: 9, nextOffset: 2, done: false }]);
+    for (let i = 1; i <= 1000; i++) expectRefused(b, chunk({ offset: 2, data: new Uint8Array(0) }), "malformed-entry", i);
+    b.step("a", chunk({ offset: 2, data: new Uint8Array([3, 4]) }));
+    const rd = cycle(b);
+    expect(sentTo(rd, "a")).toEqual([{ type: "snapshotReply", term: 3, lastIndex: 9, nextOffset: 4, done: true }]);
+    expect(b.snapshot?.state).toEqual(new Uint8Array([1, 2, 3, 4]));
+    expect([...b.refusedFrames]).toEqual([["malformed-entry", 1000]]);
+  });
+
+  it("at offset 0 of a non-empty snapshot is refused and starts no transfer", () => {
+    const b = following();
+    expectRefused(b, chunk({ data: new Uint8Array(0) }), "malformed-entry");
+    // nothing in progress: a chunk at offset 2 is answered "start again from 0"
+    b.step("a", chunk({ offset: 2 }));
+    expect(sentTo(cycle(b), "a")).toEqual([{ type: "snapshotReply", term: 3, lastIndex: 9, nextOffset: 0, done: false }]);
+  });
+
+  it("of an empty snapshot (total 0) is the whole snapshot: installed and acknowledged", () => {
+    const b = following();
+    b.step("a", chunk({ total: 0, data: new Uint8Array(0) }));
+    const rd = cycle(b);
+    expect(sentTo(rd, "a")).toEqual([{ type: "snapshotReply", term: 3, lastIndex: 9, nextOffset: 0, done: true }]);
+    expect([b.snapshot?.lastIndex, b.snapshot?.state.length, b.refusedFrames.size]).toEqual([9, 0, 0]);
   });
 });

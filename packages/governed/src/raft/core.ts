@@ -1430,7 +1430,8 @@ export class RaftCore {
       this.#inSnap = rs;
     }
     if (m.offset !== rs.received) return reply(rs.received, false);
-    // the chunk fits: #hygiene refused any with offset + length > total, and here offset = received, total = rs.total
+    // the chunk fits: #hygiene refused any with offset + length > total, and here offset = received, total = rs.total;
+    // it is not empty unless the whole snapshot is (#hygiene again), so rs.chunks grows at most to rs.total entries
     rs.chunks.push(m.data);
     rs.received += m.data.length;
     if (rs.received < rs.total) return reply(rs.received, false);
@@ -1636,7 +1637,10 @@ export class RaftCore {
         return m.matchIndex > ceil || m.conflictIndex > ceil || (m.conflictTerm ?? 0) > ceil ? "above-ceiling" : null;
       case "snapshot":
         if (m.lastIndex > ceil || m.lastTerm > m.term || m.lastIndex < 1 || m.lastTerm < 1) return "above-ceiling";
-        return m.offset + m.data.length > m.total ? "malformed-entry" : null;
+        if (m.offset + m.data.length > m.total) return "malformed-entry";
+        // a leader sends an empty chunk only for an empty snapshot; any other one moves nothing forward and would
+        // only grow the reassembly's list of chunks (found in review: a faulty leader could grow it without bound)
+        return m.data.length === 0 && m.total > 0 ? "malformed-entry" : null;
       default:
         return null;
     }
