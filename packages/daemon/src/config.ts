@@ -287,6 +287,49 @@ function resolveClaims(c: PeerConfigDocument["claims"], issues: FieldIssue[]): N
   return out;
 }
 
+/**
+ * The embedded Raft member's timing defaults and its fixed commit-notice period (`DEFAULT_RAFT_CONFIG` of
+ * `@heddle/governed`, governed.md §4.1). Repeated here so that reading a config does not load `@heddle/governed`
+ * (the CLI's API verbs import this module); config.test.ts checks they still equal the Raft's own.
+ */
+export const RAFT_TIMING_DEFAULTS = Object.freeze({ electionTimeoutMinMs: 150, electionTimeoutMaxMs: 300, heartbeatMs: 50, commitNoticeMs: 5 });
+
+/** `mode.raft` as the Raft member takes it (`RaftConfig`): the config's `heartbeatIntervalMs` is Raft's `heartbeatMs`. */
+export function raftConfigOf(r: GovernedMode["raft"]): { electionTimeoutMinMs?: number; electionTimeoutMaxMs?: number; heartbeatMs?: number } {
+  return {
+    ...(r.electionTimeoutMinMs !== undefined ? { electionTimeoutMinMs: r.electionTimeoutMinMs } : {}),
+    ...(r.electionTimeoutMaxMs !== undefined ? { electionTimeoutMaxMs: r.electionTimeoutMaxMs } : {}),
+    ...(r.heartbeatIntervalMs !== undefined ? { heartbeatMs: r.heartbeatIntervalMs } : {}),
+  };
+}
+
+/**
+ * The Raft member's timing rules (`raftConfig` in `@heddle/governed`'s raft/config.ts, R-E8) checked on `mode.raft`
+ * with the defaults filled in: electionTimeoutMinMs < electionTimeoutMaxMs, heartbeatIntervalMs <
+ * electionTimeoutMinMs, and heartbeatIntervalMs above Raft's commit-notice period. Each issue names the key to change:
+ * the one the file sets (the later of the two when it sets both).
+ */
+export function raftTimingIssues(r: GovernedMode["raft"]): FieldIssue[] {
+  const d = RAFT_TIMING_DEFAULTS;
+  const issues: FieldIssue[] = [];
+  const min = r.electionTimeoutMinMs ?? d.electionTimeoutMinMs;
+  const max = r.electionTimeoutMaxMs ?? d.electionTimeoutMaxMs;
+  const hb = r.heartbeatIntervalMs ?? d.heartbeatMs;
+  const shown = (key: keyof GovernedMode["raft"], v: number) => `mode.raft.${key} (${v}${r[key] === undefined ? ", the default" : ""})`;
+  if (min >= max) {
+    if (r.electionTimeoutMaxMs !== undefined) issues.push({ field: "mode.raft.electionTimeoutMaxMs", problem: `must exceed ${shown("electionTimeoutMinMs", min)}: the election timeout is drawn from [min, max)` });
+    else issues.push({ field: "mode.raft.electionTimeoutMinMs", problem: `must be below ${shown("electionTimeoutMaxMs", max)}: the election timeout is drawn from [min, max)` });
+  }
+  if (hb >= min) {
+    if (r.heartbeatIntervalMs !== undefined) issues.push({ field: "mode.raft.heartbeatIntervalMs", problem: `must be below ${shown("electionTimeoutMinMs", min)}, or followers start elections between heartbeats` });
+    else issues.push({ field: "mode.raft.electionTimeoutMinMs", problem: `must exceed ${shown("heartbeatIntervalMs", hb)}, or followers start elections between heartbeats` });
+  }
+  if (hb <= d.commitNoticeMs) {
+    issues.push({ field: "mode.raft.heartbeatIntervalMs", problem: `must exceed ${d.commitNoticeMs}, the Raft member's commit-notice period (commitNoticeMs), which is not configurable` });
+  }
+  return issues;
+}
+
 /** Splits `host:port` (IPv6 in brackets). */
 export function splitHostPort(s: string): [string, string] {
   const i = s.lastIndexOf(":");
@@ -308,6 +351,7 @@ function resolveMode(m: PeerConfigDocument["mode"], rosterIds: readonly string[]
       if (voters.has(l)) issues.push({ field: `mode.learners[${i}]`, problem: `${l} is also a voter` });
     });
     if (m.voters.length === 0 && m.etcd === undefined) issues.push({ field: "mode.voters", problem: "is empty: name at least one Raft voter, or set mode.etcd to keep the control log on etcd" });
+    if (m.etcd === undefined) issues.push(...raftTimingIssues(m.raft ?? {}));
     const etcd = m.etcd === undefined ? undefined : resolveEtcdLog(m.etcd, base, issues);
     const claims = m.claims === undefined ? undefined : resolveGrantedClaims(m.claims, issues);
     return { kind: "governed", root: GroupId(m.root), voters: [...m.voters], learners: [...m.learners], raft: { ...(m.raft ?? {}) }, ...(etcd !== undefined ? { etcd } : {}), ...(claims !== undefined ? { claims } : {}) };

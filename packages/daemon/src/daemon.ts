@@ -21,10 +21,10 @@ import {
 } from "@heddle/node";
 import type { FastifyInstance } from "fastify";
 import { buildApi } from "./api.ts";
-import { ConfigError, loadConfig, type DaemonConfig } from "./config.ts";
+import { ConfigError, loadConfig, raftTimingIssues, type DaemonConfig } from "./config.ts";
 import type { ControlPlane } from "./control-plane.ts";
 import type { DataPlane } from "./data-plane.ts";
-import { heddleGoverned, type RaftStorage } from "@heddle/governed";
+import { heddleGoverned, RaftConfigError, type RaftStorage } from "@heddle/governed";
 import { LiveDashboard } from "./dashboard.ts";
 import { RaftLogChoiceError, startGovernedPeer } from "./governed-peer.ts";
 import { EtcdStartError } from "./etcd-log.ts";
@@ -162,6 +162,11 @@ export async function startDaemon(configOrPath: DaemonConfig | string, opts: Sta
   if (!config.roster.some((p) => p.id === self)) {
     throw new ConfigError(config.file, [{ field: "identity.keyFile", problem: `holds the key of peer ${self}, which is not in the roster` }]);
   }
+  // a config built in memory has not been through parseConfig: its Raft timings are checked before anything opens
+  if (config.mode.kind === "governed" && config.mode.etcd === undefined) {
+    const raftIssues = raftTimingIssues(config.mode.raft);
+    if (raftIssues.length > 0) throw new ConfigError(config.file, raftIssues);
+  }
   let tls: { key: Buffer; cert: Buffer } | null = null;
   if (config.api.tls !== null) {
     try {
@@ -251,6 +256,7 @@ export async function startDaemon(configOrPath: DaemonConfig | string, opts: Sta
       if (e instanceof StoreMismatchError) {
         throw new DaemonStartError("store", `store ${storePath} belongs to another cluster or peer (${e.message}); point store.dir at this cluster's store or at an empty directory`, { cause: e });
       }
+      if (e instanceof RaftConfigError) throw new ConfigError(config.file, [{ field: "mode.raft", problem: `is refused by the Raft member: ${e.message.replace(/\bheartbeatMs\b/g, "heartbeatIntervalMs")}` }]);
       if (e instanceof BootstrapError) throw new ConfigError(config.file, [{ field: "mode", problem: `does not make a valid genesis: ${e.message}` }]);
       throw new DaemonStartError("store", `store ${storePath} could not be opened: ${(e as Error).message}`, { cause: e });
     }

@@ -5,10 +5,10 @@ import { randomUUID } from "node:crypto";
 import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import type { AttachmentId, AttachmentRecord, ReplicaId } from "@heddle/ledger";
-import { IDEMPOTENCY_CLIENT_PREFIX, raftChannelTransport, raftNode, sqliteRaftStorage, walRaftStorage, type ControlLog, type EtcdControlLog, type RaftNode, type RaftStorage } from "@heddle/governed";
+import { IDEMPOTENCY_CLIENT_PREFIX, raftChannelTransport, raftConfig, raftNode, sqliteRaftStorage, walRaftStorage, type ControlLog, type EtcdControlLog, type RaftNode, type RaftStorage } from "@heddle/governed";
 import { realTimers, WatchCell, type EventStream, type HeddleConfig, type NodeEvent, type PartitionEvent, type Seam, type Watch } from "@heddle/node";
 import { claimsWithReadRefusals, type ReadRefusalCounts } from "./claims-at-read.ts";
-import type { GovernedMode } from "./config.ts";
+import { raftConfigOf, type GovernedMode } from "./config.ts";
 import type { CallOptions, ClaimsVerbs, ControlOutcome, ControlPlane, ControlView, RosterView } from "./control-plane.ts";
 import type { DataPlane } from "./data-plane.ts";
 import type { Logger } from "./log.ts";
@@ -241,19 +241,31 @@ export async function startGovernedPeer(o: {
   const raftLog = o.mode.etcd !== undefined ? null : chooseRaftLog(o.storeDir, o.raftLog ?? "auto");
   const failed: { error: string | null } = { error: null };
   if (raftLog !== null) o.logger.info(`raft log: ${raftLog.kind === "wal" ? "segmented log store" : "SQLite"} at ${raftLog.path}`, { why: raftLog.why });
-  const raft: RaftNode | EtcdControlLog = raftLog === null ? await openEtcdLog(o.mode.etcd!, o.self) : raftNode({
-    cluster: { voters: [...o.mode.voters], learners: [...o.mode.learners] },
-    transport: raftChannelTransport(o.seam, (m) => o.logger.warn(m)),
-    storage: termObservingStorage(failureReportingStorage((o.wrapRaftLog ?? ((s) => s))(openRaftLog(raftLog, o.raftSegmentBytes)), raftLog, o.logger, failed), term),
-    timers: realTimers,
-    random: Math.random,
-    config: o.mode.raft,
-    defer: (fn) => void setImmediate(fn),
-    admit: (from) => members.has(from),
-    // an Idempotency-Key's outcome is forgotten after its window while its entry may still be in the log: its
-    // retries are appended and answered by the control state, never pointed at an entry nobody can answer for
-    coalesce: (key) => !key.client.startsWith(IDEMPOTENCY_CLIENT_PREFIX),
-  });
+  const raft: RaftNode | EtcdControlLog = raftLog === null ? await openEtcdLog(o.mode.etcd!, o.self) : await startRaftMember(raftLog);
+  async function startRaftMember(info: RaftLogInfo): Promise<RaftNode> {
+    // checked first, so a bad `mode.raft` never opens the log store it would then have to close
+    const config = raftConfig(raftConfigOf(o.mode.raft));
+    const storage = termObservingStorage(failureReportingStorage((o.wrapRaftLog ?? ((s) => s))(openRaftLog(info, o.raftSegmentBytes)), info, o.logger, failed), term);
+    try {
+      return raftNode({
+        cluster: { voters: [...o.mode.voters], learners: [...o.mode.learners] },
+        transport: raftChannelTransport(o.seam, (m) => o.logger.warn(m)),
+        storage,
+        timers: realTimers,
+        random: Math.random,
+        config,
+        defer: (fn) => void setImmediate(fn),
+        admit: (from) => members.has(from),
+        // an Idempotency-Key's outcome is forgotten after its window while its entry may still be in the log: its
+        // retries are appended and answered by the control state, never pointed at an entry nobody can answer for
+        coalesce: (key) => !key.client.startsWith(IDEMPOTENCY_CLIENT_PREFIX),
+      });
+    } catch (e) {
+      // the member never started, so nothing else will close the log store it was given
+      await storage.close().catch(() => {});
+      throw e;
+    }
+  }
   try {
     await raft.started;
   } catch (e) {

@@ -2,7 +2,9 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ConfigError, initCluster, loadConfig, parseConfig, type InitPeer } from "../src/index.ts";
+import { DEFAULT_RAFT_CONFIG, raftConfig } from "@heddle/governed";
+import { ConfigError, initCluster, loadConfig, parseConfig, type GovernedMode, type InitPeer } from "../src/index.ts";
+import { RAFT_TIMING_DEFAULTS, raftConfigOf, raftTimingIssues } from "../src/config.ts";
 import { ephemeralPortRange } from "../../seam/src/ports.ts";
 
 let dir: string;
@@ -111,6 +113,58 @@ describe("config file", () => {
       { field: "node.heartbeatTimeoutMs", problem: "must exceed node.heartbeatIntervalMs (5000)" },
     ]);
     expect(issuesOf(edit((d) => d.roster.push(d.roster[0]))).map((i) => i.field)).toEqual(["roster[3].id"]);
+  });
+
+  it("checks mode.raft against the Raft member's timing rules, naming the key to change", () => {
+    const gov = (raft: unknown) => edit((d) => (d.mode = { kind: "governed", root: "root", voters: [peers[0]!.id], learners: [], raft }));
+    // the reviewer's example: a heartbeat of 5 ms is not above Raft's 5 ms commit notice
+    expect(issuesOf(gov({ heartbeatIntervalMs: 5, electionTimeoutMinMs: 40, electionTimeoutMaxMs: 80 }))).toEqual([
+      { field: "mode.raft.heartbeatIntervalMs", problem: expect.stringMatching(/must exceed 5, the Raft member's commit-notice period/) },
+    ]);
+    expect(issuesOf(gov({ electionTimeoutMinMs: 80, electionTimeoutMaxMs: 80 }))).toEqual([
+      { field: "mode.raft.electionTimeoutMaxMs", problem: expect.stringMatching(/must exceed mode\.raft\.electionTimeoutMinMs \(80\)/) },
+    ]);
+    expect(issuesOf(gov({ electionTimeoutMinMs: 400 })).map((i) => [i.field, i.problem])).toEqual([
+      ["mode.raft.electionTimeoutMinMs", expect.stringMatching(/below mode\.raft\.electionTimeoutMaxMs \(300, the default\)/)],
+    ]);
+    expect(issuesOf(gov({ heartbeatIntervalMs: 200 }))).toEqual([
+      { field: "mode.raft.heartbeatIntervalMs", problem: expect.stringMatching(/below mode\.raft\.electionTimeoutMinMs \(150, the default\)/) },
+    ]);
+    expect(issuesOf(gov({ electionTimeoutMinMs: 40, electionTimeoutMaxMs: 80 }))).toEqual([
+      { field: "mode.raft.electionTimeoutMinMs", problem: expect.stringMatching(/must exceed mode\.raft\.heartbeatIntervalMs \(50, the default\)/) },
+    ]);
+    // several at once
+    expect(issuesOf(gov({ heartbeatIntervalMs: 90, electionTimeoutMinMs: 80, electionTimeoutMaxMs: 60 })).map((i) => i.field)).toEqual(["mode.raft.electionTimeoutMaxMs", "mode.raft.heartbeatIntervalMs"]);
+    // on etcd the embedded Raft does not run, so its timings are not checked
+    expect(() => parseConfig(edit((d) => (d.mode = { kind: "governed", root: "root", voters: [], learners: [], raft: { heartbeatIntervalMs: 500 }, etcd: { endpoints: ["http://127.0.0.1:2379"] } })), join(dir, "x.json"))).not.toThrow();
+  });
+
+  it("hands mode.raft to the Raft member under its names: heartbeatIntervalMs is Raft's heartbeatMs", () => {
+    expect(RAFT_TIMING_DEFAULTS).toEqual({
+      electionTimeoutMinMs: DEFAULT_RAFT_CONFIG.electionTimeoutMinMs,
+      electionTimeoutMaxMs: DEFAULT_RAFT_CONFIG.electionTimeoutMaxMs,
+      heartbeatMs: DEFAULT_RAFT_CONFIG.heartbeatMs,
+      commitNoticeMs: DEFAULT_RAFT_CONFIG.commitNoticeMs,
+    });
+    const c = parseConfig(edit((d) => (d.mode = { kind: "governed", root: "root", voters: [peers[0]!.id], learners: [], raft: { heartbeatIntervalMs: 20, electionTimeoutMinMs: 40, electionTimeoutMaxMs: 80 } })), join(dir, "x.json"));
+    const raft = raftConfigOf((c.mode as GovernedMode).raft);
+    expect(raft).toEqual({ heartbeatMs: 20, electionTimeoutMinMs: 40, electionTimeoutMaxMs: 80 });
+    expect(raftConfig(raft)).toMatchObject({ heartbeatMs: 20, electionTimeoutMinMs: 40, electionTimeoutMaxMs: 80 });
+    // what the config check accepts, the Raft member accepts, and what it refuses, the Raft member refuses
+    for (const heartbeatIntervalMs of [1, 5, 6, 39, 40, 41, undefined]) {
+      for (const electionTimeoutMinMs of [10, 40, 299, 300, undefined]) {
+        for (const electionTimeoutMaxMs of [40, 41, 300, undefined]) {
+          const r = { ...(heartbeatIntervalMs !== undefined ? { heartbeatIntervalMs } : {}), ...(electionTimeoutMinMs !== undefined ? { electionTimeoutMinMs } : {}), ...(electionTimeoutMaxMs !== undefined ? { electionTimeoutMaxMs } : {}) };
+          let raftOk = true;
+          try {
+            raftConfig(raftConfigOf(r));
+          } catch {
+            raftOk = false;
+          }
+          expect(raftTimingIssues(r).length === 0, JSON.stringify(r)).toBe(raftOk);
+        }
+      }
+    }
   });
 
   it("says so when the file is not JSON or cannot be read", () => {
