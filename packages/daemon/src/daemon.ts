@@ -3,6 +3,7 @@
 // (tests, benches, other tools); `heddle start` runs it as a process.
 import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { createSecureContext } from "node:tls";
 import { privateKeyFromProtobuf } from "@libp2p/crypto/keys";
 import type { PrivateKey } from "@libp2p/interface";
 import { GroupId, ReplicaId } from "@heddle/ledger";
@@ -173,6 +174,17 @@ export async function startDaemon(configOrPath: DaemonConfig | string, opts: Sta
       tls = { key: readFileSync(config.api.tls.keyFile), cert: readFileSync(config.api.tls.certFile) };
     } catch (e) {
       throw new DaemonStartError("tls", `api.tls: ${(e as Error).message}`);
+    }
+    // the HTTPS server parses them only when the API is built, after the store and node started: a bad PEM is found
+    // here, as the TLS start error it is, not as an internal error from deep in the start
+    try {
+      createSecureContext({ key: tls.key, cert: tls.cert });
+    } catch (e) {
+      throw new DaemonStartError(
+        "tls",
+        `api.tls.keyFile ${config.api.tls.keyFile} / api.tls.certFile ${config.api.tls.certFile}: not a usable PEM private key and certificate chain (${(e as Error).message}); point them at the PEM key and its matching certificate (-----BEGIN PRIVATE KEY----- / -----BEGIN CERTIFICATE-----)`,
+        { cause: e },
+      );
     }
   }
   const mode = config.mode;

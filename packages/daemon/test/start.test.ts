@@ -1,4 +1,6 @@
 import { mkdtempSync, rmSync, unlinkSync, writeFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { generateKeyPairSync } from "node:crypto";
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -8,6 +10,14 @@ import { onEphemeralPorts } from "./support/embedded.ts";
 
 let dir: string;
 let a: InitPeer[];
+const hasOpenssl = (() => {
+  try {
+    execFileSync("openssl", ["version"], { stdio: "ignore" });
+    return true;
+  } catch {
+    return false;
+  }
+})();
 let b: InitPeer[];
 
 beforeAll(async () => {
@@ -70,6 +80,43 @@ describe("startDaemon refuses what it cannot run, saying what to fix", () => {
     unlinkSync(short);
     const noTok = await startError(startDaemon({ ...c, api: { ...c.api, tokenFile: short } }, { logger: silentLogger }));
     expect(noTok).toMatchObject({ reason: "token", message: expect.stringMatching(/cannot be read/) });
+  });
+
+  it("TLS files that are not a PEM key and certificate: a DaemonStartError 'tls' naming both keys, before anything starts", async () => {
+    const c = onEphemeralPorts(loadConfig(a[0]!.config));
+    const junkKey = join(dir, "junk-key.pem");
+    const junkCert = join(dir, "junk-cert.pem");
+    writeFileSync(junkKey, "not a pem\n");
+    writeFileSync(junkCert, "not a pem\n");
+    // Before: startDaemon rejected with a plain Error ("PEM routines::no start line") from the HTTPS server, which
+    // `heddle start` reports as an internal error.
+    const e = await startError(startDaemon({ ...c, api: { ...c.api, tls: { keyFile: junkKey, certFile: junkCert } } }, { logger: silentLogger }));
+    expect(e.name).toBe("DaemonStartError");
+    expect(e).toBeInstanceOf(DaemonStartError);
+    expect((e as DaemonStartError).reason).toBe("tls");
+    expect(e.message).toMatch(/^api\.tls\.keyFile .*junk-key\.pem \/ api\.tls\.certFile .*junk-cert\.pem: not a usable PEM private key and certificate chain \(.*\); point them at/);
+    // a real key with a certificate that is not one is refused the same way
+    const realKey = join(dir, "real-key.pem");
+    writeFileSync(realKey, generateKeyPairSync("ec", { namedCurve: "P-256" }).privateKey.export({ type: "pkcs8", format: "pem" }));
+    const half = await startError(startDaemon({ ...c, api: { ...c.api, tls: { keyFile: realKey, certFile: junkCert } } }, { logger: silentLogger }));
+    expect(half).toMatchObject({ name: "DaemonStartError", reason: "tls" });
+    // nothing was left running: the same peer starts
+    const d = await startDaemon(c, { logger: silentLogger });
+    await d.close();
+  });
+
+  it.skipIf(!hasOpenssl)("a real TLS key and certificate serve HTTPS; a certificate of another key is refused as 'tls'", async () => {
+    const c = onEphemeralPorts(loadConfig(a[0]!.config));
+    const key = join(dir, "tls-key.pem");
+    const cert = join(dir, "tls-cert.pem");
+    execFileSync("openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=127.0.0.1"], { stdio: "ignore" });
+    const d = await startDaemon({ ...c, api: { ...c.api, tls: { keyFile: key, certFile: cert } } }, { logger: silentLogger });
+    expect(d.url).toMatch(/^https:\/\/127\.0\.0\.1:\d+$/);
+    await d.close();
+    const otherKey = join(dir, "other-key.pem");
+    writeFileSync(otherKey, generateKeyPairSync("ec", { namedCurve: "P-256" }).privateKey.export({ type: "pkcs8", format: "pem" }));
+    const e = await startError(startDaemon({ ...c, api: { ...c.api, tls: { keyFile: otherKey, certFile: cert } } }, { logger: silentLogger }));
+    expect(e).toMatchObject({ name: "DaemonStartError", reason: "tls" });
   });
 });
 
