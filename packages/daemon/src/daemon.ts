@@ -150,6 +150,21 @@ export function nodeConfigOf(c: DaemonConfig, store: HeddleConfig["store"]): Hed
 }
 
 /**
+ * The libp2p seam's frame limit for `node.maxFrameBytes`. The node keeps min(its own limit, its channel's), and a
+ * channel of the seam's mux carries one byte less than the seam (the channel tag), so a limit above the seam's default
+ * needs a seam one byte larger, or the node stays at the default (1 MiB) whatever the config says. Below it the seam
+ * keeps its default, as before: a smaller node limit refuses large frames as `oversize` without also shrinking the
+ * Raft frames of channel 4, which follow the seam.
+ */
+export function seamFrameLimitOf(c: DaemonConfig): { maxFrameBytes?: number } {
+  const n = c.node.maxFrameBytes;
+  return n === undefined || n + 1 <= SEAM_DEFAULT_FRAME_BYTES ? {} : { maxFrameBytes: n + 1 };
+}
+
+/** `LIBP2P_SEAM_DEFAULTS.maxFrameBytes` of `@heddle/seam` (not a dependency of this package; start.test.ts checks it). */
+export const SEAM_DEFAULT_FRAME_BYTES = 1_048_576;
+
+/**
  * Starts one peer from its config (a path or a resolved {@link DaemonConfig}). Resolves once the API
  * listens; rejects with {@link ConfigError} or {@link DaemonStartError} (everything started so far is
  * stopped again).
@@ -212,6 +227,7 @@ export async function startDaemon(configOrPath: DaemonConfig | string, opts: Sta
         random: Math.random,
         redialMinMs: 250,
         redialMaxMs: 5_000,
+        ...seamFrameLimitOf(config),
       });
     } catch (e) {
       if (isAddrInUse(e)) throw new DaemonStartError("p2p-port", `p2p.listen ${config.listen.join(", ")}: the address is in use by another process; stop it or pick another port`, { cause: e });
