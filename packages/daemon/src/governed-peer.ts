@@ -42,6 +42,20 @@ export class NotLeaderHereError extends Error {
   }
 }
 
+/**
+ * A leader transfer this peer cannot make because its control log is on etcd (`mode.etcd`), where heddle peers are
+ * clients and etcd elects its own leader. Named `LeadershipTransferError`, as the Raft member's refusals are, so the
+ * API answers 409 `{refusal: {kind: "transfer-failed", reason: "etcd"}}` (it maps control errors by `name`).
+ */
+export class EtcdLeadershipTransferError extends Error {
+  override readonly name = "LeadershipTransferError";
+  readonly reason = "etcd";
+
+  constructor() {
+    super("the control log is on etcd (mode.etcd), which elects its own leader: move etcd's leader with `etcdctl move-leader` instead");
+  }
+}
+
 const isRaft = (log: ControlLog): log is RaftNode => "membership" in log && "transferLeadership" in log;
 
 /** The `ControlPlane` of a governed node and its control log (a Raft member, or etcd's log: `mode.etcd`). */
@@ -77,7 +91,7 @@ export function governedControlPlane(g: GovernedNodeLike, raft: ControlLog, log:
       };
     },
     async transferLeadership(to) {
-      if (!isRaft(raft)) throw new Error("the control log is on etcd (mode.etcd): move etcd's leader with `etcdctl move-leader`");
+      if (!isRaft(raft)) throw new EtcdLeadershipTransferError();
       if (raft.role.get() !== "leader") throw new NotLeaderHereError(raft.leader.get());
       await raft.transferLeadership(to);
     },

@@ -102,6 +102,12 @@ describe("daemon: governed mode on etcd", () => {
       expect(a.kind).toBe("applied");
       const again = (await s.client.mint(1000, { idempotencyKey: "etcd-supply-1" })) as { kind: string; index: number };
       expect(again).toEqual(a);
+      // a leader transfer is etcd's to make: a named refusal, not a 500 (before: a plain Error, answered 500 "internal")
+      const transfer = await s.client.raw("POST", "/v1/control/leader/transfer", { to: s.daemon.self });
+      expect(transfer).toEqual({
+        status: 409,
+        body: { error: "refused", message: expect.stringMatching(/mode\.etcd.*etcdctl move-leader/), refusal: { kind: "transfer-failed", reason: "etcd" } },
+      });
       // another reader of the same prefix sees the entry at that index
       const probe = etcdControlLog({ id: "probe", endpoints: etcd.endpoints, prefix });
       try {
