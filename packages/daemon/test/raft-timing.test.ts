@@ -1,8 +1,14 @@
 // mode.raft reaches the embedded Raft member under its own names (the config's heartbeatIntervalMs is Raft's
 // heartbeatMs), and timings the member would refuse are a ConfigError naming the key, raised before any store opens.
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import type { RaftStorage } from "@heddle/governed";
-import { ConfigError, type GovernedMode } from "../src/index.ts";
+import { GroupId, ReplicaId } from "@heddle/ledger";
+import { heddleGoverned, RaftConfigError, type RaftStorage } from "@heddle/governed";
+import { memoryStore, MemoryNetwork, realTimers, seededRandom } from "@heddle/node";
+import { ConfigError, silentLogger, type GovernedMode } from "../src/index.ts";
+import { startGovernedPeer } from "../src/governed-peer.ts";
 import { governedSoloDaemon, soloDaemon } from "./support/embedded.ts";
 
 const withRaft = (raft: GovernedMode["raft"]) => (c: Parameters<NonNullable<Parameters<typeof soloDaemon>[1]>>[0]) => ({ ...c, mode: { ...(c.mode as GovernedMode), raft } });
@@ -41,4 +47,26 @@ describe("daemon: mode.raft timings", () => {
     }
     expect(opened.filter((x) => x === "open").length).toBe(opened.filter((x) => x === "close").length);
   }, 30_000);
+
+  it("startGovernedPeer: timings the Raft member refuses fail before the Raft log store is opened", async () => {
+    // Before: the store was opened, then raftNode threw, and nothing closed the store.
+    const dir = mkdtempSync(join(tmpdir(), "heddle-raft-timing-"));
+    const net = new MemoryNetwork({ timers: realTimers, random: seededRandom(1) });
+    const events: string[] = [];
+    try {
+      const err = await startGovernedPeer({
+        heddleGoverned, seam: net.join("a"), self: ReplicaId("a"), storeDir: dir, logger: silentLogger,
+        mode: { kind: "governed", root: GroupId("root"), voters: ["a"], learners: [], raft: { electionTimeoutMinMs: 80, electionTimeoutMaxMs: 80 } },
+        config: { policy: { quantum: 10n }, maxHoldingsPerPeer: 1_000n, timers: realTimers, random: seededRandom(2), store: memoryStore() },
+        wrapRaftLog: (inner) => (events.push("open"), { ...inner, close: async () => (events.push("close"), inner.close()) }),
+      }).then(
+        async (p) => (await p.close(), null),
+        (e: unknown) => e,
+      );
+      expect(err).toBeInstanceOf(RaftConfigError);
+      expect(events).toEqual([]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });
