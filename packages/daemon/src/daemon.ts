@@ -161,7 +161,7 @@ export function seamFrameLimitOf(c: DaemonConfig): { maxFrameBytes?: number } {
   return n === undefined || n + 1 <= SEAM_DEFAULT_FRAME_BYTES ? {} : { maxFrameBytes: n + 1 };
 }
 
-/** `LIBP2P_SEAM_DEFAULTS.maxFrameBytes` of `@heddle/seam` (not a dependency of this package; start.test.ts checks it). */
+/** `LIBP2P_SEAM_DEFAULTS.maxFrameBytes` of `@heddle/seam` (not a dependency of this package; frame-limit.test.ts checks it). */
 export const SEAM_DEFAULT_FRAME_BYTES = 1_048_576;
 
 /**
