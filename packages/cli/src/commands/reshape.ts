@@ -23,7 +23,10 @@ Usage: heddle reshape CHILD [--parent P] [--weight W] [--drain-timeout S] [--jso
   --drain-timeout S        give up waiting for the drain after S seconds (default 120); the command can be
                            run again to resume
 
-Exit 0 when the new edge is active; 3 when a step is refused or conflicts (e.g. another reshape of the same
+Running the same command again resumes an interrupted run (while the old edge drains, or after it was retired)
+and, once the child hangs as asked, answers that nothing is left to change (exit 0).
+
+Exit 0 when the new edge is active (or already was); 3 when a step is refused or conflicts (e.g. another reshape of the same
 child won: dualInbound); 6 when the drain did not finish in time.
 
 ${TARGET_HELP}
@@ -69,12 +72,46 @@ export async function reshape(c: HeddleClient, io: Io, o: { child: string; paren
   const tree = (await c.tree()) as Json;
   const group = (tree.groups as Json[]).find((g) => g.group === o.child);
   const edges = new Map<string, Json>((tree.edges as Json[]).map((e) => [e.id, e]));
-  const oldId: string | null = group?.inbound ?? null;
+  const intoChild = [...edges.values()].filter((e) => e.child === o.child);
+  const fits = (e: Json) => (o.parent === undefined || e.parent === o.parent) && (o.weight === undefined || sameWeight(e.weight, o.weight));
+  // The edge being replaced: the child's ACTIVE inbound edge (at most one: a second is a dualInbound
+  // conflict) — read from the edges, not the lineage, which is null while the tree hangs under no mint; or,
+  // when an earlier run was interrupted while it drained, the one CLOSING. (Once it is RETIRED, the run is
+  // resumed from the new generation it PREPARED.)
+  const active = intoChild.find((e) => e.lifecycle === "ACTIVE");
+  const closing = intoChild.filter((e) => e.lifecycle === "CLOSING");
+  const oldId: string | null = active?.id ?? group?.inbound ?? (closing.length === 1 ? closing[0]!.id : null);
   const old = oldId === null ? null : edges.get(oldId)!;
-  const parent = o.parent ?? old?.parent ?? tree.root;
-  const weight = o.weight ?? old?.weight ?? "1";
-  if (old !== null && old.parent === parent && sameWeight(old.weight, weight)) {
-    throw new UsageError(`${o.child} already hangs under ${parent} with weight ${weight} (edge ${oldId}): nothing to change`);
+  let parent: string;
+  let weight: string;
+  if (old === null) {
+    // No edge to replace. A PREPARED generation of the child that fits the options is an interrupted run's
+    // (it retired the old edge but did not activate this one): resume with its parent and weight, never
+    // fall back to the root under it.
+    const prepared = intoChild.filter((e) => e.lifecycle === "PREPARED" && fits(e));
+    const retired = intoChild.some((e) => e.lifecycle === "RETIRED");
+    if (prepared.length > 1 && retired) {
+      throw new UsageError(`${o.child} has ${prepared.length} prepared generations (${prepared.map((e) => e.id).join(", ")}) and no live inbound edge; say which with --parent and --weight`);
+    }
+    if (prepared.length === 1 && retired) {
+      parent = prepared[0]!.parent;
+      weight = prepared[0]!.weight;
+    } else {
+      parent = o.parent ?? tree.root;
+      weight = o.weight ?? "1";
+    }
+  } else {
+    parent = o.parent ?? old.parent;
+    weight = o.weight ?? old.weight;
+  }
+  if (old !== null && old.lifecycle === "ACTIVE" && old.parent === parent && sameWeight(old.weight, weight)) {
+    // Already as asked (a second run, or a retry after a lost answer): done, not a mistake.
+    const result = { child: o.child, old: null, new: oldId, parent, weight, index: null, unchanged: true };
+    io.out(o.json ? `${JSON.stringify(result)}\n` : `${o.child} already hangs under ${parent} with weight ${weight} (edge ${oldId}): nothing to change\n`);
+    return EXIT.ok;
+  }
+  if (old !== null && old.lifecycle === "CLOSING" && old.parent === parent && sameWeight(old.weight, weight)) {
+    throw new UsageError(`${oldId} (under ${parent}, weight ${weight}) is closing: it cannot be reopened; reshape ${o.child} to another parent or weight`);
   }
   // The new generation: a PREPARED edge of this shape left by an earlier, interrupted run; else the first free id.
   let newId: string | null = null;
