@@ -148,4 +148,10 @@ describe("HTTP API: governed control plane", () => {
     expect(auto.message).not.toMatch(/Retry with the same Idempotency-Key/);
     expect(auto.key).toEqual({ client: "auto:n1:abc", seq: 7 });
   });
+
+  it("reports available and earmarked holdings as a static peer does (found in review: null on a governed peer, so heddle bench waited for entitlement it could not see)", async () => {
+    const h = (await s.client.holdings("root")) as { groups: { group: string; holdings: string; available: string | null; earmarked: string | null }[] };
+    expect(h.groups[0]).toMatchObject({ group: "root", available: expect.stringMatching(/^[0-9]+$/), earmarked: "0" });
+    expect(h.groups[0]!.available).toBe(h.groups[0]!.holdings);
+  });
 });

@@ -47,7 +47,12 @@ export async function benchCommand(argv: string[], io: Io): Promise<number> {
       const deadline = Date.now() + 10_000;
       for (;;) {
         const h = (await c.holdings(leaf)) as { groups: { available: string | null }[] };
-        if (BigInt(h.groups[0]?.available ?? "0") >= BigInt(cost) * BigInt(concurrency)) break;
+        const available = h.groups[0]?.available;
+        if (available === null) {
+          io.err(`heddle bench: this daemon does not report what is available at ${leaf}; run with --no-demand once the leaf holds entitlement\n`);
+          return EXIT.refused;
+        }
+        if (BigInt(available ?? "0") >= BigInt(cost) * BigInt(concurrency)) break;
         if (Date.now() > deadline) {
           io.err(`heddle bench: no entitlement arrived at ${leaf} within 10 s; is it a leaf with supply above it?\n`);
           return EXIT.refused;

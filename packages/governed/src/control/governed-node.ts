@@ -148,6 +148,10 @@ export interface GovernedHeddleNode {
   /** This node's open reservations (node.md's extension), e.g. to cancel what a killed incarnation left open. */
   openReservations: HeddleNode["openReservations"];
   openReservationCount: HeddleNode["openReservationCount"];
+  /** Units earmarked at a leaf by this node's open reservations (node.md §8). */
+  earmarked: HeddleNode["earmarked"];
+  /** What this node could reserve at a leaf now: its holdings there less its earmarks (node.md §8). */
+  available: HeddleNode["available"];
   /** Peers the data plane's liveness currently considers unreachable (node.md §10). */
   readonly unreachable: HeddleNode["unreachable"];
   /** The data-plane node's counters (node.md §14). */
@@ -285,6 +289,8 @@ class GovernedNode implements GovernedHeddleNode {
   boundMetrics: HeddleNode["boundMetrics"] = (parent) => this.#node.boundMetrics(parent);
   openReservations: HeddleNode["openReservations"] = () => this.#node.openReservations();
   openReservationCount: HeddleNode["openReservationCount"] = () => this.#node.openReservationCount();
+  earmarked: HeddleNode["earmarked"] = (leaf) => this.#node.earmarked(leaf);
+  available: HeddleNode["available"] = (leaf) => this.#node.available(leaf);
   metrics: HeddleNode["metrics"] = () => this.#node.metrics();
 
   get unreachable(): HeddleNode["unreachable"] {
