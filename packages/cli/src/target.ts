@@ -29,6 +29,7 @@ export const TARGET_HELP = `Which daemon (first that applies):
   -c, --config FILE     the peer's config file: its api.listen and api.tokenFile   (env HEDDLE_CONFIG)
   --url URL             the daemon's API, e.g. http://127.0.0.1:7201               (env HEDDLE_URL)
   --token T | --token-file F   the bearer token                        (env HEDDLE_TOKEN, HEDDLE_TOKEN_FILE)
+                        (--token, then --token-file, then the environment)
   --timeout S           seconds to wait for an answer (default 30)`;
 
 /** The URL and token a config file points at. */
@@ -45,6 +46,14 @@ export function targetOfConfig(file: string): { url: string; token: string; ca?:
   return { url: `${scheme}://${host}:${c.api.port}`, token, ...(c.api.tls !== null ? { ca: readFileSync(c.api.tls.certFile) } : {}) };
 }
 
+function readTokenFile(file: string, what = "--token-file"): string {
+  try {
+    return readFileSync(file, "utf8").trim();
+  } catch (e) {
+    throw new UsageError(`cannot read ${what} ${file}: ${(e as Error).message}`);
+  }
+}
+
 /** A client for the daemon the options (or environment) name. */
 export function clientOf(o: TargetOptions, processEnv: NodeJS.ProcessEnv = process.env): HeddleClient {
   // An empty variable counts as unset (a shell's HEDDLE_CONFIG= clears it).
@@ -52,21 +61,16 @@ export function clientOf(o: TargetOptions, processEnv: NodeJS.ProcessEnv = proce
   const timeoutMs = o.timeout === undefined ? 30_000 : Number(o.timeout) * 1000;
   if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) throw new UsageError("--timeout must be a positive number of seconds");
   const configFile = o.config ?? (o.url === undefined ? env["HEDDLE_CONFIG"] : undefined);
+  // An explicit --token, then an explicit --token-file, beat the config's token file and the environment.
+  const explicitToken = o.token ?? (o["token-file"] !== undefined ? readTokenFile(o["token-file"]) : undefined);
   if (configFile !== undefined) {
     const t = targetOfConfig(configFile);
-    return new HeddleClient({ url: o.url ?? t.url, token: o.token ?? t.token, timeoutMs, ...(t.ca !== undefined ? { ca: t.ca } : {}) });
+    return new HeddleClient({ url: o.url ?? t.url, token: explicitToken ?? t.token, timeoutMs, ...(t.ca !== undefined ? { ca: t.ca } : {}) });
   }
   const url = o.url ?? env["HEDDLE_URL"];
   if (url === undefined) throw new UsageError("which daemon? give --config FILE (a peer's heddle.json) or --url URL with --token, or set HEDDLE_CONFIG");
-  let token = o.token ?? env["HEDDLE_TOKEN"];
-  const tokenFile = o["token-file"] ?? env["HEDDLE_TOKEN_FILE"];
-  if (token === undefined && tokenFile !== undefined) {
-    try {
-      token = readFileSync(tokenFile, "utf8").trim();
-    } catch (e) {
-      throw new UsageError(`cannot read --token-file ${tokenFile}: ${(e as Error).message}`);
-    }
-  }
+  const envFile = env["HEDDLE_TOKEN_FILE"];
+  const token = explicitToken ?? env["HEDDLE_TOKEN"] ?? (envFile !== undefined ? readTokenFile(envFile, "HEDDLE_TOKEN_FILE") : undefined);
   if (token === undefined) throw new UsageError("no token: give --token or --token-file (the peer's api.tokenFile), or set HEDDLE_TOKEN");
   return new HeddleClient({ url, token, timeoutMs });
 }

@@ -1,0 +1,58 @@
+// Which token a command sends: --token, then --token-file, then the environment (HEDDLE_TOKEN, HEDDLE_TOKEN_FILE).
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { EXIT } from "../src/exit-codes.ts";
+import { fakeDaemon, run, type FakeDaemon } from "./support/fake-daemon.ts";
+
+let d: FakeDaemon;
+let dir: string;
+const saved = { ...process.env };
+
+beforeAll(async () => {
+  d = await fakeDaemon();
+  d.answer = () => ({ status: 200, body: { bounds: [] } });
+  dir = mkdtempSync(join(tmpdir(), "heddle-cli-target-"));
+  writeFileSync(join(dir, "token"), "from-file\n");
+  writeFileSync(join(dir, "env-token"), "from-env-file\n");
+});
+afterAll(async () => {
+  await d.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+afterEach(() => {
+  for (const k of ["HEDDLE_TOKEN", "HEDDLE_TOKEN_FILE", "HEDDLE_CONFIG", "HEDDLE_URL"]) {
+    if (saved[k] === undefined) delete process.env[k];
+    else process.env[k] = saved[k];
+  }
+});
+
+async function tokenSent(argv: string[], env: Record<string, string>): Promise<string | undefined> {
+  for (const k of ["HEDDLE_TOKEN", "HEDDLE_TOKEN_FILE", "HEDDLE_CONFIG"]) delete process.env[k];
+  Object.assign(process.env, env);
+  const before = d.seen.length;
+  const r = await run(["bounds", "--url", d.url, ...argv]);
+  expect(r.code, r.err).toBe(EXIT.ok);
+  return d.seen[before]?.headers.authorization;
+}
+
+describe("the token a command sends", () => {
+  it("an explicit --token-file beats HEDDLE_TOKEN in the environment", async () => {
+    expect(await tokenSent(["--token-file", join(dir, "token")], { HEDDLE_TOKEN: "wrong" })).toBe("Bearer from-file");
+  });
+  it("--token beats --token-file, and both beat the environment", async () => {
+    expect(await tokenSent(["--token", "flag", "--token-file", join(dir, "token")], { HEDDLE_TOKEN: "wrong" })).toBe("Bearer flag");
+    expect(await tokenSent(["--token", "flag"], { HEDDLE_TOKEN_FILE: join(dir, "env-token") })).toBe("Bearer flag");
+  });
+  it("without flags: HEDDLE_TOKEN, then HEDDLE_TOKEN_FILE", async () => {
+    expect(await tokenSent([], { HEDDLE_TOKEN: "env", HEDDLE_TOKEN_FILE: join(dir, "env-token") })).toBe("Bearer env");
+    expect(await tokenSent([], { HEDDLE_TOKEN_FILE: join(dir, "env-token") })).toBe("Bearer from-env-file");
+  });
+  it("an unreadable --token-file is a usage error even when HEDDLE_TOKEN is set", async () => {
+    process.env["HEDDLE_TOKEN"] = "env";
+    const r = await run(["bounds", "--url", d.url, "--token-file", join(dir, "missing")]);
+    expect(r.code).toBe(EXIT.usage);
+    expect(r.err).toMatch(/cannot read --token-file/);
+  });
+});
