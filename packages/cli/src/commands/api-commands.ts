@@ -474,6 +474,19 @@ function edgeVerb(verb: string, call: (c: HeddleClient, edge: string, o: { idemp
   };
 }
 
+/** Longest `Idempotency-Key` the daemon accepts (the daemon's MAX_IDEMPOTENCY_KEY_LENGTH). */
+export const MAX_IDEMPOTENCY_KEY_LENGTH = 200;
+
+/** Refuses an `--idempotency-key` the daemon would refuse, or that cannot be sent as an HTTP header at all. */
+function checkIdempotencyKey(k: string | boolean | undefined): void {
+  if (typeof k !== "string") return;
+  if (k.length === 0 || k.length > MAX_IDEMPOTENCY_KEY_LENGTH || !/^[\x21-\x7e]+$/.test(k)) {
+    throw new UsageError(
+      `--idempotency-key must be 1 … ${MAX_IDEMPOTENCY_KEY_LENGTH} visible ASCII characters (letters, digits, punctuation; no spaces or accents), got ${JSON.stringify(k.length > 60 ? `${k.slice(0, 60)}…` : k)} (${k.length} characters)`,
+    );
+  }
+}
+
 /** Runs API command `name` on `argv`. */
 export async function runApiCommand(name: string, argv: string[], io: Io): Promise<number> {
   const cmd = API_COMMANDS[name]!;
@@ -482,5 +495,6 @@ export async function runApiCommand(name: string, argv: string[], io: Io): Promi
     io.out(`${cmd.usage}\n\n${cmd.summary}\n\n${TARGET_HELP}\n  --json                print the API's JSON instead of a table\n`);
     return EXIT.ok;
   }
+  checkIdempotencyKey(values["idempotency-key"]);
   return withClient(client, (c) => cmd.run(c, positionals, values, io));
 }

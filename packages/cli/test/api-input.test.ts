@@ -1,0 +1,42 @@
+// Command-line mistakes in the API commands are usage errors (exit 2) caught before anything is sent, with messages in
+// the user's units; and what is sent is what the user typed (no rounding). Against a fake daemon that records requests.
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { MAX_IDEMPOTENCY_KEY_LENGTH as DAEMON_MAX_KEY } from "@heddle/daemon";
+import { MAX_IDEMPOTENCY_KEY_LENGTH } from "../src/commands/api-commands.ts";
+import { EXIT } from "../src/exit-codes.ts";
+import { fakeDaemon, run, type FakeDaemon } from "./support/fake-daemon.ts";
+
+let d: FakeDaemon;
+beforeAll(async () => {
+  d = await fakeDaemon();
+});
+afterAll(() => d.close());
+beforeEach(() => {
+  d.seen.length = 0;
+  d.answer = () => ({ status: 200, body: { kind: "applied", index: 1, noop: false, key: { client: "c", seq: 1 } } });
+});
+
+const at = (argv: string[]) => run([...argv, "--url", d.url, "--token", "t"]);
+
+/** Runs `argv`, expects a usage error matching `re`, and that nothing reached the daemon. */
+async function usage(argv: string[], re: RegExp): Promise<void> {
+  const r = await at(argv);
+  expect(r.code, `${argv.join(" ")}: ${r.err}`).toBe(EXIT.usage);
+  expect(r.err).toMatch(re);
+  expect(d.seen, argv.join(" ")).toHaveLength(0);
+}
+
+describe("--idempotency-key", () => {
+  it("the CLI's limit is the daemon's", () => {
+    expect(MAX_IDEMPOTENCY_KEY_LENGTH).toBe(DAEMON_MAX_KEY);
+  });
+  it.each([["supply→1"], ["two words"], [""], ["x".repeat(201)]])("%j is a usage error saying what is allowed", async (key) => {
+    await usage(["mint", "1000", "--idempotency-key", key], /--idempotency-key must be 1 … 200 visible ASCII characters/);
+  });
+  it("a visible-ASCII key of 200 characters is sent as the header", async () => {
+    const key = `supply-1:${"x".repeat(191)}`;
+    const r = await at(["mint", "1000", "--idempotency-key", key]);
+    expect(r.code, r.err).toBe(EXIT.ok);
+    expect(d.seen[0]!.headers["idempotency-key"]).toBe(key);
+  });
+});
