@@ -96,6 +96,8 @@ function apiErrorExit(e: InstanceType<typeof ApiError>, io: Io): number {
 /** Runs the command line `argv` (without node and script); resolves with the exit code. */
 export async function main(argv: string[], io: Io = processIo): Promise<number> {
   const [cmd, ...rest] = argv;
+  // the command as messages name it: `claims take`, not `claims`, so "heddle claims take --help" is what they point at
+  let label = cmd;
   try {
     switch (cmd) {
       case undefined:
@@ -138,26 +140,39 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
       case "bench":
         return await (await import("./commands/bench.ts")).benchCommand(rest, io);
       default: {
-        const name = TWO_WORD.has(cmd) ? `${cmd} ${rest[0] ?? ""}` : cmd;
-        if (API_COMMANDS[name] === undefined) {
-          const known = Object.keys(API_COMMANDS).filter((k) => k.startsWith(`${cmd} `));
-          io.err(known.length > 0 ? `heddle: ${cmd} needs one of: ${known.map((k) => k.split(" ")[1]).join(", ")}\n` : `heddle: unknown command ${cmd}; heddle help lists them\n`);
+        if (TWO_WORD.has(cmd)) {
+          const subs = Object.entries(API_COMMANDS).filter(([k]) => k.startsWith(`${cmd} `));
+          const list = () => `Usage: heddle ${cmd} <subcommand> [options]          (heddle ${cmd} <subcommand> --help for its options)\n\n${subs.map(([, c]) => `  ${c.usage.replace(/^heddle /, "")}\n      ${c.summary}`).join("\n")}\n`;
+          const sub = rest[0];
+          if (sub === "--help" || sub === "-h" || sub === "help") {
+            io.out(list());
+            return EXIT.ok;
+          }
+          if (sub === undefined || API_COMMANDS[`${cmd} ${sub}`] === undefined) {
+            io.err(`heddle: ${cmd} needs one of: ${subs.map(([k]) => k.split(" ")[1]).join(", ")}${sub === undefined ? "" : ` (not ${JSON.stringify(sub)})`}; heddle ${cmd} --help lists them\n`);
+            return EXIT.usage;
+          }
+          label = `${cmd} ${sub}`;
+          return await runApiCommand(label, rest.slice(1), io);
+        }
+        if (API_COMMANDS[cmd] === undefined) {
+          io.err(`heddle: unknown command ${cmd}; heddle help lists them\n`);
           return EXIT.usage;
         }
-        return await runApiCommand(name, TWO_WORD.has(cmd) ? rest.slice(1) : rest, io);
+        return await runApiCommand(cmd, rest, io);
       }
     }
   } catch (e) {
     if (e instanceof UsageError) {
-      io.err(`heddle ${cmd}: ${e.message}\n`);
+      io.err(`heddle ${label}: ${e.message}\n`);
       return EXIT.usage;
     }
     if ((e as { code?: string }).code?.startsWith("ERR_PARSE_ARGS")) {
-      io.err(`heddle ${cmd}: ${(e as Error).message} (heddle ${cmd} --help lists the options)\n`);
+      io.err(`heddle ${label}: ${(e as Error).message} (heddle ${label} --help lists the options)\n`);
       return EXIT.usage;
     }
     if (e instanceof ConfigError) {
-      io.err(`heddle ${cmd}: ${e.message}\n`);
+      io.err(`heddle ${label}: ${e.message}\n`);
       return EXIT.config;
     }
     if (e instanceof DaemonUnreachableError) {
@@ -170,7 +185,7 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
       if (argv.includes("--json")) io.out(`${JSON.stringify(e.body)}\n`);
       return apiErrorExit(e, io);
     }
-    io.err(`heddle ${cmd ?? ""}: internal error: ${(e as Error).stack ?? String(e)}\n`);
+    io.err(`heddle ${label ?? ""}: internal error: ${(e as Error).stack ?? String(e)}\n`);
     return EXIT.internal;
   }
 }
