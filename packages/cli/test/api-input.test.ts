@@ -40,3 +40,24 @@ describe("--idempotency-key", () => {
     expect(d.seen[0]!.headers["idempotency-key"]).toBe(key);
   });
 });
+
+describe("numbers above 2^53 are not rounded", () => {
+  it("prepare sends a weight above 2^53 as a decimal string, a safe one as a number, a fraction as text", async () => {
+    for (const [typed, sent] of [["9007199254740993", "9007199254740993"], ["3", 3], ["3/2", "3/2"], ["9223372036854775807/2", "9223372036854775807/2"]] as const) {
+      d.seen.length = 0;
+      const r = await at(["prepare", "e1", "root", "a", typed]);
+      expect(r.code, r.err).toBe(EXIT.ok);
+      expect(JSON.parse(d.seen[0]!.body)).toEqual({ id: "e1", parent: "root", child: "a", weight: sent });
+    }
+  });
+  it.each([["0"], ["1/0"], ["9223372036854775808"], ["2/9223372036854775808"], ["1.5"], ["three"]])("prepare weight %j is a usage error", async (w) => {
+    await usage(["prepare", "e1", "root", "a", w], /WEIGHT must be a positive integer/);
+  });
+  it("--wrote-up-to above 2^53 − 1 is a usage error on keeper and close; at it, it is sent exactly", async () => {
+    await usage(["claims", "keeper", "p", "--wrote-up-to", "9007199254740993"], /--wrote-up-to must be at most 9007199254740991/);
+    await usage(["claims", "close", "p", "--wrote-up-to", "9007199254740992"], /--wrote-up-to must be at most 9007199254740991/);
+    d.answer = () => ({ status: 200, body: { part: "p", closed: [], unheard: [] } });
+    expect((await at(["claims", "close", "p", "--wrote-up-to", "9007199254740991", "--json"])).code).toBe(EXIT.ok);
+    expect(JSON.parse(d.seen[0]!.body)).toEqual({ part: "p", wroteUpTo: 9007199254740991 });
+  });
+});

@@ -35,6 +35,29 @@ function amountArg(s: string, what: string): string {
   return s;
 }
 
+/** A non-negative integer the daemon takes as a JSON number (0 … 2^53 − 1): larger would be rounded on the way. */
+function safeIntArg(s: string, what: string): number {
+  const n = Number(amountArg(s, what));
+  if (!Number.isSafeInteger(n)) throw new UsageError(`${what} must be at most ${Number.MAX_SAFE_INTEGER}, got ${s}`);
+  return n;
+}
+
+const INT64_MAX = (1n << 63n) - 1n;
+
+/**
+ * A weight as the daemon takes it: a positive integer or fraction `N/D`, each part 1 … 2^63 − 1. Sent as a JSON
+ * number while it is a safe integer, else as a decimal string (a number above 2^53 would be rounded on the way).
+ */
+export function weightArg(s: string, what = "WEIGHT"): number | string {
+  const m = /^([0-9]+)(?:\/([0-9]+))?$/.exec(s);
+  const parts = m === null ? null : [BigInt(m[1]!), ...(m[2] !== undefined ? [BigInt(m[2])] : [])];
+  if (parts === null || parts.some((x) => x < 1n || x > INT64_MAX)) {
+    throw new UsageError(`${what} must be a positive integer such as 3 or a fraction such as 3/2, each part 1 … ${INT64_MAX}, got ${JSON.stringify(s)}`);
+  }
+  if (parts.length === 1 && parts[0]! <= BigInt(Number.MAX_SAFE_INTEGER)) return Number(parts[0]);
+  return parts.join("/");
+}
+
 async function withClient<T>(make: () => HeddleClient, f: (c: HeddleClient) => Promise<T>): Promise<T> {
   const c = make();
   try {
@@ -246,7 +269,7 @@ export const API_COMMANDS: Record<string, ApiCommand> = {
     options: { "idempotency-key": { type: "string" } },
     async run(c, p, v, io) {
       const [id, parent, child, weight] = need(p, 4, this.usage);
-      const w = /^[0-9]+$/.test(weight!) ? Number(weight) : weight!;
+      const w = weightArg(weight!);
       const r = (await c.prepare({ id: id!, parent: parent!, child: child!, weight: w }, v["idempotency-key"] !== undefined ? { idempotencyKey: v["idempotency-key"] as string } : {})) as Json;
       return printJsonOr(io, v, r, () => appliedLine(`prepare ${id}`, r));
     },
@@ -330,8 +353,7 @@ export const API_COMMANDS: Record<string, ApiCommand> = {
     async run(c, p, v, io) {
       if (p.length !== 1 || v["holder"] === undefined) throw new UsageError(`usage: ${this.usage}`);
       const raw = v["fencing-token"] as string | undefined;
-      const token = raw === undefined ? undefined : Number(amountArg(raw, "--fencing-token"));
-      if (token !== undefined && !Number.isSafeInteger(token)) throw new UsageError(`--fencing-token must be at most ${Number.MAX_SAFE_INTEGER}, got ${raw}`);
+      const token = raw === undefined ? undefined : safeIntArg(raw, "--fencing-token");
       const r = (await c.claimsRelease(v["holder"] as string, p[0]!, {
         ...(token !== undefined ? { token } : {}),
         ...(v["idempotency-key"] !== undefined ? { idempotencyKey: v["idempotency-key"] as string } : {}),
@@ -377,7 +399,7 @@ export const API_COMMANDS: Record<string, ApiCommand> = {
     options: { take: { type: "boolean" }, active: { type: "boolean" }, "wrote-up-to": { type: "string" }, check: { type: "boolean" } },
     async run(c, p, v, io) {
       const [part] = need(p, 1, this.usage);
-      const upTo = v["wrote-up-to"] === undefined ? undefined : Number(amountArg(v["wrote-up-to"] as string, "--wrote-up-to"));
+      const upTo = v["wrote-up-to"] === undefined ? undefined : safeIntArg(v["wrote-up-to"] as string, "--wrote-up-to");
       const r = (await c.keeper(part!, { ...(v["take"] ? { take: true } : {}), ...(v["active"] ? { active: true } : {}), ...(upTo !== undefined ? { wroteUpTo: upTo } : {}) })) as Json;
       printJsonOr(io, v, r, () => keeperTable([r]));
       return v["check"] && r.mayAct !== true ? EXIT.notYours : EXIT.ok;
@@ -402,7 +424,7 @@ export const API_COMMANDS: Record<string, ApiCommand> = {
     options: { "wrote-up-to": { type: "string" } },
     async run(c, p, v, io) {
       const [part] = need(p, 1, this.usage);
-      const upTo = v["wrote-up-to"] === undefined ? undefined : Number(amountArg(v["wrote-up-to"] as string, "--wrote-up-to"));
+      const upTo = v["wrote-up-to"] === undefined ? undefined : safeIntArg(v["wrote-up-to"] as string, "--wrote-up-to");
       const r = (await c.keeperClose(part!, upTo)) as Json;
       return printJsonOr(io, v, r, () => keeperTable([r]));
     },
