@@ -61,3 +61,38 @@ describe("numbers above 2^53 are not rounded", () => {
     expect(JSON.parse(d.seen[0]!.body)).toEqual({ part: "p", wroteUpTo: 9007199254740991 });
   });
 });
+
+describe("ranges the daemon checks are checked first, in the user's units (exit 2, nothing sent)", () => {
+  it("outcome --seq must be a positive integer; the key, or client and seq, not both", async () => {
+    await usage(["outcome", "--client", "x", "--seq", "abc"], /--seq must be an integer 1 … 9007199254740991, got "abc"/);
+    await usage(["outcome", "--client", "x", "--seq", "0"], /--seq must be an integer/);
+    await usage(["outcome", "--client", "x", "--seq", "9007199254740993"], /--seq must be an integer/);
+    await usage(["outcome", "--client", "x"], /usage: heddle outcome/);
+    await usage(["outcome", "--idempotency-key", "k", "--client", "x", "--seq", "1"], /usage: heddle outcome/);
+    d.answer = () => ({ status: 200, body: { outcome: "unknown" } });
+    expect((await at(["outcome", "--client", "x", "--seq", "12"])).code).toBe(EXIT.ok);
+    expect(d.seen[0]!.url).toBe("/v1/control/outcome?client=x&seq=12");
+  });
+  it("demand --lease is 0.1 … 86400 seconds, and says so in seconds", async () => {
+    await usage(["demand", "a", "10", "--lease", "86401"], /--lease must be 0\.1 … 86400 seconds \(24 hours\), got "86401"/);
+    await usage(["demand", "a", "10", "--lease", "0.05"], /--lease must be 0\.1 … 86400 seconds/);
+    await usage(["demand", "a", "10", "--lease", "soon"], /--lease must be 0\.1 … 86400 seconds/);
+    d.answer = () => ({ status: 200, body: { edge: "e", standing: null } });
+    expect((await at(["demand", "a", "10", "--lease", "86400"])).code).toBe(EXIT.ok);
+    expect(JSON.parse(d.seen[0]!.body)).toMatchObject({ leaf: "a", leaseMs: 86_400_000 });
+  });
+  it("reserve and mint need a positive amount; every amount is at most 2^63 − 1", async () => {
+    await usage(["reserve", "a", "0"], /MAXIMUM_COST must be 1 … 9223372036854775807, got 0/);
+    await usage(["mint", "0"], /AMOUNT must be 1 … 9223372036854775807/);
+    await usage(["complete", "r1", "9223372036854775808"], /ACTUAL_COST must be 0 … 9223372036854775807/);
+    await usage(["demand", "a", "99999999999999999999"], /TARGET must be 0 … 9223372036854775807/);
+  });
+  it("claims take --ttl and claims advisory --ttl are 1 … 604800000 ms (7 days)", async () => {
+    await usage(["claims", "take", "k1", "--holder", "h1", "--ttl", "604800001"], /--ttl must be an integer number of milliseconds, 1 … 604800000 \(7 days\), got "604800001"/);
+    await usage(["claims", "advisory", "i1", "--ttl", "604800001"], /--ttl must be an integer number of milliseconds/);
+    await usage(["claims", "take", "k1", "--holder", "h1", "--ttl", "1e3"], /--ttl must be an integer/);
+    d.answer = () => ({ status: 200, body: { claims: { grants: [] } } });
+    expect((await at(["claims", "take", "k1", "--holder", "h1", "--ttl", "604800000"])).code).toBe(EXIT.ok);
+    expect(JSON.parse(d.seen[0]!.body)).toMatchObject({ ttlMs: 604_800_000 });
+  });
+});

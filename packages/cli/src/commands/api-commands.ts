@@ -30,19 +30,35 @@ function need(positionals: string[], n: number, usage: string): string[] {
   return positionals;
 }
 
-function amountArg(s: string, what: string): string {
-  if (!/^[0-9]{1,19}$/.test(s)) throw new UsageError(`${what} must be a non-negative integer, got ${JSON.stringify(s)}`);
-  return s;
+const INT64_MAX = (1n << 63n) - 1n;
+
+/** An amount of service units as the daemon takes it: an integer `min` … 2^63 − 1 (a decimal string on the wire). */
+function amountArg(s: string, what: string, min: 0 | 1 = 0): string {
+  if (!/^[0-9]+$/.test(s)) throw new UsageError(`${what} must be a ${min === 1 ? "positive" : "non-negative"} integer, got ${JSON.stringify(s)}`);
+  const n = BigInt(s);
+  if (n < BigInt(min) || n > INT64_MAX) throw new UsageError(`${what} must be ${min} … ${INT64_MAX}, got ${s}`);
+  return n.toString();
+}
+
+/** Longest `--lease` (s) and `--ttl` (ms) the daemon accepts (DemandBody.leaseMs, TakeBody/AdvisoryBody.ttlMs). */
+const MAX_LEASE_S = 86_400;
+const MAX_TTL_MS = 604_800_000;
+
+/** `--ttl MS`: an integer 1 … 7 days in milliseconds, or undefined. */
+function ttlArg(s: string | boolean | undefined): number | undefined {
+  if (typeof s !== "string") return undefined;
+  const ttl = /^[0-9]+$/.test(s) ? Number(s) : NaN;
+  if (!Number.isInteger(ttl) || ttl < 1 || ttl > MAX_TTL_MS) throw new UsageError(`--ttl must be an integer number of milliseconds, 1 … ${MAX_TTL_MS} (7 days), got ${JSON.stringify(s)}`);
+  return ttl;
 }
 
 /** A non-negative integer the daemon takes as a JSON number (0 … 2^53 − 1): larger would be rounded on the way. */
 function safeIntArg(s: string, what: string): number {
-  const n = Number(amountArg(s, what));
+  if (!/^[0-9]+$/.test(s)) throw new UsageError(`${what} must be a non-negative integer, got ${JSON.stringify(s)}`);
+  const n = Number(s);
   if (!Number.isSafeInteger(n)) throw new UsageError(`${what} must be at most ${Number.MAX_SAFE_INTEGER}, got ${s}`);
   return n;
 }
-
-const INT64_MAX = (1n << 63n) - 1n;
 
 /**
  * A weight as the daemon takes it: a positive integer or fraction `N/D`, each part 1 … 2^63 − 1. Sent as a JSON
@@ -214,7 +230,7 @@ export const API_COMMANDS: Record<string, ApiCommand> = {
     options: { "idempotency-key": { type: "string" } },
     async run(c, p, v, io) {
       const [leaf, max] = need(p, 2, this.usage);
-      const r = await c.reserve(leaf!, amountArg(max!, "MAXIMUM_COST"), v["idempotency-key"] !== undefined ? { idempotencyKey: v["idempotency-key"] as string } : {});
+      const r = await c.reserve(leaf!, amountArg(max!, "MAXIMUM_COST", 1), v["idempotency-key"] !== undefined ? { idempotencyKey: v["idempotency-key"] as string } : {});
       return printJsonOr(io, v, r, () => `${r.id}\n`);
     },
   },
@@ -244,8 +260,9 @@ export const API_COMMANDS: Record<string, ApiCommand> = {
       if (p.length < 2 || p.length > 3) throw new UsageError(`usage: ${this.usage}`);
       const target = amountArg(p[1]!, "TARGET");
       const maxGrant = p[2] === undefined ? target : amountArg(p[2], "MAX_GRANT");
-      const lease = v["lease"] === undefined ? undefined : Math.round(Number(v["lease"]) * 1000);
-      if (lease !== undefined && (!Number.isFinite(lease) || lease < 100)) throw new UsageError("--lease must be at least 0.1 seconds");
+      const rawLease = v["lease"] as string | undefined;
+      const lease = rawLease === undefined ? undefined : /^[0-9]*\.?[0-9]+$/.test(rawLease) ? Math.round(Number(rawLease) * 1000) : NaN;
+      if (lease !== undefined && !(lease >= 100 && lease <= MAX_LEASE_S * 1000)) throw new UsageError(`--lease must be 0.1 … ${MAX_LEASE_S} seconds (24 hours), got ${JSON.stringify(rawLease)}`);
       const r = (await c.demand({ ...(v["edge"] ? { edge: p[0]! } : { leaf: p[0]! }), targetOutstanding: target, maximumUsefulGrant: maxGrant, ...(lease !== undefined ? { leaseMs: lease } : {}) })) as Json;
       return printJsonOr(io, v, r, () => (r.standing === null ? `demand on ${r.edge} withdrawn\n` : `demand on ${r.edge}: target ${r.standing.demand.targetOutstanding}, max grant ${r.standing.demand.maximumUsefulGrant}\n`));
     },
@@ -256,7 +273,7 @@ export const API_COMMANDS: Record<string, ApiCommand> = {
     options: { holder: { type: "string" }, "idempotency-key": { type: "string" } },
     async run(c, p, v, io) {
       const [amount] = need(p, 1, this.usage);
-      const r = (await c.mint(amountArg(amount!, "AMOUNT"), {
+      const r = (await c.mint(amountArg(amount!, "AMOUNT", 1), {
         ...(v["holder"] !== undefined ? { holder: v["holder"] as string } : {}),
         ...(v["idempotency-key"] !== undefined ? { idempotencyKey: v["idempotency-key"] as string } : {}),
       })) as Json;
@@ -318,8 +335,15 @@ export const API_COMMANDS: Record<string, ApiCommand> = {
     summary: "the recorded outcome of an earlier control call",
     options: { "idempotency-key": { type: "string" }, client: { type: "string" }, seq: { type: "string" } },
     async run(c, _p, v, io) {
-      const q = v["idempotency-key"] !== undefined ? { idempotencyKey: v["idempotency-key"] as string } : v["client"] !== undefined && v["seq"] !== undefined ? { client: v["client"] as string, seq: Number(v["seq"]) } : null;
-      if (q === null) throw new UsageError(`usage: ${this.usage}`);
+      const key = v["idempotency-key"] as string | undefined;
+      const client = v["client"] as string | undefined;
+      const seq = v["seq"] as string | undefined;
+      // one of the two ways, whole: the key alone, or client and seq together
+      const byKey = key !== undefined && client === undefined && seq === undefined;
+      if (!byKey && (key !== undefined || client === undefined || seq === undefined)) throw new UsageError(`usage: ${this.usage}`);
+      if (client !== undefined && (client.length === 0 || client.length > 256)) throw new UsageError(`--client must be 1 … 256 characters, got ${client.length}`);
+      if (seq !== undefined && !(/^[1-9][0-9]*$/.test(seq) && Number.isSafeInteger(Number(seq)))) throw new UsageError(`--seq must be an integer 1 … ${Number.MAX_SAFE_INTEGER}, got ${JSON.stringify(seq)}`);
+      const q = key !== undefined ? { idempotencyKey: key } : { client: client!, seq: Number(seq) };
       const r = (await c.outcome(q)) as Json;
       return printJsonOr(io, v, r, () => `${JSON.stringify(r.outcome)}\n`);
     },
@@ -330,8 +354,7 @@ export const API_COMMANDS: Record<string, ApiCommand> = {
     options: { holder: { type: "string" }, shared: { type: "boolean" }, ttl: { type: "string" }, scope: { type: "string" }, label: { type: "string" }, "idempotency-key": { type: "string" } },
     async run(c, p, v, io) {
       if (p.length === 0 || v["holder"] === undefined) throw new UsageError(`usage: ${this.usage}`);
-      const ttl = v["ttl"] === undefined ? undefined : Number(v["ttl"]);
-      if (ttl !== undefined && (!Number.isInteger(ttl) || ttl <= 0)) throw new UsageError("--ttl must be a positive integer of milliseconds");
+      const ttl = ttlArg(v["ttl"]);
       const r = (await c.claimsTake(
         {
           holder: v["holder"] as string,
@@ -435,8 +458,7 @@ export const API_COMMANDS: Record<string, ApiCommand> = {
     options: { ttl: { type: "string" } },
     async run(c, p, v, io) {
       const [item] = need(p, 1, this.usage);
-      const ttl = v["ttl"] === undefined ? undefined : Number(v["ttl"]);
-      if (ttl !== undefined && (!Number.isInteger(ttl) || ttl <= 0)) throw new UsageError("--ttl must be a positive integer of milliseconds");
+      const ttl = ttlArg(v["ttl"]);
       const r = (await c.advisory(item!, ttl)) as Json;
       printJsonOr(io, v, r, () => advisoryTable([r], r.guarantee));
       return r.mine === true ? EXIT.ok : EXIT.notYours;
