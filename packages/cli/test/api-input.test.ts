@@ -96,3 +96,41 @@ describe("ranges the daemon checks are checked first, in the user's units (exit 
     expect(JSON.parse(d.seen[0]!.body)).toMatchObject({ ttlMs: 604_800_000 });
   });
 });
+
+describe("nothing typed is silently ignored", () => {
+  it.each([
+    [["bounds", "root", "extra", "junk"], /heddle bounds: unexpected arguments "extra" "junk" \(usage: heddle bounds \[PARENT\]\)/],
+    [["tree", "extra"], /heddle tree: unexpected argument "extra"/],
+    [["status", "x"], /unexpected argument "x"/],
+    [["sync", "x"], /unexpected argument "x"/],
+    [["outcome", "x", "--idempotency-key", "k"], /unexpected argument "x"/],
+    [["claims", "holders", "a", "b"], /heddle claims holders: unexpected argument "b"/],
+    [["demand", "a", "1", "2", "3"], /unexpected argument "3"/],
+  ])("%j is a usage error", async (argv, re) => {
+    await usage(argv, re);
+  });
+  it("a single-value option given twice is a usage error naming both values", async () => {
+    await usage(["claims", "take", "k1", "--holder", "h1", "--holder", "h2"], /heddle claims take: --holder was given more than once \("h1", "h2"\): give it once/);
+    await usage(["reserve", "a", "5", "--idempotency-key=k1", "--idempotency-key", "k2"], /--idempotency-key was given more than once/);
+    // the target options too: which daemon must not be a guess
+    const r = await run(["status", "--url", d.url, "--url", "http://127.0.0.1:9", "--token", "t"]);
+    expect(r.code).toBe(EXIT.usage);
+    expect(r.err).toMatch(/--url was given more than once/);
+    // and the commands that run peers
+    const start = await run(["start", "--config", "a.json", "--config", "b.json"]);
+    expect(start.code).toBe(EXIT.usage);
+    expect(start.err).toMatch(/^heddle start: --config was given more than once \("a.json", "b.json"\)/);
+  });
+  it("holdings of a group this peer does not know says so on stderr (the daemon answers zeros)", async () => {
+    d.answer = (req) =>
+      req.url === "/v1/holdings"
+        ? { status: 200, body: { self: "p", groups: [{ group: "root", holdings: "10", available: "10", earmarked: "0", byReplica: { p: "10" } }] } }
+        : { status: 200, body: { self: "p", groups: [{ group: req.url.split("=")[1], holdings: "0", available: "0", earmarked: "0", byReplica: {} }] } };
+    const r = await at(["holdings", "nosuchgroup"]);
+    expect(r.code).toBe(EXIT.ok);
+    expect(r.out).toMatch(/nosuchgroup\s+0/);
+    expect(r.err).toBe(`heddle holdings: "nosuchgroup" is not a group in this peer's tree (heddle tree shows them): nothing is held there\n`);
+    d.answer = (req) => ({ status: 200, body: { self: "p", groups: req.url === "/v1/holdings" ? [{ group: "empty" }] : [{ group: "empty", holdings: "0", available: "0", earmarked: "0", byReplica: {} }] } });
+    expect((await at(["holdings", "empty"])).err).toBe("");
+  });
+});

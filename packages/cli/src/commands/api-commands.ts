@@ -3,6 +3,7 @@
 // retire, enroll, depart, claims, leader transfer, sync, roster, outcome).
 import { parseArgs, type ParseArgsConfig } from "node:util";
 import type { HeddleClient } from "@heddle/client";
+import { rejectRepeatedOptions } from "../args.ts";
 import { EXIT, UsageError } from "../exit-codes.ts";
 import { pct, table } from "../table.ts";
 import { clientOf, TARGET_HELP, TARGET_OPTIONS, type TargetOptions } from "../target.ts";
@@ -12,11 +13,9 @@ type Json = Record<string, any>;
 
 /** Parses `argv` with the target options, `--json` and `extra`; returns values, positionals and a client factory. */
 export function parseApiArgs<E extends NonNullable<ParseArgsConfig["options"]>>(argv: string[], extra: E) {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    options: { ...TARGET_OPTIONS, json: { type: "boolean" }, help: { type: "boolean", short: "h" }, ...extra },
-  });
+  const options = { ...TARGET_OPTIONS, json: { type: "boolean" }, help: { type: "boolean", short: "h" }, ...extra } as NonNullable<ParseArgsConfig["options"]>;
+  const { values, positionals, tokens } = parseArgs({ args: argv, allowPositionals: true, options, tokens: true });
+  rejectRepeatedOptions(tokens, options);
   const v = values as Record<string, string | boolean | undefined>;
   return { values: v, positionals, client: () => clientOf(v as TargetOptions) };
 }
@@ -87,6 +86,8 @@ async function withClient<T>(make: () => HeddleClient, f: (c: HeddleClient) => P
 interface ApiCommand {
   readonly usage: string;
   readonly summary: string;
+  /** How many positional arguments it takes: at least [0], at most [1]. */
+  readonly args: readonly [number, number];
   readonly options?: NonNullable<ParseArgsConfig["options"]>;
   run(c: HeddleClient, pos: string[], v: Record<string, string | boolean | undefined>, io: Io): Promise<number>;
 }
@@ -184,6 +185,7 @@ function advisoryTable(rows: Json[], guarantee: string): string {
 /** Every API command by name (`claims …` and `leader …` by their two words). */
 export const API_COMMANDS: Record<string, ApiCommand> = {
   status: {
+    args: [0, 0],
     usage: "heddle status",
     summary: "this peer, its ledger and its view of every other peer",
     async run(c, _p, v, io) {
@@ -192,6 +194,7 @@ export const API_COMMANDS: Record<string, ApiCommand> = {
     },
   },
   tree: {
+    args: [0, 0],
     usage: "heddle tree",
     summary: "the group tree: weights, shares of service, holdings",
     async run(c, _p, v, io) {
@@ -200,6 +203,7 @@ export const API_COMMANDS: Record<string, ApiCommand> = {
     },
   },
   peers: {
+    args: [0, 0],
     usage: "heddle peers",
     summary: "the roster with connection and liveness",
     async run(c, _p, v, io) {
@@ -208,15 +212,22 @@ export const API_COMMANDS: Record<string, ApiCommand> = {
     },
   },
   holdings: {
+    args: [0, 1],
     usage: "heddle holdings [GROUP]",
     summary: "holdings per group (here, and per replica)",
     async run(c, p, v, io) {
-      if (p.length > 1) throw new UsageError("usage: heddle holdings [GROUP]");
       const h = (await c.holdings(p[0])) as Json;
+      // the daemon answers any group name, with zeros for one it does not know: say so, or a typo reads as "nothing held"
+      const g = h.groups[0] as Json | undefined;
+      if (p[0] !== undefined && g !== undefined && g.holdings === "0" && Object.keys(g.byReplica).length === 0) {
+        const all = (await c.holdings()) as Json;
+        if (!all.groups.some((x: Json) => x.group === p[0])) io.err(`heddle holdings: ${JSON.stringify(p[0])} is not a group in this peer's tree (heddle tree shows them): nothing is held there\n`);
+      }
       return printJsonOr(io, v, h, () => table(["group", "held here", "available", "earmarked", "replicas"], h.groups.map((g: Json) => [g.group, g.holdings, g.available, g.earmarked, Object.keys(g.byReplica).length])));
     },
   },
   bounds: {
+    args: [0, 1],
     usage: "heddle bounds [PARENT]",
     summary: "fairness bound metrics per parent (node.md §11)",
     async run(c, p, v, io) {
@@ -225,6 +236,7 @@ export const API_COMMANDS: Record<string, ApiCommand> = {
     },
   },
   reserve: {
+    args: [2, 2],
     usage: "heddle reserve LEAF MAXIMUM_COST [--idempotency-key K]",
     summary: "reserve work at a leaf; prints the reservation id",
     options: { "idempotency-key": { type: "string" } },
@@ -235,6 +247,7 @@ export const API_COMMANDS: Record<string, ApiCommand> = {
     },
   },
   complete: {
+    args: [2, 2],
     usage: "heddle complete RESERVATION_ID ACTUAL_COST",
     summary: "complete a reservation, charging its actual cost exactly once",
     async run(c, p, v, io) {
@@ -244,6 +257,7 @@ export const API_COMMANDS: Record<string, ApiCommand> = {
     },
   },
   cancel: {
+    args: [1, 1],
     usage: "heddle cancel RESERVATION_ID",
     summary: "cancel a reservation (charges nothing)",
     async run(c, p, v, io) {
@@ -253,6 +267,7 @@ export const API_COMMANDS: Record<string, ApiCommand> = {
     },
   },
   demand: {
+    args: [2, 3],
     usage: "heddle demand LEAF TARGET [MAX_GRANT] [--edge] [--lease SECONDS]",
     summary: "stand demand for a leaf (or, with --edge, an edge id); 0 withdraws it",
     options: { edge: { type: "boolean" }, lease: { type: "string" } },
@@ -268,6 +283,7 @@ export const API_COMMANDS: Record<string, ApiCommand> = {
     },
   },
   mint: {
+    args: [1, 1],
     usage: "heddle mint AMOUNT [--holder PEER_ID] [--idempotency-key K]",
     summary: "create supply at the root (governed mode); a retry with the same key applies once",
     options: { holder: { type: "string" }, "idempotency-key": { type: "string" } },
@@ -281,6 +297,7 @@ export const API_COMMANDS: Record<string, ApiCommand> = {
     },
   },
   prepare: {
+    args: [4, 4],
     usage: "heddle prepare EDGE_ID PARENT CHILD WEIGHT [--idempotency-key K]",
     summary: "prepare a new edge (governed mode)",
     options: { "idempotency-key": { type: "string" } },
@@ -295,6 +312,7 @@ export const API_COMMANDS: Record<string, ApiCommand> = {
   close: edgeVerb("close", (c, e, o) => c.closeEdge(e, o)),
   retire: edgeVerb("retire", (c, e, o) => c.retire(e, o)),
   enroll: {
+    args: [0, 1],
     usage: "heddle enroll [PEER_ID]",
     summary: "enroll a replica as a ledger writer (default: this peer)",
     options: { "idempotency-key": { type: "string" } },
@@ -305,6 +323,7 @@ export const API_COMMANDS: Record<string, ApiCommand> = {
     },
   },
   depart: {
+    args: [0, 0],
     usage: "heddle depart",
     summary: "depart this peer (it promises to write no more ledger slots)",
     options: { "idempotency-key": { type: "string" } },
@@ -315,6 +334,7 @@ export const API_COMMANDS: Record<string, ApiCommand> = {
     },
   },
   sync: {
+    args: [0, 0],
     usage: "heddle sync",
     summary: "a linearizable read of the control state",
     async run(c, _p, v, io) {
@@ -323,6 +343,7 @@ export const API_COMMANDS: Record<string, ApiCommand> = {
     },
   },
   roster: {
+    args: [0, 0],
     usage: "heddle roster",
     summary: "the enrolled roster and the Raft voters",
     async run(c, _p, v, io) {
@@ -331,6 +352,7 @@ export const API_COMMANDS: Record<string, ApiCommand> = {
     },
   },
   outcome: {
+    args: [0, 0],
     usage: "heddle outcome --idempotency-key K | --client C --seq N",
     summary: "the recorded outcome of an earlier control call",
     options: { "idempotency-key": { type: "string" }, client: { type: "string" }, seq: { type: "string" } },
@@ -349,6 +371,7 @@ export const API_COMMANDS: Record<string, ApiCommand> = {
     },
   },
   "claims take": {
+    args: [1, Infinity],
     usage: "heddle claims take KEY... --holder H [--shared] [--ttl MS] [--scope S] [--label L]",
     summary: "take claims, all or nothing (governed mode)",
     options: { holder: { type: "string" }, shared: { type: "boolean" }, ttl: { type: "string" }, scope: { type: "string" }, label: { type: "string" }, "idempotency-key": { type: "string" } },
@@ -369,6 +392,7 @@ export const API_COMMANDS: Record<string, ApiCommand> = {
     },
   },
   "claims release": {
+    args: [1, 1],
     usage: "heddle claims release KEY --holder H [--fencing-token N] [--idempotency-key K]",
     summary: "release one claim (with --fencing-token: only the grant take gave that token)",
     // not --token: that is the daemon's bearer token (TARGET_OPTIONS)
@@ -394,6 +418,7 @@ export const API_COMMANDS: Record<string, ApiCommand> = {
     },
   },
   "claims renew": {
+    args: [1, 1],
     usage: "heddle claims renew KEY --holder H",
     summary: "renew a lease",
     options: { holder: { type: "string" } },
@@ -406,6 +431,7 @@ export const API_COMMANDS: Record<string, ApiCommand> = {
     },
   },
   "claims list": {
+    args: [0, 1],
     usage: "heddle claims list [KEY]",
     summary: "open claims (or one key's holders)",
     async run(c, p, v, io) {
@@ -417,6 +443,7 @@ export const API_COMMANDS: Record<string, ApiCommand> = {
     },
   },
   "claims keeper": {
+    args: [1, 1],
     usage: "heddle claims keeper PART [--take] [--active] [--wrote-up-to N] [--check]",
     summary: "claim or renew this peer's keeper claim on a part and say who keeps it (keeper mode, gossiped)",
     options: { take: { type: "boolean" }, active: { type: "boolean" }, "wrote-up-to": { type: "string" }, check: { type: "boolean" } },
@@ -429,6 +456,7 @@ export const API_COMMANDS: Record<string, ApiCommand> = {
     },
   },
   "claims look": {
+    args: [0, 1],
     usage: "heddle claims look [PART] [--check]",
     summary: "who keeps a part (or every configured part), without claiming (keeper mode)",
     options: { check: { type: "boolean" } },
@@ -442,6 +470,7 @@ export const API_COMMANDS: Record<string, ApiCommand> = {
     },
   },
   "claims close": {
+    args: [1, 1],
     usage: "heddle claims close PART [--wrote-up-to N]",
     summary: "close this peer's keeper claim on a part, saying how far it wrote (keeper mode)",
     options: { "wrote-up-to": { type: "string" } },
@@ -453,6 +482,7 @@ export const API_COMMANDS: Record<string, ApiCommand> = {
     },
   },
   "claims advisory": {
+    args: [1, 1],
     usage: "heddle claims advisory ITEM [--ttl MS]",
     summary: "claim an item (advisory mode: best effort, the earliest claimant wins); exit 10 when another holds it",
     options: { ttl: { type: "string" } },
@@ -465,6 +495,7 @@ export const API_COMMANDS: Record<string, ApiCommand> = {
     },
   },
   "claims holders": {
+    args: [0, 1],
     usage: "heddle claims holders [ITEM]",
     summary: "who holds an item (or every held item) and the duplicates (advisory mode)",
     async run(c, p, v, io) {
@@ -476,6 +507,7 @@ export const API_COMMANDS: Record<string, ApiCommand> = {
     },
   },
   "claims drop": {
+    args: [1, 1],
     usage: "heddle claims drop ITEM",
     summary: "give up this peer's advisory claim on an item",
     async run(c, p, v, io) {
@@ -485,6 +517,7 @@ export const API_COMMANDS: Record<string, ApiCommand> = {
     },
   },
   "claims next": {
+    args: [1, Infinity],
     usage: "heddle claims next ITEM...",
     summary: "this peer's order of tied work and the first item nobody else holds (advisory mode)",
     async run(c, p, v, io) {
@@ -495,6 +528,7 @@ export const API_COMMANDS: Record<string, ApiCommand> = {
     },
   },
   "leader transfer": {
+    args: [1, 1],
     usage: "heddle leader transfer PEER_ID",
     summary: "hand Raft leadership to another voter (for rolling restarts)",
     async run(c, p, v, io) {
@@ -507,6 +541,7 @@ export const API_COMMANDS: Record<string, ApiCommand> = {
 
 function edgeVerb(verb: string, call: (c: HeddleClient, edge: string, o: { idempotencyKey?: string }) => Promise<unknown>): ApiCommand {
   return {
+    args: [1, 1],
     usage: `heddle ${verb} EDGE_ID [--idempotency-key K]`,
     summary: `${verb} an edge (governed mode)`,
     options: { "idempotency-key": { type: "string" } },
@@ -539,6 +574,12 @@ export async function runApiCommand(name: string, argv: string[], io: Io): Promi
     io.out(`${cmd.usage}\n\n${cmd.summary}\n\n${TARGET_HELP}\n  --json                print the API's JSON instead of a table\n`);
     return EXIT.ok;
   }
+  const [min, max] = cmd.args;
+  if (positionals.length > max) {
+    const extra = positionals.slice(max);
+    throw new UsageError(`unexpected argument${extra.length > 1 ? "s" : ""} ${extra.map((x) => JSON.stringify(x)).join(" ")} (usage: ${cmd.usage})`);
+  }
+  if (positionals.length < min) throw new UsageError(`usage: ${cmd.usage}`);
   checkIdempotencyKey(values["idempotency-key"]);
   return withClient(client, (c) => cmd.run(c, positionals, values, io));
 }

@@ -5,7 +5,7 @@ import { dirname, join, relative, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { flushCompileCache } from "node:module";
-import { parseArgs } from "node:util";
+import { parseStrict } from "../args.ts";
 import { ApiError, DaemonUnreachableError } from "@heddle/client";
 import { CONFIG_FILE, ConfigError, DaemonStartError, initCluster, loadConfig, startDaemon, TreeSpecError, type DaemonConfig } from "@heddle/daemon";
 import { EXIT, UsageError } from "../exit-codes.ts";
@@ -34,7 +34,7 @@ Writes DIR/peer-<i>/{peer.key, token, heddle.json} (key and token mode 0600) and
 
 /** `heddle init` */
 export async function initCommand(argv: string[], io: Io): Promise<number> {
-  const { values, positionals } = parseArgs({
+  const { values, positionals } = parseStrict({
     args: argv,
     allowPositionals: true,
     options: {
@@ -104,7 +104,7 @@ your own --max-semi-space-size (in NODE_OPTIONS or on node's command line) to ch
 
 /** `heddle start` */
 export async function startCommand(argv: string[], io: Io): Promise<number> {
-  const { values } = parseArgs({
+  const { values } = parseStrict({
     args: argv,
     options: {
       config: { type: "string", short: "c" },
@@ -229,7 +229,7 @@ function readPid(file: string): number {
 
 /** \`heddle down\` */
 export async function downCommand(argv: string[], io: Io): Promise<number> {
-  const { values, positionals } = parseArgs({ args: argv, allowPositionals: true, options: { help: { type: "boolean", short: "h" } } });
+  const { values, positionals } = parseStrict({ args: argv, allowPositionals: true, options: { help: { type: "boolean", short: "h" } } });
   if (values.help) return io.out(DOWN_HELP), EXIT.ok;
   if (positionals.length !== 1) throw new UsageError("give the folder: heddle down DIR");
   const pids: { name: string; pid: number; file: string }[] = [];
@@ -266,7 +266,7 @@ export function peerConfigs(dir: string): string[] {
 
 /** `heddle up` */
 export async function upCommand(argv: string[], io: Io): Promise<number> {
-  const { values, positionals } = parseArgs({
+  const { values, positionals } = parseStrict({
     args: argv,
     allowPositionals: true,
     options: { "log-format": { type: "string" }, detach: { type: "boolean" }, help: { type: "boolean", short: "h" } },
@@ -392,7 +392,7 @@ Prints: export HEDDLE_URL=…  and  export HEDDLE_TOKEN=…   (use: eval "$(hedd
 
 /** `heddle env` */
 export async function envCommand(argv: string[], io: Io): Promise<number> {
-  const { values } = parseArgs({ args: argv, options: { config: { type: "string", short: "c" }, help: { type: "boolean", short: "h" } } });
+  const { values } = parseStrict({ args: argv, options: { config: { type: "string", short: "c" }, help: { type: "boolean", short: "h" } } });
   if (values.help) return io.out(ENV_HELP), EXIT.ok;
   const file = values.config ?? process.env["HEDDLE_CONFIG"];
   if (file === undefined) throw new UsageError("give the peer's config: heddle env --config FILE");
@@ -411,7 +411,7 @@ browser on this machine; without the fragment the page asks for the token.
 
 /** `heddle dashboard`: the daemon serves the page at `/dashboard` on its API port. */
 export async function dashboardCommand(argv: string[], io: Io): Promise<number> {
-  const { values } = parseArgs({ args: argv, options: { config: { type: "string", short: "c" }, help: { type: "boolean", short: "h" } } });
+  const { values } = parseStrict({ args: argv, options: { config: { type: "string", short: "c" }, help: { type: "boolean", short: "h" } } });
   if (values.help) return io.out(DASHBOARD_HELP), EXIT.ok;
   const file = values.config ?? process.env["HEDDLE_CONFIG"];
   if (file === undefined) throw new UsageError("give the peer's config: heddle dashboard --config FILE");
