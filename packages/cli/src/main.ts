@@ -2,7 +2,7 @@
 // The `heddle` command.
 import { processIo, type Io } from "./commands/io.ts";
 import { enableHeddleCompileCache } from "./compile-cache.ts";
-import { EXIT, UsageError } from "./exit-codes.ts";
+import { EXIT, HTTP_EXIT, UsageError } from "./exit-codes.ts";
 import { pinYoungGeneration } from "./young-generation.ts";
 
 // `heddle start` re-executes itself in place with a fixed-size young generation (young-generation.ts) before
@@ -57,40 +57,39 @@ Claims (every mode; each answer says what it guarantees):
 Which daemon: --config FILE (a peer's heddle.json), or --url URL --token T; or HEDDLE_CONFIG.
 Human tables by default; --json prints the API's JSON.
 
-Exit codes: 0 ok · 1 internal error · 2 usage · 3 refused or conflict · 4 daemon unreachable ·
-5 token refused · 6 outcome unknown / daemon unavailable · 7 request rejected as malformed ·
-8 invalid config · 9 daemon could not start · 10 not yours (advisory item held by an earlier
-claimant; keeper --check: this peer may not act)
+Exit codes: 0 ok · 1 internal error · 2 usage · 3 refused or conflict (409), or this peer cannot
+serve it (501) · 4 daemon unreachable · 5 token refused · 6 outcome unknown / daemon unavailable ·
+7 request rejected as malformed · 8 invalid config · 9 daemon could not start · 10 not yours
+(claims advisory: an earlier claimant holds the item; claims keeper --check, claims look --check:
+this peer may not act; claims renew: the holder no longer holds the key; claims next: every item
+is held by another peer; claims release --fencing-token: the holder holds a newer grant, left alone)
 `;
 
 const TWO_WORD = new Set(["claims", "leader"]);
 
 function apiErrorExit(e: InstanceType<typeof ApiError>, io: Io): number {
   const b = e.body;
-  switch (e.status) {
-    case 401:
+  const code = HTTP_EXIT[e.status] ?? EXIT.internal;
+  switch (code) {
+    case EXIT.unauthorized:
       io.err(`heddle: the daemon refused the token (${b.message}). Pass the peer's config with --config FILE, or the token in its api.tokenFile with --token-file\n`);
-      return EXIT.unauthorized;
-    case 409: {
+      break;
+    case EXIT.refused: {
+      // 409: a refusal or conflict; 501: this peer does not serve the request at all (a node without gossiped claims)
       const detail = b.conflict ?? b.refusal;
       io.err(`heddle: ${b.message}${detail !== undefined ? `\n  ${JSON.stringify(detail)}` : ""}\n`);
-      return EXIT.refused;
+      break;
     }
-    case 501:
-    case 503:
-    case 504:
+    case EXIT.unknown:
       io.err(`heddle: ${b.message}${b.key !== undefined ? `\n  key ${JSON.stringify(b.key)}` : ""}\n`);
-      return EXIT.unknown;
-    case 400:
-    case 404:
-    case 413:
-    case 415:
+      break;
+    case EXIT.invalid:
       io.err(`heddle: the daemon rejected the request: ${b.message}\n`);
-      return EXIT.invalid;
+      break;
     default:
       io.err(`heddle: HTTP ${e.status}: ${b.message}\n`);
-      return EXIT.internal;
   }
+  return code;
 }
 
 /** Runs the command line `argv` (without node and script); resolves with the exit code. */
