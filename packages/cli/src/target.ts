@@ -32,6 +32,9 @@ export const TARGET_HELP = `Which daemon (first that applies):
                         (--token, then --token-file, then the environment)
   --timeout S           seconds to wait for an answer (default 30)`;
 
+/** Longest `--timeout`, in seconds: Node's timers hold at most 2^31 − 1 ms. */
+export const MAX_TIMEOUT_S = Math.floor((2 ** 31 - 1) / 1000);
+
 /** The URL and token a config file points at. */
 export function targetOfConfig(file: string): { url: string; token: string; ca?: Buffer } {
   const c = loadConfig(file);
@@ -59,7 +62,10 @@ export function clientOf(o: TargetOptions, processEnv: NodeJS.ProcessEnv = proce
   // An empty variable counts as unset (a shell's HEDDLE_CONFIG= clears it).
   const env = Object.fromEntries(Object.entries(processEnv).filter(([, v]) => v !== undefined && v !== ""));
   const timeoutMs = o.timeout === undefined ? 30_000 : Number(o.timeout) * 1000;
-  if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) throw new UsageError("--timeout must be a positive number of seconds");
+  // Node truncates a timer above 2^31 − 1 ms with a TimeoutOverflowWarning on stderr
+  if (!Number.isFinite(timeoutMs) || timeoutMs <= 0 || timeoutMs > MAX_TIMEOUT_S * 1000) {
+    throw new UsageError(`--timeout must be a positive number of seconds, at most ${MAX_TIMEOUT_S} (about 24 days), got ${JSON.stringify(o.timeout)}`);
+  }
   const configFile = o.config ?? (o.url === undefined ? env["HEDDLE_CONFIG"] : undefined);
   // An explicit --token, then an explicit --token-file, beat the config's token file and the environment.
   const explicitToken = o.token ?? (o["token-file"] !== undefined ? readTokenFile(o["token-file"]) : undefined);

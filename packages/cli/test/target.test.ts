@@ -56,3 +56,14 @@ describe("the token a command sends", () => {
     expect(r.err).toMatch(/cannot read --token-file/);
   });
 });
+
+describe("--timeout", () => {
+  it("above 2147483 s (Node's timer limit) is a usage error, not a TimeoutOverflowWarning and an instant timeout", async () => {
+    for (const t of ["2147484", "1e10", "0", "soon"]) {
+      const r = await run(["bounds", "--url", d.url, "--token", "t", "--timeout", t]);
+      expect(r.code, t).toBe(EXIT.usage);
+      expect(r.err, t).toMatch(/--timeout must be a positive number of seconds, at most 2147483/);
+    }
+    expect((await run(["bounds", "--url", d.url, "--token", "t", "--timeout", "2147483"])).code).toBe(EXIT.ok);
+  });
+});
