@@ -134,3 +134,27 @@ describe("nothing typed is silently ignored", () => {
     expect((await at(["holdings", "empty"])).err).toBe("");
   });
 });
+
+describe("claims holders", () => {
+  it("the table's mine column says which items this peer holds when listing every item", async () => {
+    d.answer = (req) =>
+      req.url === "/v1/peers"
+        ? { status: 200, body: { peers: [{ id: "12D3KooWself", self: true }, { id: "12D3KooWother", self: false }] } }
+        : {
+            status: 200,
+            body: {
+              mode: "advisory",
+              guarantee: "best effort",
+              holders: [
+                { item: "i1", holder: "12D3KooWself" },
+                { item: "i2", holder: "12D3KooWother" },
+              ],
+              duplicates: [],
+            },
+          };
+    const r = await at(["claims", "holders"]);
+    expect(r.code, r.err).toBe(EXIT.ok);
+    expect(r.out).toMatch(/^i1\s+12D3KooWself\s+yes\s+-$/m);
+    expect(r.out).toMatch(/^i2\s+12D3KooWother\s+no\s+-$/m);
+  });
+});

@@ -502,7 +502,9 @@ export const API_COMMANDS: Record<string, ApiCommand> = {
       if (p.length > 1) throw new UsageError(`usage: ${this.usage}`);
       const r = (await c.advisoryHolders(p[0])) as Json;
       if (p[0] !== undefined) return printJsonOr(io, v, r, () => advisoryTable([r], r.guarantee));
-      const rows = r.holders.map((h: Json) => ({ item: h.item, holder: h.holder, duplicates: r.duplicates.filter((d: Json) => d.item === h.item) }));
+      // the list does not say which holder is this peer: ask the roster, for the table's "mine" column
+      const self = v["json"] ? undefined : ((await c.peers()) as Json).peers.find((x: Json) => x.self === true)?.id;
+      const rows = r.holders.map((h: Json) => ({ item: h.item, holder: h.holder, mine: self === undefined ? undefined : h.holder === self, duplicates: r.duplicates.filter((d: Json) => d.item === h.item) }));
       return printJsonOr(io, v, r, () => advisoryTable(rows, r.guarantee));
     },
   },
