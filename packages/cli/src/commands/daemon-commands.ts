@@ -1,7 +1,7 @@
 // The commands that make and run daemons: init, start, up, env.
 import { spawn, type ChildProcess } from "node:child_process";
 import { closeSync, existsSync, openSync, readdirSync, readFileSync, realpathSync, rmSync, unlinkSync, writeFileSync } from "node:fs";
-import { dirname, join, relative, resolve } from "node:path";
+import { basename, dirname, join, relative, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { flushCompileCache } from "node:module";
@@ -239,7 +239,7 @@ export async function downCommand(argv: string[], io: Io): Promise<number> {
     const pid = readPid(file);
     if (isDaemonOf(pid, conf)) {
       process.kill(pid, "SIGTERM");
-      pids.push({ name: dirname(conf).split("/").pop()!, pid, file });
+      pids.push({ name: peerName(conf), pid, file });
     } else unlinkSync(file);
   }
   const deadline = Date.now() + 30_000;
@@ -249,6 +249,11 @@ export async function downCommand(argv: string[], io: Io): Promise<number> {
   if (stuck.length > 0) return io.err(`heddle down: ${stuck.map((p) => `${p.name} (pid ${p.pid})`).join(", ")} did not stop within 30 s\n`), EXIT.internal;
   io.out(pids.length === 0 ? "heddle down: no peer was running\n" : `heddle down: stopped ${pids.map((p) => p.name).join(", ")}\n`);
   return EXIT.ok;
+}
+
+/** A peer's name in messages: its init folder's, `peer-<i>` (not its position in the list: a folder may be gone). */
+function peerName(configFile: string): string {
+  return basename(dirname(configFile));
 }
 
 /** The config files of an init folder, in peer order. */
@@ -293,8 +298,8 @@ export async function upCommand(argv: string[], io: Io): Promise<number> {
     if (detach) for (const c of children) rmSync(join(dirname(c.file), "daemon.pid"), { force: true });
     return codes;
   };
-  for (const [i, file] of configs.entries()) {
-    const name = `peer-${i + 1}`;
+  for (const file of configs) {
+    const name = peerName(file);
     const args = [MAIN, "start", "--config", file, ...(values["log-format"] !== undefined ? ["--log-format", values["log-format"]] : [])];
     let proc: ChildProcess;
     if (detach) {
