@@ -86,7 +86,7 @@ async function withClient<T>(make: () => HeddleClient, f: (c: HeddleClient) => P
 interface ApiCommand {
   readonly usage: string;
   readonly summary: string;
-  /** How many positional arguments it takes: at least [0], at most [1]. */
+  /** How many positional arguments it takes, [fewest, most]: more is a usage error naming the extra ones. */
   readonly args: readonly [number, number];
   readonly options?: NonNullable<ParseArgsConfig["options"]>;
   run(c: HeddleClient, pos: string[], v: Record<string, string | boolean | undefined>, io: Io): Promise<number>;
