@@ -8,7 +8,7 @@ import fc from "fast-check";
 import { AttachmentId, GroupId, ReplicaId, Weight } from "@heddle/ledger";
 import { ControlModel } from "./support/control-model.ts";
 import { canonicalJson as canonicalJsonForTest } from "../src/control/canonical-json.ts";
-import { ControlPlaneHaltedError, ControlState, encodeEnvelope, LAPSED_CLAIM_RETENTION_MS, LAPSED_CLAIMS_PER_APPLY, outcomeJson } from "../src/index.ts";
+import { ControlPlaneHaltedError, ControlState, encodeEnvelope, LAPSED_CLAIM_RETENTION_MS, LAPSED_CLAIMS_PER_APPLY, mintIdOf, outcomeJson } from "../src/index.ts";
 import { takeArg } from "../src/control/call-arguments.ts";
 import { MAX_TTL_MS } from "@heddle/claims";
 import type { AppliedStep, ControlCommand, ControlOutcome, LogEntry, ProposalKey } from "../src/index.ts";
@@ -44,6 +44,25 @@ class Driver {
 const conflict = (o: ControlOutcome) => (o.kind === "conflict" ? o.conflict : null);
 
 describe("ControlState decisions (governed.md §3.4, in the listed order)", () => {
+  it("mint: a key whose plain mint id would pass 256 code units gets a hashed id the peers accept (found in review)", async () => {
+    const { EntitlementLedger } = await import("@heddle/ledger");
+    const { MAX_ID_LENGTH } = await import("@heddle/node");
+    const d = new Driver();
+    const longest = "c".repeat(256); // callOptionsArg's limit on key.client
+    const s = d.entry({ op: "mint", holder: R("n1"), amount: 5n }, { key: { client: longest, seq: 9_007_199_254_740_991 } });
+    const id = (s.outcome as { mintId: string }).mintId;
+    expect(id).toMatch(/^mint:h:[0-9a-f]{32}:9007199254740991$/);
+    expect(id.length).toBeLessThanOrEqual(MAX_ID_LENGTH);
+    // what a receiving peer decodes from the published patch (node.md §4.3's limit) — not refused
+    expect(() => EntitlementLedger.decodeBinary(s.publish[0]!.encodeBinary(), [], MAX_ID_LENGTH)).not.toThrow();
+    // stable per key, distinct per key; a key that fits keeps its plain id
+    expect(mintIdOf({ client: longest, seq: 9_007_199_254_740_991 })).toBe(id);
+    expect(mintIdOf({ client: longest, seq: 1 })).not.toBe(mintIdOf({ client: "d".repeat(256), seq: 1 }));
+    const fits = "e".repeat(256 - "mint::1".length);
+    expect(mintIdOf({ client: fits, seq: 1 })).toBe(`mint:${fits}:1`);
+    expect(mintIdOf({ client: `${fits}e`, seq: 1 })).toMatch(/^mint:h:/);
+  });
+
   it("mint: records the mint under mintIdOf(key), publishes its patch; an overflowing total is an outcome, not a wrap", () => {
     const d = new Driver();
     const s = d.entry({ op: "mint", holder: R("n1"), amount: 100n }, { key: { client: "op", seq: 4 } });

@@ -9,6 +9,7 @@
  * mutator refusing on the projection where the decision predicted success), halts it: `apply` throws
  * `ControlPlaneHaltedError` now and on every later call. Halting is preferable to diverging.
  */
+import { hash } from "node:crypto";
 import { createClaims, decodeClaims } from "@heddle/claims";
 import type { ClaimsOptions, ClaimsTable } from "@heddle/claims";
 import { AttachmentId, EntitlementLedger, GroupId, LIFECYCLE_RANK, MAX, MintId, ReplicaId, Weight } from "@heddle/ledger";
@@ -140,10 +141,20 @@ function byId(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
 
-/** `mint:${client}:${seq}` — unique because keys are, stable across retries because a retry reuses its key. */
+/**
+ * `mint:${client}:${seq}` — unique because keys are, stable across retries because a retry reuses its key.
+ * When that would be longer than the ids peers accept on the wire (node.md §4.3: 256 code units; a longer
+ * one makes every ledger frame carrying the mint a `schema` refusal, so anti-entropy could never deliver it),
+ * it is `mint:h:${first 32 hex digits of sha256(client)}:${seq}` instead — still one id per key.
+ */
 export function mintIdOf(key: ProposalKey): MintId {
-  return MintId(`mint:${key.client}:${key.seq}`);
+  const plain = `mint:${key.client}:${key.seq}`;
+  if (plain.length <= MINT_ID_MAX_LENGTH) return MintId(plain);
+  return MintId(`mint:h:${hash("sha256", key.client, "hex").slice(0, 32)}:${key.seq}`);
 }
+
+/** The longest mint id written as is (node.md §4.3's id limit; `MAX_ID_LENGTH` of `@heddle/node`). */
+const MINT_ID_MAX_LENGTH = 256;
 
 /** A recorded outcome of a windowed client, in the order its index was applied. */
 interface WindowedOutcome {

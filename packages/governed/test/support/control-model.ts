@@ -5,6 +5,7 @@
  * (§5.2 "Control linearizability (a)", §5.4 C14). Retention of `idem:` clients is a full scan after every index:
  * keep an outcome while its index is among the last `window` applied, and an `idem:` session while it keeps one.
  */
+import { createHash } from "node:crypto";
 import { createClaims } from "@heddle/claims";
 import type { ClaimsOptions, ClaimsTable } from "@heddle/claims";
 import type { AttachmentRecord } from "@heddle/ledger";
@@ -99,7 +100,9 @@ export class ControlModel {
     const no = (conflict: object): ControlOutcome => ({ kind: "conflict", index, key, conflict }) as ControlOutcome;
     switch (cmd.op) {
       case "mint": {
-        const id = `mint:${key.client}:${key.seq}`;
+        // governed's mintIdOf: the plain id while it fits the 256-unit wire limit, else a hash of the client
+        const plain = `mint:${key.client}:${key.seq}`;
+        const id = plain.length <= 256 ? plain : `mint:h:${createHash("sha256").update(key.client, "utf8").digest("hex").slice(0, 32)}:${key.seq}`;
         const had = this.mints.get(id);
         if (had) return had.holder === cmd.holder && had.amount === cmd.amount ? ok(true, { mintId: id }) : no({ reason: "keyReuse", key });
         if (this.total + cmd.amount > INT64_MAX) return no({ reason: "overflow", what: "mintedTotal" });
