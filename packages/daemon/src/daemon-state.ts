@@ -35,8 +35,13 @@ export class DaemonState implements StandingMemory {
     trimKeys: StatementSync;
   };
 
-  /** Opens (creating if need be) `path`; keyed reserve answers are kept for the newest `keepReserveKeys` keys. */
-  constructor(path: string, keepReserveKeys: number) {
+  /**
+   * Opens (creating if need be) `path`; keyed reserve answers are kept for the newest `keepReserveKeys` keys.
+   * The file belongs to one peer of one cluster (`owner`: its id and genesis digest, recorded on first open):
+   * opened for another it throws {@link DaemonStateError} — replaying another store's reservations or
+   * standing demand would be wrong.
+   */
+  constructor(path: string, keepReserveKeys: number, owner: { peer: string; genesis: string }) {
     this.#db = new DatabaseSync(path);
     this.#keep = keepReserveKeys;
     try {
@@ -47,9 +52,19 @@ export class DaemonState implements StandingMemory {
         edge TEXT PRIMARY KEY NOT NULL, target TEXT NOT NULL, max_grant TEXT NOT NULL, expires_at INTEGER NOT NULL) STRICT;`);
       this.#db.exec(`CREATE TABLE IF NOT EXISTS reserve_keys (
         seq INTEGER PRIMARY KEY AUTOINCREMENT, key TEXT NOT NULL UNIQUE, body TEXT NOT NULL, status INTEGER NOT NULL, payload TEXT NOT NULL) STRICT;`);
+      this.#db.exec("CREATE TABLE IF NOT EXISTS owner (k TEXT PRIMARY KEY NOT NULL, v TEXT NOT NULL) STRICT;");
+      this.#db.prepare("INSERT OR IGNORE INTO owner (k, v) VALUES ('peer', ?), ('genesis', ?)").run(owner.peer, owner.genesis);
     } catch (e) {
       this.#db.close();
       throw new DaemonStateError(`${path}: not a heddle daemon state file (${(e as Error).message}); move it away to start afresh`, { cause: e });
+    }
+    const rows = this.#db.prepare("SELECT k, v FROM owner").all() as { k: string; v: string }[];
+    const had = new Map(rows.map((r) => [r.k, r.v]));
+    if (had.get("peer") !== owner.peer || had.get("genesis") !== owner.genesis) {
+      this.#db.close();
+      throw new DaemonStateError(
+        `${path} belongs to peer ${had.get("peer")} of the cluster with genesis ${had.get("genesis")}, not to peer ${owner.peer} of genesis ${owner.genesis}; it sits next to another store's ledger — move it away (its standing demand and remembered reserves are the other store's)`,
+      );
     }
     this.#q = {
       putStanding: this.#db.prepare("INSERT INTO standing_demand (edge, target, max_grant, expires_at) VALUES (?, ?, ?, ?) ON CONFLICT(edge) DO UPDATE SET target = excluded.target, max_grant = excluded.max_grant, expires_at = excluded.expires_at"),
@@ -91,8 +106,16 @@ export class DaemonState implements StandingMemory {
         return r === undefined ? undefined : { body: r.body, status: r.status, payload: JSON.parse(r.payload) as unknown };
       },
       put: (key, a) => {
-        this.#q.putKey.run(key, a.body, a.status, JSON.stringify(a.payload));
-        this.#q.trimKeys.run(this.#keep);
+        // one commit (one sync) for the key and the trim of the oldest beyond the limit
+        this.#db.exec("BEGIN IMMEDIATE");
+        try {
+          this.#q.putKey.run(key, a.body, a.status, JSON.stringify(a.payload));
+          this.#q.trimKeys.run(this.#keep);
+          this.#db.exec("COMMIT");
+        } catch (e) {
+          if (this.#db.isTransaction) this.#db.exec("ROLLBACK");
+          throw e;
+        }
       },
     };
   }

@@ -306,7 +306,7 @@ export async function startDaemon(configOrPath: DaemonConfig | string, opts: Sta
     let state: DaemonState | null = null;
     if (opts.store === undefined) {
       try {
-        state = new DaemonState(join(config.storeDir, DAEMON_STATE_FILE), config.limits.maxIdempotencyEntries);
+        state = new DaemonState(join(config.storeDir, DAEMON_STATE_FILE), config.limits.maxIdempotencyEntries, { peer: data.self, genesis: data.genesisDigest ?? "(none)" });
       } catch (e) {
         throw new DaemonStartError("store", `${join(config.storeDir, DAEMON_STATE_FILE)} could not be opened: ${(e as Error).message}`, { cause: e });
       }
@@ -324,7 +324,12 @@ export async function startDaemon(configOrPath: DaemonConfig | string, opts: Sta
       ...(state !== null ? { memory: state } : {}),
     });
     if (state !== null) {
-      const saved = state.standing();
+      let saved;
+      try {
+        saved = state.standing();
+      } catch (e) {
+        throw new DaemonStartError("store", `${join(config.storeDir, DAEMON_STATE_FILE)}: ${(e as Error).message}`, { cause: e });
+      }
       scheduler.restore(saved);
       if (saved.length > 0) logger.info("standing demand restored", { edges: scheduler.standing().length, lapsed: saved.length - scheduler.standing().length });
     }

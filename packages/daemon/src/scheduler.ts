@@ -112,22 +112,24 @@ export class Scheduler {
     if (!this.#standing.has(edge) && this.#standing.size >= this.#o.maxStanding) return { ok: false, refusal: { kind: "too-many", limit: this.#o.maxStanding } };
     const s: StandingDemand = { edge, demand, expiresAt: this.#o.timers.now() + leaseMs };
     const before = this.#standing.get(edge);
+    // Durable before anyone acts on it: a failed write changes nothing and nothing is advertised.
+    this.#o.memory?.put(s);
     this.#standing.set(edge, s);
     try {
       this.#refresh(view, this.#o.timers.now());
     } catch (e) {
-      // Nothing was advertised (advertiseMany is all or nothing): put the standing set back as it was.
+      // Nothing was advertised (advertiseMany is all or nothing): put the standing set, and its durable
+      // copy, back as they were.
       if (before === undefined) this.#standing.delete(edge);
       else this.#standing.set(edge, before);
+      try {
+        if (before === undefined) this.#o.memory?.drop(edge);
+        else this.#o.memory?.put(before);
+      } catch (undo) {
+        // the next restart would stand the refused demand again until its lease ends; say so
+        this.#report(undo, `forget refused demand on ${edge}`);
+      }
       if (e instanceof DemandLimitError) return { ok: false, refusal: { kind: "board-full", limit: e.limit, value: e.value } };
-      throw e;
-    }
-    try {
-      this.#o.memory?.put(s);
-    } catch (e) {
-      // not durable, so not accepted: as it was before the call (advertised again at the next tick)
-      if (before === undefined) this.#standing.delete(edge);
-      else this.#standing.set(edge, before);
       throw e;
     }
     return { ok: true, standing: s };

@@ -59,3 +59,35 @@ describe("daemon state across a restart (daemon.sqlite)", () => {
     }
   });
 });
+
+describe("DaemonState (daemon.sqlite) itself", () => {
+  it("keeps the newest keepReserveKeys keyed answers and refuses to open for another peer or cluster", async () => {
+    const { mkdtempSync, rmSync } = await import("node:fs");
+    const { tmpdir } = await import("node:os");
+    const { join } = await import("node:path");
+    const { DaemonState, DaemonStateError } = await import("../src/daemon-state.ts");
+    const dir = mkdtempSync(join(tmpdir(), "heddle-daemon-state-"));
+    try {
+      const path = join(dir, "daemon.sqlite");
+      const owner = { peer: "p1", genesis: "0123456789abcdef" };
+      const st = new DaemonState(path, 2, owner);
+      const m = st.reserveMemory();
+      for (const k of ["k1", "k2", "k3"]) m.put(k, { body: `["a","${k}"]`, status: 201, payload: { id: k } });
+      expect(m.get("k1")).toBeUndefined();
+      expect(m.get("k2")).toEqual({ body: '["a","k2"]', status: 201, payload: { id: "k2" } });
+      expect(m.get("k3")?.payload).toEqual({ id: "k3" });
+      m.put("k2", { body: '["a","k2"]', status: 201, payload: { id: "k2" } }); // a replayed put keeps its place
+      expect(m.get("k2")).toBeDefined();
+      expect(m.get("k3")).toBeDefined();
+      st.close();
+      for (const other of [{ peer: "p2", genesis: owner.genesis }, { peer: "p1", genesis: "fedcba9876543210" }]) {
+        expect(() => new DaemonState(path, 2, other)).toThrow(DaemonStateError);
+      }
+      const again = new DaemonState(path, 2, owner);
+      expect(again.reserveMemory().get("k3")?.payload).toEqual({ id: "k3" });
+      again.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

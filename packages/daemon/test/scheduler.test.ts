@@ -4,7 +4,7 @@ import { DemandLimitError } from "@heddle/node";
 import { VirtualTimers } from "@heddle/node/testing";
 import type { Demand } from "@heddle/policy";
 import { describe, expect, it } from "vitest";
-import { Scheduler } from "../src/scheduler.ts";
+import { Scheduler, type StandingDemand } from "../src/scheduler.ts";
 
 function tree(): EntitlementLedger {
   let l = EntitlementLedger.bootstrap(GroupId("root"), new Map([[ReplicaId("p1"), 100n]]), "scheduler-test");
@@ -19,7 +19,7 @@ function tree(): EntitlementLedger {
   return l;
 }
 
-function harness(maxSlot = Infinity, failing: ReadonlySet<string> = new Set()) {
+function harness(maxSlot = Infinity, failing: ReadonlySet<string> = new Set(), memory?: { put(s: StandingDemand): void; drop(edge: AttachmentId): void }) {
   const ledger = tree();
   const slot = new Map<string, Demand>();
   const advertiseMany = (changes: Iterable<readonly [AttachmentId, Demand]>) => {
@@ -51,6 +51,7 @@ function harness(maxSlot = Infinity, failing: ReadonlySet<string> = new Set()) {
     demandTtlMs: 3_000,
     maxStanding: 8,
     onError: (e) => errors.push((e as Error).message),
+    ...(memory !== undefined ? { memory } : {}),
   });
   return { s, scheduled, advertised, slot, timers, errors };
 }
@@ -117,5 +118,48 @@ describe("daemon scheduler", () => {
     h.s.tick();
     expect(h.errors).toHaveLength(2);
     expect(h.errors[1]).toMatch(/^schedule\(root\): cannot plan root \(and \d+ more times in the last \d+ s\)$/);
+  });
+
+  it("keeps standing demand durable: written before it is advertised, undone when refused, dropped when it lapses or is withdrawn", () => {
+    const disk = new Map<string, StandingDemand>();
+    let failWrites = false;
+    const memory = {
+      put: (d: StandingDemand) => {
+        if (failWrites) throw new Error("disk full");
+        disk.set(d.edge, d);
+      },
+      drop: (e: AttachmentId) => void disk.delete(e),
+    };
+    const h = harness(3, new Set(), memory);
+    // a failed write: the call fails, nothing stands, nothing is advertised
+    failWrites = true;
+    expect(() => h.s.setDemand(AttachmentId("a→batch"), { targetOutstanding: 5n, maximumUsefulGrant: 5n }, 10_000)).toThrow("disk full");
+    expect(h.s.standing()).toEqual([]);
+    expect(h.advertised).toEqual([]);
+    failWrites = false;
+    expect(h.s.setDemand(AttachmentId("a→batch"), { targetOutstanding: 5n, maximumUsefulGrant: 5n }, 10_000).ok).toBe(true);
+    expect([...disk.keys()]).toEqual(["a→batch"]);
+    // refused for the slot: the durable copy is undone too
+    expect(h.s.setDemand(AttachmentId("b→web"), { targetOutstanding: 5n, maximumUsefulGrant: 5n }, 10_000).ok).toBe(false);
+    expect([...disk.keys()]).toEqual(["a→batch"]);
+    // a lease that ends is forgotten on disk at the next tick; a withdrawal at once
+    expect(h.s.setDemand(AttachmentId("root→b"), { targetOutstanding: 1n, maximumUsefulGrant: 1n }, 500).ok).toBe(true);
+    expect([...disk.keys()].sort()).toEqual(["a→batch", "root→b"]);
+    h.timers.advanceBy(500);
+    h.s.tick();
+    expect([...disk.keys()]).toEqual(["a→batch"]);
+    expect(h.s.setDemand(AttachmentId("a→batch"), { targetOutstanding: 0n, maximumUsefulGrant: 0n }, 10_000).ok).toBe(true);
+    expect(disk.size).toBe(0);
+  });
+
+  it("restore stands what has not lapsed, up to maxStanding, and forgets the rest on disk", () => {
+    const dropped: string[] = [];
+    const h = harness(Infinity, new Set(), { put: () => {}, drop: (e) => void dropped.push(e) });
+    h.timers.advanceBy(1_000);
+    const d = (edge: string, expiresAt: number): StandingDemand => ({ edge: AttachmentId(edge), demand: { targetOutstanding: 1n, maximumUsefulGrant: 1n }, expiresAt });
+    h.s.restore([d("a→batch", 5_000), d("b→web", 1_000), ...Array.from({ length: 9 }, (_, i) => d(`x${i}`, 5_000))]);
+    // maxStanding is 8: a→batch and seven of the x's stand; b→web has lapsed (expiresAt ≤ now); x7, x8 do not fit
+    expect(h.s.standing().map((x) => x.edge)).toEqual(["a→batch", "x0", "x1", "x2", "x3", "x4", "x5", "x6"]);
+    expect(dropped).toEqual(["b→web", "x7", "x8"]);
   });
 });

@@ -232,7 +232,12 @@ export const API_COMMANDS: Record<string, ApiCommand> = {
     summary: "fairness bound metrics per parent (node.md §11)",
     async run(c, p, v, io) {
       const b = (await c.bounds(p[0])) as Json;
-      return printJsonOr(io, v, b, () => table(["parent", "roster", "configured", "current", "observed", "consistent"], b.bounds.map((x: Json) => [x.parent, x.roster, x.configuredWorstCase, x.currentBound, x.observedDeviation, x.isConsistent])));
+      return printJsonOr(io, v, b, () => {
+        const rows = table(["parent", "roster", "configured", "current", "observed", "consistent"], b.bounds.map((x: Json) => (x.unavailable !== undefined ? [x.parent, "-", "-", "-", "-", "unavailable"] : [x.parent, x.roster, x.configuredWorstCase, x.currentBound, x.observedDeviation, x.isConsistent])));
+        // a parent whose bounds cannot be computed says why, under the table
+        const why = b.bounds.filter((x: Json) => x.unavailable !== undefined).map((x: Json) => `${x.parent}: ${x.unavailable}\n`).join("");
+        return rows + why;
+      });
     },
   },
   reserve: {
