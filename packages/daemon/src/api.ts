@@ -438,6 +438,7 @@ export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
       failed: m?.failed ?? false,
       framesRejected: m === undefined ? null : Object.values(m.framesRejected).reduce((a, b) => a + b, 0),
       schedulerTicks: ctx.scheduler.ticks,
+      schedulerFailures: ctx.scheduler.failures().map((f) => ({ ...f, firstAt: new Date(f.firstAt).toISOString(), lastAt: new Date(f.lastAt).toISOString() })),
       control:
         ctx.control === null
           ? null

@@ -42,6 +42,12 @@ export const MAX_PARENTS_PER_TICK = 100_000;
 /** The same failure (same message) is reported to `onError` at most once per this many ms. */
 export const ERROR_REPORT_INTERVAL_MS = 60_000;
 
+/** How long a failure stays listed in {@link Scheduler.failures} after it last happened. */
+export const RECENT_FAILURE_WINDOW_MS = 120_000;
+
+/** Most distinct failures listed at once (the oldest goes first). */
+export const MAX_RECENT_FAILURES = 32;
+
 function sat(a: bigint, b: bigint): bigint {
   const s = a + b;
   return s > INT64_MAX ? INT64_MAX : s;
@@ -57,6 +63,8 @@ export class Scheduler {
   #stopped = false;
   /** When each failure message was last reported, and how many were held back since. */
   readonly #reported = new Map<string, { at: number; held: number }>();
+  /** The failures of recent rounds, by what failed: for `GET /v1/status`. */
+  readonly #recent = new Map<string, { where: string; message: string; first: number; last: number; count: number }>();
 
   constructor(o: SchedulerOptions) {
     this.#o = o;
@@ -83,6 +91,16 @@ export class Scheduler {
     this.#stopped = true;
     if (this.#timer !== null) this.#o.timers.clear(this.#timer);
     this.#timer = null;
+  }
+
+  /**
+   * Failures of the last {@link RECENT_FAILURE_WINDOW_MS}, newest last: what failed (`round`, `schedule(<parent>)`,
+   * …), the error, when it first and last failed, and how often. Empty while every round succeeds.
+   */
+  failures(): { where: string; message: string; firstAt: number; lastAt: number; count: number }[] {
+    const since = this.#o.timers.now() - RECENT_FAILURE_WINDOW_MS;
+    for (const [k, r] of this.#recent) if (r.last < since) this.#recent.delete(k);
+    return [...this.#recent.values()].sort((a, b) => a.last - b.last).map((r) => ({ where: r.where, message: r.message, firstAt: r.first, lastAt: r.last, count: r.count }));
   }
 
   /** Ticks run so far. */
@@ -260,8 +278,17 @@ export class Scheduler {
 
   /** Reports `e` to `onError`, each distinct failure at most once per {@link ERROR_REPORT_INTERVAL_MS}. */
   #report(e: unknown, where = ""): void {
-    const key = `${where}|${e instanceof Error ? `${e.name}: ${e.message}` : String(e)}`;
+    const text = e instanceof Error ? `${e.name}: ${e.message}` : String(e);
+    const key = `${where}|${text}`;
     const now = this.#o.timers.now();
+    const r = this.#recent.get(key);
+    if (r !== undefined) {
+      r.last = now;
+      r.count++;
+    } else {
+      if (this.#recent.size >= MAX_RECENT_FAILURES) this.#recent.delete(this.#recent.keys().next().value!);
+      this.#recent.set(key, { where: where === "" ? "round" : where, message: text, first: now, last: now, count: 1 });
+    }
     const last = this.#reported.get(key);
     if (last !== undefined && now - last.at < ERROR_REPORT_INTERVAL_MS) {
       last.held++;

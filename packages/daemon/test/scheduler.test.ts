@@ -118,6 +118,12 @@ describe("daemon scheduler", () => {
     h.s.tick();
     expect(h.errors).toHaveLength(2);
     expect(h.errors[1]).toMatch(/^schedule\(root\): cannot plan root \(and \d+ more times in the last \d+ s\)$/);
+    // listed for the status while it keeps failing, gone two minutes after it stopped
+    expect(h.s.failures()).toEqual([{ where: "schedule(root)", message: "RangeError: cannot plan root", firstAt: 0, lastAt: 70_000, count: 102 }]);
+    h.s.setDemand(AttachmentId("a→batch"), { targetOutstanding: 0n, maximumUsefulGrant: 0n }, 1);
+    h.timers.advanceBy(120_001);
+    h.s.tick();
+    expect(h.s.failures()).toEqual([]);
   });
 
   it("keeps standing demand durable: written before it is advertised, undone when refused, dropped when it lapses or is withdrawn", () => {

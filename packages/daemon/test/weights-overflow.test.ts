@@ -16,6 +16,10 @@ afterAll(() => s.close());
 describe("a parent whose children's weights overflow", () => {
   it("every read still answers; its bounds say why they are unavailable; the metrics skip it", async () => {
     for (const path of ["/v1/status", "/v1/tree", "/v1/holdings", "/v1/demand", "/v1/reservations"]) expect((await s.client.raw("GET", path)).status, path).toBe(200);
+    // the status says what keeps failing
+    const st = (await s.client.status()) as { schedulerFailures: { where: string; message: string; count: number }[] };
+    expect(st.schedulerFailures).toEqual([expect.objectContaining({ where: "schedule(root)", message: expect.stringMatching(/^LedgerOverflowError: /), count: expect.any(Number) })]);
+    expect(st.schedulerFailures[0]!.count).toBeGreaterThan(1);
     const b = await s.client.raw("GET", "/v1/bounds");
     expect(b.status).toBe(200);
     const bounds = (b.body as { bounds: { parent: string; unavailable?: string }[] }).bounds;

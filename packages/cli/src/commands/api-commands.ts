@@ -103,6 +103,8 @@ function renderStatus(s: Json, p: Json): string {
     `ledger    digest ${s.ledgerDigest}  minted ${s.mintedTotal}  leaf-spent ${s.leafSpentTotal}  conflicts ${s.conflicts.length === 0 ? "none" : s.conflicts.map((c: Json) => c.kind).join(", ")}`,
     `work      open reservations ${s.reservationsOpen ?? "-"}  scheduler rounds ${s.schedulerTicks}${s.failed ? "  FAILED CLOSED (restart it)" : ""}`,
   ];
+  // rounds failing now (the daemon's log has the detail once a minute)
+  for (const f of (s.schedulerFailures ?? []) as Json[]) lines.push(`failing   ${f.where}: ${f.message} (${f.count}× since ${f.firstAt})`);
   if (s.control !== null) {
     const c = s.control;
     lines.push(`control   role ${c.role}  leader ${c.leader === null ? "none" : short(c.leader)}  applied ${c.appliedIndex}  writable ${c.isWritable}  enrolled ${c.enrolled.length}`);
