@@ -61,6 +61,38 @@ describe("etcd entry codec", () => {
 });
 
 describe("etcdControlLog", () => {
+  it("reads back entries and snapshots larger than gRPC's 4 MiB default answer (found in review: a new reader never caught up)", async () => {
+    const prefix = `big/${process.pid}/`;
+    const w = etcdControlLog({ id: "w", endpoints: etcd.endpoints, prefix });
+    const r = etcdControlLog({ id: "r", endpoints: etcd.endpoints, prefix });
+    try {
+      const big = (i: number) => new Uint8Array(300 * 1024).fill(i);
+      for (let i = 0; i < 20; i++) await w.propose(big(i), null); // one catch-up read of 20 × 300 KiB ≈ 6 MiB
+      const items = await take(r, 1, 20);
+      expect(items.map((c) => (c.kind === "entry" ? [c.entry.index, c.entry.command.length, c.entry.command[0]] : null))).toEqual(Array.from({ length: 20 }, (_, i) => [i + 1, 300 * 1024, i]));
+      // a 6 MiB snapshot (6+ chunks, read in pages) covering the log is installed by a reader from index 1
+      const state = Uint8Array.from({ length: 6 * 1024 * 1024 + 5 }, (_, i) => (i * 7) & 0xff);
+      w.publishSnapshot({ throughIndex: 20, state });
+      const fresh = etcdControlLog({ id: "f", endpoints: etcd.endpoints, prefix });
+      try {
+        let installed: Uint8Array | null = null;
+        for (let attempt = 0; attempt < 100 && installed === null; attempt++) {
+          const first = (await take(fresh, 1, 1))[0]!;
+          if (first.kind === "install") installed = first.snapshot.state;
+          else await new Promise((res) => setTimeout(res, 50)); // the publish is asynchronous
+        }
+        expect(installed).not.toBeNull();
+        expect(installed!.length).toBe(state.length);
+        expect(Buffer.from(installed!).equals(Buffer.from(state))).toBe(true);
+      } finally {
+        await fresh.close();
+      }
+    } finally {
+      await w.close();
+      await r.close();
+    }
+  }, 60_000);
+
   it("stamps never run backwards in the log, whatever the proposers' clocks say", async () => {
     const prefix = `stamps/${process.pid}/`;
     const ahead = etcdControlLog({ id: "a", endpoints: etcd.endpoints, prefix, now: () => 1_000_000 });
@@ -151,4 +183,22 @@ describe("etcdControlLog", () => {
     expect(() => etcdControlLog({ id: "a", endpoints: ["http://127.0.0.1:2379"], prefix: "" })).toThrow(/prefix/);
     expect(() => etcdControlLog({ id: "a", endpoints: ["http://127.0.0.1:2379"], callTimeoutMs: 0 })).toThrow(/callTimeoutMs/);
   });
+});
+
+describe("etcdControlLog availability", () => {
+  it("turns unavailable after unavailableAfterMs even while a probe hangs on a frozen etcd (found in review: only at the probe's call deadline)", async () => {
+    const log = etcdControlLog({ id: "p", endpoints: etcd.endpoints, prefix: `avail/${process.pid}/`, callTimeoutMs: 30_000, unavailableAfterMs: 1_000, probeEveryMs: 100 });
+    const proc = etcd.members[0]!.proc!;
+    try {
+      await log.started;
+      expect(log.available.get()).toBe(true);
+      proc.kill("SIGSTOP"); // alive but silent: every call hangs until its deadline
+      const until = Date.now() + 15_000; // half the call deadline: the old code could not turn false before 30 s
+      while (log.available.get() && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+      expect(log.available.get()).toBe(false);
+    } finally {
+      proc.kill("SIGCONT");
+      await log.close();
+    }
+  }, 40_000);
 });

@@ -53,6 +53,14 @@ export const ETCD_SNAPSHOT_CHUNK_BYTES = 1024 * 1024;
 export const ETCD_READ_BATCH = 256;
 /** Most proposals waiting in one process for their transaction; more are refused (`OverloadedError`-like). */
 export const ETCD_MAX_QUEUED_PROPOSALS = 10_000;
+/** Snapshot chunks read by one range call (each at most ETCD_SNAPSHOT_CHUNK_BYTES). */
+export const ETCD_SNAPSHOT_READ_CHUNKS = 16;
+/**
+ * The largest etcd answer this log accepts (gRPC's receive limit, 4 MiB by default): a catch-up read of
+ * ETCD_READ_BATCH entries of up to ETCD_BATCH_BYTES each, plus room for keys and headers. Below it, a log
+ * with large entries could never be read back: every catch-up read failed and was retried for good.
+ */
+export const ETCD_MAX_RECEIVE_BYTES = ETCD_READ_BATCH * ETCD_BATCH_BYTES + 1024 * 1024;
 
 const ENTRY_FORMAT = 1;
 const DIGITS = 16;
@@ -246,7 +254,7 @@ class EtcdLog implements EtcdControlLog {
       if (!Array.isArray(endpoints) || endpoints.length === 0 || !endpoints.every((e) => typeof e === "string" && /^https?:\/\/[^/]+\/?$/.test(e))) {
         throw new RangeError("endpoints: give one or more etcd client URLs such as \"http://127.0.0.1:2379\" (or pass a client)");
       }
-      const opts: IOptions = { hosts: [...endpoints], dialTimeout: this.#callMs };
+      const opts: IOptions = { hosts: [...endpoints], dialTimeout: this.#callMs, grpcOptions: { "grpc.max_receive_message_length": ETCD_MAX_RECEIVE_BYTES } };
       if (o.tls !== undefined) {
         (opts as { credentials?: IOptions["credentials"] }).credentials = {
           rootCertificate: Buffer.from(o.tls.ca),
@@ -288,8 +296,13 @@ class EtcdLog implements EtcdControlLog {
 
   async #probeOnce(): Promise<void> {
     if (this.#closed) return;
+    // judged on every tick, not only when a probe fails: a hung etcd fails a probe only at its deadline
+    if (Date.now() - this.#lastOk >= this.#unavailableMs) {
+      this.available.set(false);
+      this.leader.set(null);
+    }
     try {
-      await this.#client.kv.range({ key: this.#headKey, count_only: true }, this.#deadline());
+      await this.#client.kv.range({ key: this.#headKey, count_only: true }, { deadline: new Date(Date.now() + Math.min(this.#callMs, this.#unavailableMs)) });
       this.#ok();
     } catch {
       if (Date.now() - this.#lastOk >= this.#unavailableMs) {
@@ -572,9 +585,19 @@ class EtcdLog implements EtcdControlLog {
   /** The snapshot's bytes, or null when its chunks were replaced meanwhile. */
   async #loadSnapshot(meta: { throughIndex: LogIndex; chunks: number; bytes: number }): Promise<Uint8Array | null> {
     const p = `${this.#snapPrefix}${pad(meta.throughIndex)}/`;
-    const r = await this.#client.kv.range({ key: buf(p), range_end: prefixEnd(p) }, this.#deadline());
-    if (r.kvs.length !== meta.chunks) return null;
-    const out = Buffer.concat(r.kvs.map((kv) => kv.value));
+    // in pages of ETCD_SNAPSHOT_READ_CHUNKS, every page at the first page's revision (one consistent view)
+    const parts: Buffer[] = [];
+    let from = buf(p);
+    let revision: string | undefined;
+    for (;;) {
+      const r = await this.#client.kv.range({ key: from, range_end: prefixEnd(p), limit: ETCD_SNAPSHOT_READ_CHUNKS, ...(revision !== undefined ? { revision } : {}) }, this.#deadline());
+      revision ??= r.header.revision;
+      for (const kv of r.kvs) parts.push(kv.value);
+      if (!r.more || r.kvs.length === 0) break;
+      from = Buffer.concat([r.kvs[r.kvs.length - 1]!.key, Buffer.from([0])]);
+    }
+    if (parts.length !== meta.chunks) return null;
+    const out = Buffer.concat(parts);
     if (out.length !== meta.bytes) return null;
     return new Uint8Array(out);
   }
