@@ -202,3 +202,49 @@ describe("etcdControlLog availability", () => {
     }
   }, 40_000);
 });
+
+describe("etcdControlLog reader", () => {
+  it("replaces a watch that went silent while the head moved on (found in review: a watch on a frozen member stalled the reader for good)", async () => {
+    const { EventEmitter } = await import("node:events");
+    const prefix = `stall/${process.pid}/`;
+    const real = new Etcd3({ hosts: etcd.endpoints });
+    let silenced = 0;
+    // the first watch the reader opens never says anything, as one on a frozen or cut-off member
+    const client = new Proxy(real, {
+      get(target, prop, receiver) {
+        if (prop === "watch" && silenced === 0) {
+          return () => {
+            silenced++;
+            const b = { prefix: () => b, startRevision: () => b, watcher: () => Object.assign(new EventEmitter(), { cancel: async () => {} }) };
+            return b;
+          };
+        }
+        const v = Reflect.get(target, prop, receiver) as unknown;
+        return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+      },
+    });
+    const reader = etcdControlLog({ id: "r", client, prefix, probeEveryMs: 100 });
+    const writer = etcdControlLog({ id: "w", endpoints: etcd.endpoints, prefix });
+    try {
+      await writer.propose(new Uint8Array([1]), null);
+      const got: number[] = [];
+      const done = (async () => {
+        for await (const c of reader.committedFrom(1)) {
+          if (c.kind === "entry") got.push(c.entry.index);
+          if (got.length === 3) return;
+        }
+      })();
+      while (got.length < 1) await new Promise((r) => setTimeout(r, 20)); // caught up; now tailing the silent watch
+      await writer.propose(new Uint8Array([2]), null);
+      await writer.propose(new Uint8Array([3]), null);
+      await Promise.race([done, new Promise((_, rej) => setTimeout(() => rej(new Error(`reader stuck at ${JSON.stringify(got)}`)), 20_000))]);
+      expect(got).toEqual([1, 2, 3]);
+      expect(silenced).toBe(1);
+      expect(reader.counters().stalls).toBeGreaterThanOrEqual(1);
+    } finally {
+      await reader.close();
+      await writer.close();
+      real.close();
+    }
+  }, 30_000);
+});

@@ -53,6 +53,11 @@ export const ETCD_SNAPSHOT_CHUNK_BYTES = 1024 * 1024;
 export const ETCD_READ_BATCH = 256;
 /** Most proposals waiting in one process for their transaction; more are refused (`OverloadedError`-like). */
 export const ETCD_MAX_QUEUED_PROPOSALS = 10_000;
+/**
+ * How long the head may stand ahead of a reader that waits on its watch before the watch is taken for stalled
+ * and replaced by a fresh catch-up read (a watch on a frozen or cut-off member sends neither events nor errors).
+ */
+export const ETCD_WATCH_STALL_MS = 2_000;
 /** Snapshot chunks read by one range call (each at most ETCD_SNAPSHOT_CHUNK_BYTES). */
 export const ETCD_SNAPSHOT_READ_CHUNKS = 16;
 /**
@@ -96,7 +101,7 @@ export interface EtcdControlLog extends ControlLog {
   readonly started: Promise<void>;
   readonly prefix: string;
   /** Counters: appends (transactions), appended entries, lost append races, watch restarts, snapshots published. */
-  counters(): Readonly<Record<"transactions" | "entries" | "races" | "resyncs" | "snapshots" | "compacted", number>>;
+  counters(): Readonly<Record<"transactions" | "entries" | "races" | "resyncs" | "snapshots" | "compacted" | "stalls", number>>;
   /** The newest `head` stamp this member has read or written (0 before any): see `ControlLog.stampFloor`. */
   stampFloor(): number;
 }
@@ -224,9 +229,11 @@ class EtcdLog implements EtcdControlLog {
   #lastOk = Date.now();
   readonly #probe: NodeJS.Timeout;
   readonly #wakers = new Set<() => void>();
+  /** Every reader's tail state, for the stalled-watch check. */
+  readonly #tails = new Set<{ next: () => LogIndex; idle: boolean; behindSince: number | null; stale: boolean; poke: () => void }>();
   #snapshotBusy = false;
   #snapshotNext: { throughIndex: LogIndex; state: Uint8Array } | null = null;
-  readonly #counts = { transactions: 0, entries: 0, races: 0, resyncs: 0, snapshots: 0, compacted: 0 };
+  readonly #counts = { transactions: 0, entries: 0, races: 0, resyncs: 0, snapshots: 0, compacted: 0, stalls: 0 };
 
   constructor(o: EtcdControlLogOptions) {
     if (typeof o !== "object" || o === null) throw new TypeError("etcdControlLog needs an options object");
@@ -280,7 +287,7 @@ class EtcdLog implements EtcdControlLog {
     this.#probe.unref();
   }
 
-  counters(): Readonly<Record<"transactions" | "entries" | "races" | "resyncs" | "snapshots" | "compacted", number>> {
+  counters(): Readonly<Record<"transactions" | "entries" | "races" | "resyncs" | "snapshots" | "compacted" | "stalls", number>> {
     return { ...this.#counts };
   }
 
@@ -302,12 +309,31 @@ class EtcdLog implements EtcdControlLog {
       this.leader.set(null);
     }
     try {
-      await this.#client.kv.range({ key: this.#headKey, count_only: true }, { deadline: new Date(Date.now() + Math.min(this.#callMs, this.#unavailableMs)) });
+      const r = await this.#client.kv.range({ key: this.#headKey }, { deadline: new Date(Date.now() + Math.min(this.#callMs, this.#unavailableMs)) });
       this.#ok();
+      this.#checkTails(this.#headOf(r.kvs[0]).index);
     } catch {
       if (Date.now() - this.#lastOk >= this.#unavailableMs) {
         this.available.set(false);
         this.leader.set(null);
+      }
+    }
+  }
+
+  /** Replaces the watch of every reader that has waited on it while the head stood ahead for ETCD_WATCH_STALL_MS. */
+  #checkTails(headIndex: LogIndex): void {
+    const now = Date.now();
+    for (const t of this.#tails) {
+      if (!t.idle || headIndex < t.next()) {
+        t.behindSince = null;
+        continue;
+      }
+      if (t.behindSince === null) t.behindSince = now;
+      else if (now - t.behindSince >= ETCD_WATCH_STALL_MS) {
+        t.behindSince = null;
+        t.stale = true;
+        this.#counts.stalls++;
+        t.poke();
       }
     }
   }
@@ -461,6 +487,8 @@ class EtcdLog implements EtcdControlLog {
       w?.();
     };
     this.#wakers.add(poke);
+    const tail = { next: () => next, idle: false, behindSince: null as number | null, stale: false, poke };
+    this.#tails.add(tail);
     let watcher: Watcher | null = null;
     const dropWatcher = (): void => {
       const w = watcher;
@@ -543,10 +571,16 @@ class EtcdLog implements EtcdControlLog {
           continue;
         }
         tail: while (!this.#closed) {
+          if (tail.stale) {
+            tail.stale = false;
+            break tail; // the watch stalled: read ranged from `next` and watch again
+          }
           if (events.length === 0) {
+            tail.idle = true;
             await new Promise<void>((res) => {
               wake = res;
             });
+            tail.idle = false;
             continue;
           }
           const ev = events.shift()!;
@@ -562,6 +596,7 @@ class EtcdLog implements EtcdControlLog {
       }
     } finally {
       this.#wakers.delete(poke);
+      this.#tails.delete(tail);
       dropWatcher();
     }
   }
