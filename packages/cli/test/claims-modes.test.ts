@@ -6,18 +6,13 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { initCluster, loadConfig, silentLogger, startDaemon, type DaemonConfig, type RunningDaemon } from "@heddle/daemon";
 import { EXIT } from "../src/exit-codes.ts";
-import { main } from "../src/main.ts";
+import { heddleOn } from "./support/cli.ts";
 
 let dir: string;
 let a: RunningDaemon;
 let b: RunningDaemon;
 
-async function heddle(argv: string[], on: RunningDaemon): Promise<{ code: number; out: string; err: string }> {
-  let out = "";
-  let err = "";
-  const code = await main([...argv, "--url", on.url, "--token", on.token], { out: (s) => void (out += s), err: (s) => void (err += s), tty: false });
-  return { code, out, err };
-}
+const heddle = (argv: string[], on: RunningDaemon) => heddleOn(on, argv);
 
 /**
  * Polls `f` until it holds. A call that fails (a CLI call answering nothing on a loaded machine, so its JSON does

@@ -5,16 +5,11 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { governedSoloDaemon, type SoloDaemon } from "../../daemon/test/support/embedded.ts";
 import { EXIT } from "../src/exit-codes.ts";
-import { main } from "../src/main.ts";
+import { heddleOn } from "./support/cli.ts";
 
 let s: SoloDaemon;
 
-async function heddle(argv: string[]): Promise<{ code: number; out: string; err: string }> {
-  let out = "";
-  let err = "";
-  const code = await main([...argv, "--url", s.daemon.url, "--token", s.daemon.token], { out: (x) => void (out += x), err: (x) => void (err += x), tty: false });
-  return { code, out, err };
-}
+const heddle = (argv: string[]) => heddleOn(s.daemon, argv);
 
 type Edge = { id: string; parent: string; child: string; weight: string; lifecycle: string };
 async function edgesInto(child: string): Promise<Edge[]> {

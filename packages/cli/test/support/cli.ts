@@ -82,3 +82,12 @@ export async function eventually<T>(f: () => Promise<T | undefined>, ms = 30_000
     await new Promise((r) => setTimeout(r, 200));
   }
 }
+
+/** Runs `heddle ...argv` in this process against a running daemon (`--url`, `--token` added), collecting what it prints. */
+export async function heddleOn(on: { url: string; token: string }, argv: string[]): Promise<Run> {
+  const { main } = await import("../../src/main.ts");
+  let out = "";
+  let err = "";
+  const code = await main([...argv, "--url", on.url, "--token", on.token], { out: (x) => void (out += x), err: (x) => void (err += x), tty: false });
+  return { code, out, err };
+}
