@@ -2,7 +2,7 @@
 // file), or --url with --token / --token-file, or the same from HEDDLE_CONFIG / HEDDLE_URL /
 // HEDDLE_TOKEN / HEDDLE_TOKEN_FILE.
 import { readFileSync } from "node:fs";
-import { HeddleClient } from "@heddle/client";
+import { ClientOptionError, HeddleClient } from "@heddle/client";
 import { loadConfig } from "@heddle/daemon/config";
 import { UsageError } from "./exit-codes.ts";
 
@@ -61,7 +61,7 @@ function readTokenFile(file: string, what = "--token-file"): string {
 export function clientOf(o: TargetOptions, processEnv: NodeJS.ProcessEnv = process.env): HeddleClient {
   // An empty variable counts as unset (a shell's HEDDLE_CONFIG= clears it).
   const env = Object.fromEntries(Object.entries(processEnv).filter(([, v]) => v !== undefined && v !== ""));
-  const timeoutMs = o.timeout === undefined ? 30_000 : Number(o.timeout) * 1000;
+  const timeoutMs = o.timeout === undefined ? 30_000 : Math.ceil(Number(o.timeout) * 1000);
   // Node truncates a timer above 2^31 − 1 ms with a TimeoutOverflowWarning on stderr
   if (!Number.isFinite(timeoutMs) || timeoutMs <= 0 || timeoutMs > MAX_TIMEOUT_S * 1000) {
     throw new UsageError(`--timeout must be a positive number of seconds, at most ${MAX_TIMEOUT_S} (about 24 days), got ${JSON.stringify(o.timeout)}`);
@@ -71,12 +71,23 @@ export function clientOf(o: TargetOptions, processEnv: NodeJS.ProcessEnv = proce
   const explicitToken = o.token ?? (o["token-file"] !== undefined ? readTokenFile(o["token-file"]) : undefined);
   if (configFile !== undefined) {
     const t = targetOfConfig(configFile);
-    return new HeddleClient({ url: o.url ?? t.url, token: explicitToken ?? t.token, timeoutMs, ...(t.ca !== undefined ? { ca: t.ca } : {}) });
+    return made(() => new HeddleClient({ url: o.url ?? t.url, token: explicitToken ?? t.token, timeoutMs, ...(t.ca !== undefined ? { ca: t.ca } : {}) }), configFile);
   }
   const url = o.url ?? env["HEDDLE_URL"];
   if (url === undefined) throw new UsageError("which daemon? give --config FILE (a peer's heddle.json) or --url URL with --token, or set HEDDLE_CONFIG");
   const envFile = env["HEDDLE_TOKEN_FILE"];
   const token = explicitToken ?? env["HEDDLE_TOKEN"] ?? (envFile !== undefined ? readTokenFile(envFile, "HEDDLE_TOKEN_FILE") : undefined);
   if (token === undefined) throw new UsageError("no token: give --token or --token-file (the peer's api.tokenFile), or set HEDDLE_TOKEN");
-  return new HeddleClient({ url, token, timeoutMs });
+  return made(() => new HeddleClient({ url, token, timeoutMs }));
+}
+
+/** The client `make` builds, with a bad URL or token said in the command line's terms (exit 2, not an internal error). */
+function made(make: () => HeddleClient, configFile?: string): HeddleClient {
+  try {
+    return make();
+  } catch (e) {
+    if (!(e instanceof ClientOptionError)) throw e;
+    const from = e.option === "url" ? "--url / HEDDLE_URL" : e.option === "token" ? "--token / --token-file / HEDDLE_TOKEN" : `--${e.option}`;
+    throw new UsageError(`${from}${configFile !== undefined ? ` (or the config ${configFile})` : ""}: ${e.message.slice(e.option.length + 2)}`);
+  }
 }

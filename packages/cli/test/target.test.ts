@@ -67,3 +67,25 @@ describe("--timeout", () => {
     expect((await run(["bounds", "--url", d.url, "--token", "t", "--timeout", "2147483"])).code).toBe(EXIT.ok);
   });
 });
+
+describe("a bad --url or token", () => {
+  it("is a usage error naming where it came from, not an internal error", async () => {
+    for (const [argv, env, field] of [
+      [["--url", "127.0.0.1:7201", "--token", "t"], {}, "--url / HEDDLE_URL"],
+      [["--url", "ftp://127.0.0.1:7201", "--token", "t"], {}, "--url / HEDDLE_URL"],
+      [["--token", "two words"], { HEDDLE_URL: d.url }, "--token / --token-file / HEDDLE_TOKEN"],
+      [[], { HEDDLE_URL: d.url, HEDDLE_TOKEN: "line\nbreak" }, "--token / --token-file / HEDDLE_TOKEN"],
+    ] as const) {
+      for (const k of ["HEDDLE_TOKEN", "HEDDLE_TOKEN_FILE", "HEDDLE_CONFIG", "HEDDLE_URL"]) delete process.env[k];
+      Object.assign(process.env, env);
+      const r = await run(["bounds", ...argv]);
+      expect(r.code, r.err).toBe(EXIT.usage);
+      expect(r.err).toContain(field);
+      expect(r.err).not.toMatch(/internal error/);
+    }
+  });
+  it("a --timeout that is not a whole number of milliseconds is rounded up, not refused by the client", async () => {
+    const r = await run(["bounds", "--url", d.url, "--token", "t", "--timeout", "1.2345"]);
+    expect(r.code, r.err).toBe(EXIT.ok);
+  });
+});

@@ -17,7 +17,16 @@ export interface HeddleClientOptions {
   readonly ca?: string | Buffer;
   /** Most sockets kept open to the daemon (default 64). */
   readonly maxSockets?: number;
+  /** Largest response body read, in bytes (default {@link DEFAULT_MAX_RESPONSE_BYTES}); a longer one fails the call with {@link BadResponseError}. */
+  readonly maxResponseBytes?: number;
 }
+
+/** Default of {@link HeddleClientOptions.maxResponseBytes}: 64 MiB, far above any answer of the API (a 10,000-edge tree is a few MiB). */
+export const DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024 * 1024;
+/** The longest `Idempotency-Key` the daemon accepts (its `MAX_IDEMPOTENCY_KEY_LENGTH`). */
+export const MAX_IDEMPOTENCY_KEY_LENGTH = 200;
+/** The largest timer Node.js keeps (2^31 − 1 ms, about 24.8 days); a longer `timeoutMs` would fire at once. */
+const MAX_TIMEOUT_MS = 2_147_483_647;
 
 /** Per-call options. */
 export interface CallOptions {
@@ -35,6 +44,30 @@ export class DaemonUnreachableError extends Error {
     this.name = "DaemonUnreachableError";
     this.url = url;
     this.code = code;
+  }
+}
+
+/**
+ * What answered was not the daemon's API as this client knows it: a 2xx body that is not JSON, or a body above
+ * `maxResponseBytes`. A {@link DaemonUnreachableError} (code `EBADRESPONSE` or `ERESPONSETOOLARGE`), since the usual
+ * cause is a URL that points at something else (a proxy's error page, another service).
+ */
+export class BadResponseError extends DaemonUnreachableError {
+  constructor(url: string, code: "EBADRESPONSE" | "ERESPONSETOOLARGE", message: string) {
+    super(url, code, message);
+    this.name = "BadResponseError";
+  }
+}
+
+/** A bad option of {@link HeddleClient}'s constructor or a bad argument of a call, named. Thrown before anything is sent. */
+export class ClientOptionError extends TypeError {
+  /** The option or argument, e.g. `url`, `token`, `idempotencyKey`. */
+  readonly option: string;
+
+  constructor(option: string, message: string) {
+    super(`${option}: ${message}`);
+    this.name = "ClientOptionError";
+    this.option = option;
   }
 }
 
@@ -73,16 +106,47 @@ export class HeddleClient {
   readonly #base: URL;
   readonly #auth: string;
   readonly #timeoutMs: number;
+  readonly #maxResponseBytes: number;
+  /** The base URL's path without its trailing slash ("" for none): a daemon behind a proxy at `https://host/heddle`. */
+  readonly #prefix: string;
   readonly #agent: HttpAgent;
   readonly #request: typeof httpRequest;
 
+  /** @throws {ClientOptionError} naming the bad option (a URL that is not http(s), an empty token, …). */
   constructor(o: HeddleClientOptions) {
+    if (typeof o.url !== "string") throw new ClientOptionError("url", "give the daemon's base URL, e.g. http://127.0.0.1:7201");
     this.url = o.url.replace(/\/+$/, "");
-    this.#base = new URL(this.url);
+    let base: URL;
+    try {
+      base = new URL(this.url);
+    } catch {
+      throw new ClientOptionError("url", `${JSON.stringify(o.url)} is not a URL; give the daemon's base URL, e.g. http://127.0.0.1:7201`);
+    }
+    if (base.protocol !== "http:" && base.protocol !== "https:") {
+      throw new ClientOptionError("url", `${JSON.stringify(o.url)} is not an http:// or https:// URL; give the daemon's base URL, e.g. http://127.0.0.1:7201`);
+    }
+    if (base.search !== "" || base.hash !== "" || base.username !== "" || base.password !== "") {
+      throw new ClientOptionError("url", `${JSON.stringify(o.url)} carries a query, fragment or credentials; give only scheme, host, port and (behind a proxy) a path prefix — the token goes in the token option`);
+    }
+    this.#base = base;
+    this.#prefix = base.pathname.replace(/\/+$/, "");
+    // A header value may not hold control characters; Node would throw a bare TypeError on the first call instead.
+    if (typeof o.token !== "string" || o.token.length === 0 || !/^[\x21-\x7e]+$/.test(o.token)) {
+      throw new ClientOptionError("token", "must be the peer's API token (visible ASCII, no spaces or line breaks: the contents of its api.tokenFile, trimmed)");
+    }
     this.#auth = `Bearer ${o.token}`;
     this.#timeoutMs = o.timeoutMs ?? 30_000;
+    if (!Number.isInteger(this.#timeoutMs) || this.#timeoutMs < 1 || this.#timeoutMs > MAX_TIMEOUT_MS) {
+      throw new ClientOptionError("timeoutMs", `must be a whole number of milliseconds in 1 … ${MAX_TIMEOUT_MS}, got ${o.timeoutMs}`);
+    }
+    this.#maxResponseBytes = o.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
+    if (!Number.isSafeInteger(this.#maxResponseBytes) || this.#maxResponseBytes < 1) {
+      throw new ClientOptionError("maxResponseBytes", `must be a positive whole number of bytes, got ${o.maxResponseBytes}`);
+    }
+    const maxSockets = o.maxSockets ?? 64;
+    if (!Number.isSafeInteger(maxSockets) || maxSockets < 1) throw new ClientOptionError("maxSockets", `must be a positive whole number, got ${o.maxSockets}`);
     const https = this.#base.protocol === "https:";
-    const agentOpts = { keepAlive: true, maxSockets: o.maxSockets ?? 64 };
+    const agentOpts = { keepAlive: true, maxSockets };
     this.#agent = https ? new HttpsAgent({ ...agentOpts, ...(o.ca !== undefined ? { ca: o.ca } : {}) }) : new HttpAgent(agentOpts);
     this.#request = (https ? httpsRequest : httpRequest) as typeof httpRequest;
   }
@@ -92,7 +156,12 @@ export class HeddleClient {
     this.#agent.destroy();
   }
 
-  /** One raw call: `path` starts with `/`; `body` is sent as JSON. Resolves with status and parsed body. */
+  /**
+   * One raw call: `path` starts with `/` (after the base URL's own path, if any); `body` is sent as JSON. Resolves
+   * with status and parsed body; rejects only with {@link DaemonUnreachableError} (or its {@link BadResponseError}) —
+   * and, before sending, {@link ClientOptionError} for a bad `idempotencyKey`. `timeoutMs` bounds the whole call,
+   * connecting and reading the answer included.
+   */
   raw(method: string, path: string, body?: unknown, opts: CallOptions & { headers?: Record<string, string>; rawBody?: string } = {}): Promise<{ status: number; body: unknown }> {
     const payload = opts.rawBody ?? (body === undefined ? undefined : JSON.stringify(body));
     const headers: Record<string, string> = { authorization: this.#auth, accept: "application/json", ...(opts.headers ?? {}) };
@@ -100,38 +169,73 @@ export class HeddleClient {
       headers["content-type"] ??= "application/json";
       headers["content-length"] = String(Buffer.byteLength(payload));
     }
-    if (opts.idempotencyKey !== undefined) headers["idempotency-key"] = opts.idempotencyKey;
+    if (opts.idempotencyKey !== undefined) {
+      const k = opts.idempotencyKey;
+      if (typeof k !== "string" || k.length === 0 || k.length > MAX_IDEMPOTENCY_KEY_LENGTH || !/^[\x21-\x7e]+$/.test(k)) {
+        return Promise.reject(new ClientOptionError("idempotencyKey", `must be 1 … ${MAX_IDEMPOTENCY_KEY_LENGTH} visible ASCII characters (e.g. a UUID), got ${JSON.stringify(k)}`));
+      }
+      headers["idempotency-key"] = k;
+    }
     return new Promise((resolve, reject) => {
+      let settled = false;
+      const fail = (e: Error) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(deadline);
+        req.destroy();
+        reject(e);
+      };
       const req = this.#request(
-        { protocol: this.#base.protocol, hostname: this.#base.hostname.replace(/^\[|\]$/g, ""), port: this.#base.port, path, method, headers, agent: this.#agent },
+        { protocol: this.#base.protocol, hostname: this.#base.hostname.replace(/^\[|\]$/g, ""), port: this.#base.port, path: `${this.#prefix}${path}`, method, headers, agent: this.#agent },
         (res: IncomingMessage) => {
           const chunks: Buffer[] = [];
-          res.on("data", (c: Buffer) => chunks.push(c));
+          let size = 0;
+          const declared = Number(res.headers["content-length"]);
+          if (Number.isFinite(declared) && declared > this.#maxResponseBytes) {
+            return fail(new BadResponseError(this.url, "ERESPONSETOOLARGE", `${this.url} answered ${method} ${path} with ${declared} bytes, above maxResponseBytes (${this.#maxResponseBytes}); raise it, or check that the URL is the daemon's`));
+          }
+          res.on("data", (c: Buffer) => {
+            size += c.length;
+            if (size > this.#maxResponseBytes) {
+              return fail(new BadResponseError(this.url, "ERESPONSETOOLARGE", `${this.url} answered ${method} ${path} with more than maxResponseBytes (${this.#maxResponseBytes}); raise it, or check that the URL is the daemon's`));
+            }
+            chunks.push(c);
+          });
           res.on("end", () => {
+            if (settled) return;
+            settled = true;
+            clearTimeout(deadline);
+            const status = res.statusCode ?? 0;
             const text = Buffer.concat(chunks).toString("utf8");
             let parsed: unknown = null;
             if (text.length > 0) {
               try {
                 parsed = JSON.parse(text);
               } catch {
+                // a 2xx that is not JSON is no answer of the daemon's: resolving with a made-up body would pass it off as one
+                if (status >= 200 && status < 300) {
+                  return reject(new BadResponseError(this.url, "EBADRESPONSE", `${this.url} answered ${method} ${path} with ${status} and a body that is not JSON (${JSON.stringify(text.slice(0, 80))}); is this URL the heddle daemon's API?`));
+                }
                 parsed = { error: "invalid-response", message: text.slice(0, 500) };
               }
             }
-            resolve({ status: res.statusCode ?? 0, body: parsed });
+            resolve({ status, body: parsed });
           });
-          res.on("error", (e) => reject(new DaemonUnreachableError(this.url, "ERESPONSE", `the connection to ${this.url} broke: ${e.message}`)));
+          res.on("error", (e) => fail(new DaemonUnreachableError(this.url, "ERESPONSE", `the connection to ${this.url} broke: ${e.message}`)));
+          res.on("close", () => {
+            if (!res.complete) fail(new DaemonUnreachableError(this.url, "ERESPONSE", `the connection to ${this.url} broke before the answer to ${method} ${path} was complete`));
+          });
         },
       );
-      req.setTimeout(this.#timeoutMs, () => req.destroy(Object.assign(new Error("timeout"), { code: "ETIMEDOUT" })));
+      // One deadline for the whole call: an idle-socket timeout alone lets an answer that trickles in run forever.
+      const deadline = setTimeout(
+        () => fail(new DaemonUnreachableError(this.url, "ETIMEDOUT", `${this.url} did not answer ${method} ${path} within ${this.#timeoutMs} ms`)),
+        this.#timeoutMs,
+      );
       req.on("error", (e: NodeJS.ErrnoException) => {
         const code = e.code ?? "EUNKNOWN";
-        const what =
-          code === "ECONNREFUSED"
-            ? `nothing is listening at ${this.url}: is the daemon running? (start it with: heddle start --config <file>)`
-            : code === "ETIMEDOUT"
-              ? `${this.url} did not answer within ${this.#timeoutMs} ms`
-              : `cannot reach ${this.url}: ${e.message}`;
-        reject(new DaemonUnreachableError(this.url, code, what));
+        const what = code === "ECONNREFUSED" ? `nothing is listening at ${this.url}: is the daemon running? (start it with: heddle start --config <file>)` : `cannot reach ${this.url}: ${e.message}`;
+        fail(new DaemonUnreachableError(this.url, code, what));
       });
       if (payload !== undefined) req.end(payload);
       else req.end();
@@ -161,6 +265,8 @@ export class HeddleClient {
     return this.call<{ id: string; charged: string; outcome: string }>("POST", "/v1/reservations/complete", { id, actualCost: amount(actualCost) });
   }
   cancel(id: string) { return this.call<{ id: string; charged: string; outcome: string }>("POST", "/v1/reservations/cancel", { id }); }
+  /** Standing demand on this peer and what it advertises per edge. */
+  demandList() { return this.call("GET", "/v1/demand"); }
   demand(d: { edge?: string; leaf?: string; targetOutstanding: AmountIn; maximumUsefulGrant: AmountIn; leaseMs?: number }) {
     return this.call("POST", "/v1/demand", { ...d, targetOutstanding: amount(d.targetOutstanding), maximumUsefulGrant: amount(d.maximumUsefulGrant) });
   }
@@ -196,6 +302,8 @@ export class HeddleClient {
   }
   claimsRenew(holder: string, key: string, opts: CallOptions = {}) { return this.call("POST", "/v1/claims/renew", { holder, key }, opts); }
   claimsReleaseAll(holder: string, opts: CallOptions = {}) { return this.call("POST", "/v1/claims/release-all", { holder }, opts); }
+  /** Releases every granted claim taken with `scope` (whoever holds it). */
+  claimsReleaseScope(scope: string, opts: CallOptions = {}) { return this.call("POST", "/v1/claims/release-scope", { scope }, opts); }
   claimsList(key?: string) { return this.call("GET", `/v1/claims${key === undefined ? "" : `?key=${encodeURIComponent(key)}`}`); }
   // ---- keeper and advisory claims (gossiped, claims.md §3–4; no log entry) ----
   keeper(part: string, renewal: { active?: boolean; take?: boolean; wroteUpTo?: number } = {}) { return this.call("POST", "/v1/claims/keeper", { part, ...renewal }); }
