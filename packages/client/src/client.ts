@@ -158,9 +158,9 @@ export class HeddleClient {
 
   /**
    * One raw call: `path` starts with `/` (after the base URL's own path, if any); `body` is sent as JSON. Resolves
-   * with status and parsed body; rejects only with {@link DaemonUnreachableError} (or its {@link BadResponseError}) —
-   * and, before sending, {@link ClientOptionError} for a bad `idempotencyKey`. `timeoutMs` bounds the whole call,
-   * connecting and reading the answer included.
+   * with status and parsed body; rejects only with {@link DaemonUnreachableError} (or its {@link BadResponseError}).
+   * Sends what it is given, a bad `idempotencyKey` too (for testing the daemon's checks). `timeoutMs` bounds the whole
+   * call, connecting and reading the answer included.
    */
   raw(method: string, path: string, body?: unknown, opts: CallOptions & { headers?: Record<string, string>; rawBody?: string } = {}): Promise<{ status: number; body: unknown }> {
     const payload = opts.rawBody ?? (body === undefined ? undefined : JSON.stringify(body));
@@ -169,13 +169,8 @@ export class HeddleClient {
       headers["content-type"] ??= "application/json";
       headers["content-length"] = String(Buffer.byteLength(payload));
     }
-    if (opts.idempotencyKey !== undefined) {
-      const k = opts.idempotencyKey;
-      if (typeof k !== "string" || k.length === 0 || k.length > MAX_IDEMPOTENCY_KEY_LENGTH || !/^[\x21-\x7e]+$/.test(k)) {
-        return Promise.reject(new ClientOptionError("idempotencyKey", `must be 1 … ${MAX_IDEMPOTENCY_KEY_LENGTH} visible ASCII characters (e.g. a UUID), got ${JSON.stringify(k)}`));
-      }
-      headers["idempotency-key"] = k;
-    }
+    // sent as given, so a test can send the daemon a key it must refuse; call() checks it first
+    if (opts.idempotencyKey !== undefined) headers["idempotency-key"] = opts.idempotencyKey;
     return new Promise((resolve, reject) => {
       let settled = false;
       const fail = (e: Error) => {
@@ -244,6 +239,10 @@ export class HeddleClient {
 
   /** A call that resolves with the body on 2xx and rejects with {@link ApiError} otherwise. */
   async call<T = Record<string, unknown>>(method: string, path: string, body?: unknown, opts: CallOptions = {}): Promise<T> {
+    const k = opts.idempotencyKey;
+    if (k !== undefined && (typeof k !== "string" || k.length === 0 || k.length > MAX_IDEMPOTENCY_KEY_LENGTH || !/^[\x21-\x7e]+$/.test(k))) {
+      throw new ClientOptionError("idempotencyKey", `must be 1 … ${MAX_IDEMPOTENCY_KEY_LENGTH} visible ASCII characters (e.g. a UUID), got ${JSON.stringify(k)}`);
+    }
     const r = await this.raw(method, path, body, opts);
     if (r.status >= 200 && r.status < 300) return r.body as T;
     const b = (r.body ?? { error: "http", message: `HTTP ${r.status}` }) as ApiErrorBody;

@@ -105,8 +105,9 @@ function readToken(file: string): string {
   } catch (e) {
     throw new DaemonStartError("token", `api.tokenFile ${file} cannot be read (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}); heddle init writes one, or put a random string of at least ${MIN_TOKEN_LENGTH} characters there (mode 0600)`);
   }
-  if (t.length < MIN_TOKEN_LENGTH || /\s/.test(t)) {
-    throw new DaemonStartError("token", `api.tokenFile ${file} must hold one token of at least ${MIN_TOKEN_LENGTH} characters without white space`);
+  // visible ASCII only: a client sends a header in Latin-1, so any other character would reach us as other bytes
+  if (t.length < MIN_TOKEN_LENGTH || !/^[\x21-\x7e]+$/.test(t)) {
+    throw new DaemonStartError("token", `api.tokenFile ${file} must hold one token of at least ${MIN_TOKEN_LENGTH} visible ASCII characters (no white space), e.g. 32 random bytes in base64url as heddle init writes`);
   }
   return t;
 }

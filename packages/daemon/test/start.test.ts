@@ -76,7 +76,11 @@ describe("startDaemon refuses what it cannot run, saying what to fix", () => {
     const short = join(dir, "short-token");
     writeFileSync(short, "abc\n");
     const tok = await startError(startDaemon({ ...c, api: { ...c.api, tokenFile: short } }, { logger: silentLogger }));
-    expect(tok).toMatchObject({ reason: "token", message: expect.stringMatching(/at least 16 characters/) });
+    expect(tok).toMatchObject({ reason: "token", message: expect.stringMatching(/at least 16 visible ASCII characters/) });
+    // at least 16 code units, but not visible ASCII: no HTTP client could send it as the daemon reads it
+    writeFileSync(short, "pässwörd-pässwörd-pässwörd\n");
+    const latin = await startError(startDaemon({ ...c, api: { ...c.api, tokenFile: short } }, { logger: silentLogger }));
+    expect(latin).toMatchObject({ reason: "token", message: expect.stringMatching(/visible ASCII/) });
     unlinkSync(short);
     const noTok = await startError(startDaemon({ ...c, api: { ...c.api, tokenFile: short } }, { logger: silentLogger }));
     expect(noTok).toMatchObject({ reason: "token", message: expect.stringMatching(/cannot be read/) });
