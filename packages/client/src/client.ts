@@ -100,6 +100,17 @@ function amount(v: AmountIn): string {
   return typeof v === "bigint" ? v.toString() : String(v);
 }
 
+/** What {@link HeddleClient.raw} resolves with. */
+export interface RawAnswer {
+  readonly status: number;
+  /** The parsed JSON body; `null` for an empty one; `{error: "invalid-response", message}` for one that is not JSON. */
+  readonly body: unknown;
+  /** The body as text (e.g. `/metrics`). */
+  readonly text: string;
+  /** Whether the body was JSON (an empty body counts as JSON `null`). */
+  readonly json: boolean;
+}
+
 /** See the file comment. Every method resolves with the parsed JSON body or rejects with {@link ApiError} / {@link DaemonUnreachableError}. */
 export class HeddleClient {
   readonly url: string;
@@ -158,11 +169,11 @@ export class HeddleClient {
 
   /**
    * One raw call: `path` starts with `/` (after the base URL's own path, if any); `body` is sent as JSON. Resolves
-   * with status and parsed body; rejects only with {@link DaemonUnreachableError} (or its {@link BadResponseError}).
+   * with status, parsed body and text; rejects only with {@link DaemonUnreachableError} (or its {@link BadResponseError}).
    * Sends what it is given, a bad `idempotencyKey` too (for testing the daemon's checks). `timeoutMs` bounds the whole
    * call, connecting and reading the answer included.
    */
-  raw(method: string, path: string, body?: unknown, opts: CallOptions & { headers?: Record<string, string>; rawBody?: string } = {}): Promise<{ status: number; body: unknown }> {
+  raw(method: string, path: string, body?: unknown, opts: CallOptions & { headers?: Record<string, string>; rawBody?: string } = {}): Promise<RawAnswer> {
     const payload = opts.rawBody ?? (body === undefined ? undefined : JSON.stringify(body));
     const headers: Record<string, string> = { authorization: this.#auth, accept: "application/json", ...(opts.headers ?? {}) };
     if (payload !== undefined) {
@@ -203,18 +214,16 @@ export class HeddleClient {
             const status = res.statusCode ?? 0;
             const text = Buffer.concat(chunks).toString("utf8");
             let parsed: unknown = null;
+            let json = true;
             if (text.length > 0) {
               try {
                 parsed = JSON.parse(text);
               } catch {
-                // a 2xx that is not JSON is no answer of the daemon's: resolving with a made-up body would pass it off as one
-                if (status >= 200 && status < 300) {
-                  return reject(new BadResponseError(this.url, "EBADRESPONSE", `${this.url} answered ${method} ${path} with ${status} and a body that is not JSON (${JSON.stringify(text.slice(0, 80))}); is this URL the heddle daemon's API?`));
-                }
+                json = false;
                 parsed = { error: "invalid-response", message: text.slice(0, 500) };
               }
             }
-            resolve({ status, body: parsed });
+            resolve({ status, body: parsed, text, json });
           });
           res.on("error", (e) => fail(new DaemonUnreachableError(this.url, "ERESPONSE", `the connection to ${this.url} broke: ${e.message}`)));
           res.on("close", () => {
@@ -244,7 +253,11 @@ export class HeddleClient {
       throw new ClientOptionError("idempotencyKey", `must be 1 … ${MAX_IDEMPOTENCY_KEY_LENGTH} visible ASCII characters (e.g. a UUID), got ${JSON.stringify(k)}`);
     }
     const r = await this.raw(method, path, body, opts);
-    if (r.status >= 200 && r.status < 300) return r.body as T;
+    if (r.status >= 200 && r.status < 300) {
+      // a 2xx that is not JSON is no answer of the daemon's: resolving with a made-up body would pass it off as one
+      if (!r.json) throw new BadResponseError(this.url, "EBADRESPONSE", `${this.url} answered ${method} ${path} with ${r.status} and a body that is not JSON (${JSON.stringify(r.text.slice(0, 80))}); is this URL the heddle daemon's API?`);
+      return r.body as T;
+    }
     const b = (r.body ?? { error: "http", message: `HTTP ${r.status}` }) as ApiErrorBody;
     throw new ApiError(r.status, b);
   }

@@ -128,6 +128,9 @@ describe("HeddleClient: requests", () => {
     expect(e).toBeInstanceOf(DaemonUnreachableError);
     expect((e as BadResponseError).code).toBe("EBADRESPONSE");
     expect((e as Error).message).toContain("not JSON");
+    // raw() still hands such an answer over, as text (what /metrics answers)
+    const r = await client(url).raw("GET", "/metrics");
+    expect(r).toMatchObject({ status: 200, json: false, text: "<html>welcome to nginx</html>" });
   });
 
   it("an answer above maxResponseBytes is refused, whether its length is declared or streamed", async () => {

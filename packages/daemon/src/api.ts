@@ -38,7 +38,7 @@ export interface ApiContext {
   readonly root: GroupId;
   readonly token: string;
   readonly logger: Logger;
-  readonly limits: { maxBodyBytes: number; controlTimeoutMs: number; maxIdempotencyEntries: number; maxOpenReservations?: number };
+  readonly limits: { maxBodyBytes: number; controlTimeoutMs: number; maxIdempotencyEntries: number; maxOpenReservations?: number; maxConnections?: number; requestTimeoutMs?: number };
   /** Where keyed reserve answers are kept (durable in the daemon); absent: in memory, `limits.maxIdempotencyEntries` of them. */
   readonly reserveMemory?: ReserveMemory;
   readonly demandTtlMs: number;
@@ -186,14 +186,28 @@ export function treeOf(view: EntitlementLedger, self: ReplicaId, root: GroupId, 
 
 /** Builds (does not start) the API server. */
 export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
+  const requestTimeoutMs = ctx.limits.requestTimeoutMs ?? 30_000;
+  const checkEveryMs = Math.min(30_000, Math.max(250, Math.floor(requestTimeoutMs / 4)));
   const app = Fastify({
     logger: false,
     bodyLimit: ctx.limits.maxBodyBytes,
-    ...(ctx.tls !== null ? { https: { key: ctx.tls.key, cert: ctx.tls.cert } } : {}),
+    // Node checks request and header deadlines every connectionsCheckingInterval (30 s by default): check often
+    // enough that a bound of a few seconds holds to within a quarter of itself
+    ...(ctx.tls !== null ? { https: { key: ctx.tls.key, cert: ctx.tls.cert, connectionsCheckingInterval: checkEveryMs } } : { http: { connectionsCheckingInterval: checkEveryMs } }),
     forceCloseConnections: "idle",
     keepAliveTimeout: 65_000,
     return503OnClosing: true,
+    // fastify's default (0) switches off Node's own bound, so a client trickling a body held its request open for good
+    requestTimeout: requestTimeoutMs,
   });
+  // Node's bound on the headers alone must not exceed the bound on the whole request
+  app.server.headersTimeout = Math.min(60_000, requestTimeoutMs);
+  if (ctx.limits.maxConnections !== undefined) {
+    // without a cap, idle or half-open connections (no token needed to open one) could use up the process's file
+    // descriptors, which its stores and peer connections need too
+    app.server.maxConnections = ctx.limits.maxConnections;
+    app.server.on("drop", () => ctx.metrics?.connectionDropped());
+  }
   app.setValidatorCompiler(({ schema, httpPart }) => {
     const c = checker(schema as TSchema);
     // a body whose fields are all optional may be left out altogether (e.g. POST /v1/control/enroll)

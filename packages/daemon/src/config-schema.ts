@@ -157,6 +157,8 @@ export const PeerConfigSchema = Obj({
       controlTimeoutMs: Type.Optional(Type.Integer({ minimum: 100, maximum: 600_000, description: "default bound on one control call (propose + apply)" })),
       maxStandingDemands: Type.Optional(Type.Integer({ minimum: 1, maximum: 100_000, description: "most edges with standing demand held at once" })),
       maxIdempotencyEntries: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000, description: "reserve results remembered for Idempotency-Key retries" })),
+      maxConnections: Type.Optional(Type.Integer({ minimum: 8, maximum: 1_000_000, description: "most API connections open at once (dashboards' sockets included); a connection past it is closed at once and counted" })),
+      requestTimeoutMs: Type.Optional(Type.Integer({ minimum: 1_000, maximum: 3_600_000, description: "bound on receiving one request (headers and body); a slower one is answered 408 and its connection closed" })),
       maxOpenReservations: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000_000, description: "most reservations open on this peer at once; a reserve past it is refused (409 too-many-open) until some complete or are cancelled" })),
     }),
   ),

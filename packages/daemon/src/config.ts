@@ -74,6 +74,8 @@ export interface DaemonLimits {
   readonly maxStandingDemands: number;
   readonly maxIdempotencyEntries: number;
   readonly maxOpenReservations: number;
+  readonly maxConnections: number;
+  readonly requestTimeoutMs: number;
 }
 
 /** A peer's config, checked and resolved: absolute paths, defaults filled in. */
@@ -107,7 +109,7 @@ export const CONFIG_DEFAULTS = Object.freeze({
   heartbeat: { intervalMs: 1_000, timeoutMs: 3_000, reconnectWindowMs: 60_000 },
   maxGrantsPerSchedule: 10_000,
   schedulerIntervalMs: 100,
-  limits: { maxBodyBytes: 65_536, controlTimeoutMs: 10_000, maxStandingDemands: 4_096, maxIdempotencyEntries: 10_000, maxOpenReservations: 100_000 },
+  limits: { maxBodyBytes: 65_536, controlTimeoutMs: 10_000, maxStandingDemands: 4_096, maxIdempotencyEntries: 10_000, maxOpenReservations: 100_000, maxConnections: 1_024, requestTimeoutMs: 30_000 },
   log: { format: "text" as const, level: "info" as const },
 });
 

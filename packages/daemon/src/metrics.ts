@@ -49,6 +49,7 @@ export class DaemonMetrics {
   readonly #requests: Counter<"route" | "method" | "status">;
   readonly #latency: Histogram<"route" | "method" | "status">;
   readonly #claimsRefused: Counter<"reason">;
+  readonly #connectionsDropped: Counter;
 
   constructor(o: DaemonMetricsOptions = {}) {
     const registers = [this.registry];
@@ -69,6 +70,7 @@ export class DaemonMetrics {
     this.#commit = new Histogram({ name: "heddle_store_commit_seconds", help: "Store commit latency: one durable transaction of the node's mutation path (node.md §9.1)", labelNames: ["outcome"], buckets: COMMIT_BUCKETS, registers });
     this.#requests = new Counter({ name: "heddle_api_requests_total", help: "API requests by route pattern, method and status", labelNames: ["route", "method", "status"], registers });
     this.#latency = new Histogram({ name: "heddle_api_request_duration_seconds", help: "API request latency by route pattern, method and status", labelNames: ["route", "method", "status"], buckets: REQUEST_BUCKETS, registers });
+    this.#connectionsDropped = new Counter({ name: "heddle_api_connections_dropped_total", help: "API connections closed on arrival because limits.maxConnections were open", registers });
     this.#claimsRefused = new Counter({ name: "heddle_claims_refused_total", help: "Claim takes refused through this peer's API, by the first blocking reason", labelNames: ["reason"], registers });
 
     const edgeLabels = ["edge", "parent", "child"] as const;
@@ -246,6 +248,11 @@ export class DaemonMetrics {
   /** Records one store commit. */
   observeCommit(seconds: number, ok: boolean): void {
     this.#commit.observe({ outcome: ok ? "ok" : "failed" }, seconds);
+  }
+
+  /** Records an API connection closed on arrival (limits.maxConnections). */
+  connectionDropped(): void {
+    this.#connectionsDropped.inc();
   }
 
   /** Records a refused claim take. */
