@@ -61,11 +61,16 @@ export { RosterOrderError } from "./control/roster.ts";
 export { OutcomeUnknownError, IncarnationReusedError, ControlPlaneHaltedError } from "./control/errors.ts";
 
 // ---- the control log on an existing etcd cluster (issue 18) ----
-export type { EtcdControlLog, EtcdControlLogOptions } from "./etcd/etcd-log.ts";
+export type { EtcdControlLog, EtcdControlLogOptions, EtcdCounter } from "./etcd/etcd-log.ts";
 export {
   etcdControlLog,
   EtcdUnreachableError,
   EtcdLogCorruptError,
+  EtcdRefusedError,
+  ETCD_ATTEMPT_TIMEOUT_MS,
+  ETCD_CALL_ATTEMPTS,
+  ETCD_HOST_FAILURES_TO_REST,
+  ETCD_HOST_REST_MS,
   DEFAULT_ETCD_PREFIX,
   ETCD_BATCH_ENTRIES,
   ETCD_BATCH_BYTES,

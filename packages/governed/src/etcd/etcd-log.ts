@@ -25,9 +25,22 @@
  * Every member answers `readIndex` (a linearizable read of `head`), so `role` is always `"leader"` and `sync()` never
  * proposes a barrier. `available` turns `false` when etcd has not answered for `unavailableAfterMs`; the governed
  * node's writer gate stays closed while it is.
+ *
+ * Faults (a client the log builds itself; a ready `client` keeps its own fault handling): every etcd call has
+ * `callTimeoutMs` in all, and each attempt of it its own deadline of at most `attemptTimeoutMs` (never past the
+ * call's end). An attempt that fails transiently (unavailable, deadline, connection reset, no leader, leader changed)
+ * is retried on the next member in a shuffled round, so a frozen (SIGSTOPped) or killed member costs one attempt,
+ * not the call; a member that failed {@link ETCD_HOST_FAILURES_TO_REST} attempts in a row is skipped for
+ * {@link ETCD_HOST_REST_MS}, and a call whose every member rests waits and tries again until its end. An attempt is
+ * never sent after its call's end. (etcd3's default gave all retries one absolute deadline — the first attempt on a
+ * frozen member used it up and the retries failed at once — and failed the call outright when every breaker was open.)
+ * A refusal no retry can change — permission denied, failed authentication, an entry above the cluster's
+ * `--max-request-bytes`, a full database, an invalid request — is not retried: it ends the call at once with an
+ * {@link EtcdRefusedError} that says what to fix.
  */
 import { createRequire } from "node:module";
 import type { Etcd3, IKeyValue, IOptions, IRequestOp, Watcher } from "etcd3";
+import type { IPolicy } from "cockatiel";
 import { WatchCell } from "@heddle/node";
 import type { Watch } from "@heddle/node";
 import { LeadershipLostError, NodeShutdownError, ProposalAbortedError } from "../raft/errors.ts";
@@ -40,6 +53,8 @@ import type { ControlLog } from "../control/control-log.ts";
  * `heddle start` without `mode.etcd`) loads `@heddle/governed` at each start and never uses etcd (issue 17).
  */
 const etcd3 = (): typeof import("etcd3") => createRequire(import.meta.url)("etcd3") as typeof import("etcd3");
+/** cockatiel (etcd3's fault-handling library), loaded with etcd3 and as CommonJS like etcd3 loads it: one module instance. */
+const cockatiel = (): typeof import("cockatiel") => createRequire(import.meta.url)("cockatiel") as typeof import("cockatiel");
 
 /** The key prefix when none is configured. */
 export const DEFAULT_ETCD_PREFIX = "heddle/control/";
@@ -66,6 +81,14 @@ export const ETCD_SNAPSHOT_READ_CHUNKS = 16;
  * with large entries could never be read back: every catch-up read failed and was retried for good.
  */
 export const ETCD_MAX_RECEIVE_BYTES = ETCD_READ_BATCH * ETCD_BATCH_BYTES + 1024 * 1024;
+/** Default deadline of one attempt of an etcd call (`attemptTimeoutMs`); a call retries on another member after it. */
+export const ETCD_ATTEMPT_TIMEOUT_MS = 1_500;
+/** Most attempts of one etcd call (each on the next member of a shuffled round), within the call's `callTimeoutMs`. */
+export const ETCD_CALL_ATTEMPTS = 10;
+/** Consecutive transiently failed attempts on one etcd member after which it is skipped for ETCD_HOST_REST_MS. */
+export const ETCD_HOST_FAILURES_TO_REST = 2;
+/** How long a failing etcd member is skipped before one call is let through to it again. */
+export const ETCD_HOST_REST_MS = 1_000;
 
 const ENTRY_FORMAT = 1;
 const DIGITS = 16;
@@ -86,13 +109,26 @@ export interface EtcdControlLogOptions {
   readonly auth?: { readonly username: string; readonly password: string };
   /** The proposer's clock for entry stamps (claims time). Default `Date.now`. */
   readonly now?: () => number;
-  /** Deadline of one etcd call, in ms. Default 5 000. */
+  /** Deadline of one etcd call, all its attempts included, in ms. Default 5 000. */
   readonly callTimeoutMs?: number;
+  /**
+   * Deadline of one attempt of a call, in ms (at most `callTimeoutMs`): after it the call moves on to another etcd
+   * member. Default {@link ETCD_ATTEMPT_TIMEOUT_MS}. Only for a client the log builds (not a given `client`).
+   */
+  readonly attemptTimeoutMs?: number;
   /** etcd unanswered this long → `available` false (writer gate closed). Default 3 000. */
   readonly unavailableAfterMs?: number;
   /** Period of the liveness probe (a linearizable read of `head`). Default 1 000. */
   readonly probeEveryMs?: number;
 }
+
+/**
+ * What `counters()` counts: `transactions` (appends sent and answered), `entries` (appended), `races` (lost append
+ * races), `resyncs` (a reader's watch replaced by a ranged read), `snapshots` (published), `compacted` (entries
+ * deleted behind a snapshot), `stalls` (silent watches replaced), `refusals` (calls ended by an `EtcdRefusedError`),
+ * `splits` (group-committed batches cut smaller because etcd found them too large).
+ */
+export type EtcdCounter = "transactions" | "entries" | "races" | "resyncs" | "snapshots" | "compacted" | "stalls" | "refusals" | "splits";
 
 /** The etcd-backed `ControlLog`, plus what an operator or a test needs to see. */
 export interface EtcdControlLog extends ControlLog {
@@ -101,7 +137,7 @@ export interface EtcdControlLog extends ControlLog {
   readonly started: Promise<void>;
   readonly prefix: string;
   /** Counters: appends (transactions), appended entries, lost append races, watch restarts, snapshots published. */
-  counters(): Readonly<Record<"transactions" | "entries" | "races" | "resyncs" | "snapshots" | "compacted" | "stalls", number>>;
+  counters(): Readonly<Record<EtcdCounter, number>>;
   /** The newest `head` stamp this member has read or written (0 before any): see `ControlLog.stampFloor`. */
   stampFloor(): number;
 }
@@ -109,6 +145,54 @@ export interface EtcdControlLog extends ControlLog {
 /** etcd did not answer at start (wrong endpoints, etcd down, TLS or auth refused). */
 export class EtcdUnreachableError extends Error {
   override readonly name = "EtcdUnreachableError";
+}
+
+/**
+ * etcd refused a call for a reason no retry changes; the call ended at once instead of being retried to its
+ * deadline. `reason`: `permission` (the etcd user's role lacks read or write on the prefix — grant it readwrite on
+ * the prefix), `auth` (etcd refused the user name or password), `too-large` (a single entry above the cluster's
+ * `--max-request-bytes`), `no-space` (etcd's database reached `--quota-backend-bytes`: compact, defragment and
+ * `etcdctl alarm disarm`), `invalid` (etcd found the request malformed, e.g. more operations than `--max-txn-ops`).
+ * An append refused so was not written. The background reader does not stop on one: it retries (with backoff)
+ * until the operator fixes the cause.
+ */
+export class EtcdRefusedError extends Error {
+  override readonly name = "EtcdRefusedError";
+  readonly reason: "permission" | "auth" | "too-large" | "no-space" | "invalid";
+  constructor(reason: EtcdRefusedError["reason"], message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.reason = reason;
+  }
+}
+
+/** An attempt that would start after its call's end: thrown by the call options, so it is never sent. */
+class CallEndedError extends Error {
+  override readonly name = "CallEndedError";
+}
+
+/** What etcd's refusal `e` means, or null when `e` is transient (or not etcd's). */
+function refusalOf(e: unknown, prefix: string): EtcdRefusedError | null {
+  if (!(e instanceof Error)) return null;
+  const E = etcd3();
+  const m = e.message;
+  const code = (e as { code?: unknown }).code;
+  const is = (c: new (...a: never[]) => Error, n: number): boolean => e instanceof c || code === n;
+  const refuse = (reason: EtcdRefusedError["reason"], what: string): EtcdRefusedError => new EtcdRefusedError(reason, `etcd refused the call (${m}): ${what}`, { cause: e });
+  if (/request is too large|larger than max/i.test(m)) {
+    return refuse("too-large", `the request exceeds the etcd cluster's --max-request-bytes (or gRPC's message limit); run etcd with --max-request-bytes above ${ETCD_BATCH_BYTES} bytes plus keys, or propose smaller commands`);
+  }
+  if (/database space exceeded/i.test(m)) return refuse("no-space", "etcd's database reached --quota-backend-bytes; compact and defragment etcd, then `etcdctl alarm disarm`");
+  if (e instanceof E.EtcdPermissionDeniedError || code === 7 || /permission denied/i.test(m)) {
+    return refuse("permission", `check the etcd user's role: it needs readwrite on the key prefix ${JSON.stringify(prefix)} (etcdctl role grant-permission <role> --prefix=true readwrite ${prefix})`);
+  }
+  if (e instanceof E.EtcdAuthenticationFailedError || e instanceof E.EtcdUserNotFoundError || is(E.GRPCUnauthenticatedError, 16) || /authentication failed|user name not found/i.test(m)) {
+    return refuse("auth", "check the etcd user name and password (mode.etcd.auth)");
+  }
+  if (/compacted/i.test(m)) return null; // a read at a revision compacted meanwhile: read again at a newer one
+  if (is(E.GRPCInvalidArgumentError, 3) || is(E.GRPCFailedPreconditionError, 9) || is(E.GRPCNotImplementedError, 12) || is(E.GRPCOutOfRangeError, 11)) {
+    return refuse("invalid", "etcd found the request invalid — check that etcd runs v3.4+ with --max-txn-ops above ETCD_BATCH_ENTRIES + 1");
+  }
+  return null;
 }
 
 /** A value under the log's prefix that this backend did not write (or a later format): the reader halts. */
@@ -215,7 +299,10 @@ class EtcdLog implements EtcdControlLog {
   readonly #ownClient: boolean;
   readonly #now: () => number;
   readonly #callMs: number;
+  readonly #attemptMs: number;
   readonly #unavailableMs: number;
+  /** The end (epoch ms) of each call in flight, by its request object: the call options cap every attempt at it. */
+  readonly #ends = new WeakMap<object, number>();
   readonly #headKey: Buffer;
   readonly #logPrefix: string;
   readonly #snapKey: Buffer;
@@ -225,6 +312,9 @@ class EtcdLog implements EtcdControlLog {
   #stampFloor = 0;
   readonly #queue: Queued[] = [];
   #pumping = false;
+  /** Most command bytes per transaction: ETCD_BATCH_BYTES, halved each time etcd finds a batch too large. */
+  #batchBytes = ETCD_BATCH_BYTES;
+  #probing = false;
   #closed = false;
   #lastOk = Date.now();
   readonly #probe: NodeJS.Timeout;
@@ -233,14 +323,14 @@ class EtcdLog implements EtcdControlLog {
   readonly #tails = new Set<{ next: () => LogIndex; idle: boolean; behindSince: number | null; stale: boolean; poke: () => void }>();
   #snapshotBusy = false;
   #snapshotNext: { throughIndex: LogIndex; state: Uint8Array } | null = null;
-  readonly #counts = { transactions: 0, entries: 0, races: 0, resyncs: 0, snapshots: 0, compacted: 0, stalls: 0 };
+  readonly #counts: Record<EtcdCounter, number> = { transactions: 0, entries: 0, races: 0, resyncs: 0, snapshots: 0, compacted: 0, stalls: 0, refusals: 0, splits: 0 };
 
   constructor(o: EtcdControlLogOptions) {
     if (typeof o !== "object" || o === null) throw new TypeError("etcdControlLog needs an options object");
     if (typeof o.id !== "string" || o.id.length === 0) throw new TypeError("id: this member's replica id (a non-empty string) is required");
     const prefix = o.prefix ?? DEFAULT_ETCD_PREFIX;
     if (typeof prefix !== "string" || prefix.length === 0) throw new RangeError("prefix: must be a non-empty string (e.g. \"heddle/control/\")");
-    for (const [k, v] of [["callTimeoutMs", o.callTimeoutMs], ["unavailableAfterMs", o.unavailableAfterMs], ["probeEveryMs", o.probeEveryMs]] as const) {
+    for (const [k, v] of [["callTimeoutMs", o.callTimeoutMs], ["attemptTimeoutMs", o.attemptTimeoutMs], ["unavailableAfterMs", o.unavailableAfterMs], ["probeEveryMs", o.probeEveryMs]] as const) {
       if (v !== undefined && (!Number.isSafeInteger(v) || v < 1)) throw new RangeError(`${k}: must be a positive integer number of ms`);
     }
     this.id = o.id;
@@ -248,6 +338,7 @@ class EtcdLog implements EtcdControlLog {
     this.leader = new WatchCell<NodeId | null>(o.id);
     this.#now = o.now ?? Date.now;
     this.#callMs = o.callTimeoutMs ?? 5_000;
+    this.#attemptMs = Math.min(o.attemptTimeoutMs ?? ETCD_ATTEMPT_TIMEOUT_MS, this.#callMs);
     this.#unavailableMs = o.unavailableAfterMs ?? 3_000;
     this.#headKey = buf(`${prefix}head`);
     this.#logPrefix = `${prefix}log/`;
@@ -261,7 +352,19 @@ class EtcdLog implements EtcdControlLog {
       if (!Array.isArray(endpoints) || endpoints.length === 0 || !endpoints.every((e) => typeof e === "string" && /^https?:\/\/[^/]+\/?$/.test(e))) {
         throw new RangeError("endpoints: give one or more etcd client URLs such as \"http://127.0.0.1:2379\" (or pass a client)");
       }
-      const opts: IOptions = { hosts: [...endpoints], dialTimeout: this.#callMs, grpcOptions: { "grpc.max_receive_message_length": ETCD_MAX_RECEIVE_BYTES } };
+      const opts: IOptions = {
+        hosts: [...endpoints],
+        grpcOptions: { "grpc.max_receive_message_length": ETCD_MAX_RECEIVE_BYTES },
+        faultHandling: this.#faultHandling(),
+        // each attempt its own deadline, never past its call's end; an attempt due after that end is not sent
+        defaultCallOptions: (ctx) => {
+          if (ctx.isStream) return {};
+          const now = Date.now();
+          const end = ("params" in ctx ? this.#ends.get(ctx.params as object) : undefined) ?? now + this.#attemptMs;
+          if (end <= now) throw new CallEndedError("the etcd call reached its deadline before this attempt");
+          return { deadline: new Date(Math.min(now + this.#attemptMs, end)) };
+        },
+      };
       if (o.tls !== undefined) {
         (opts as { credentials?: IOptions["credentials"] }).credentials = {
           rootCertificate: Buffer.from(o.tls.ca),
@@ -279,6 +382,7 @@ class EtcdLog implements EtcdControlLog {
         this.#head = h;
       },
       (e: unknown) => {
+        if (e instanceof EtcdRefusedError) throw new EtcdUnreachableError(`etcd at ${where} refused the first read: ${e.message}`, { cause: e });
         throw new EtcdUnreachableError(`etcd at ${where} did not answer (${(e as Error).message}); check the endpoints, that etcd runs, and the TLS/auth settings`, { cause: e });
       },
     );
@@ -287,12 +391,54 @@ class EtcdLog implements EtcdControlLog {
     this.#probe.unref();
   }
 
-  counters(): Readonly<Record<"transactions" | "entries" | "races" | "resyncs" | "snapshots" | "compacted" | "stalls", number>> {
+  counters(): Readonly<Record<EtcdCounter, number>> {
     return { ...this.#counts };
   }
 
-  #deadline(): { deadline: Date } {
-    return { deadline: new Date(Date.now() + this.#callMs) };
+  /**
+   * etcd3's fault handling for a client this log builds. Per member: a breaker that skips it for ETCD_HOST_REST_MS
+   * after ETCD_HOST_FAILURES_TO_REST transient failures in a row. Per call: up to ETCD_CALL_ATTEMPTS attempts, each
+   * on the next member of etcd3's shuffled round, retried on a transient failure and when every member rests
+   * (etcd3's default gave up then); a refusal (`refusalOf`) and an ended call are not retried.
+   */
+  #faultHandling(): NonNullable<IOptions["faultHandling"]> {
+    const ck = cockatiel();
+    const { isRecoverableError } = etcd3();
+    const transient = (e: Error): boolean => isRecoverableError(e) && refusalOf(e, this.prefix) === null;
+    return {
+      host: (): IPolicy => ck.circuitBreaker(ck.handleWhen(transient), { halfOpenAfter: ETCD_HOST_REST_MS, breaker: new ck.ConsecutiveBreaker(ETCD_HOST_FAILURES_TO_REST) }),
+      global: ck.retry(ck.handleWhen((e) => transient(e) || ck.isBrokenCircuitError(e)), {
+        maxAttempts: ETCD_CALL_ATTEMPTS,
+        backoff: new ck.ExponentialBackoff({ initialDelay: 20, maxDelay: 250 }),
+      }).dangerouslyUnref(),
+    };
+  }
+
+  /**
+   * One etcd call on `req`, ended after `ms` (default callTimeoutMs) whatever its attempts do. A refusal becomes
+   * an `EtcdRefusedError`; anything else is rethrown as it came (transient).
+   */
+  #call<R extends object, T>(req: NoInfer<R>, run: (req: R, opts: { deadline: Date } | undefined) => Promise<T>, ms = this.#callMs): Promise<T> {
+    const end = Date.now() + ms;
+    // the log's own client caps each attempt at `end` (defaultCallOptions); a given client gets one deadline
+    const opts = this.#ownClient ? undefined : { deadline: new Date(end) };
+    if (this.#ownClient) this.#ends.set(req, end);
+    return new Promise<T>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`etcd did not answer within ${ms} ms`)), ms);
+      timer.unref();
+      run(req, opts).then(
+        (v) => {
+          clearTimeout(timer);
+          resolve(v);
+        },
+        (e: unknown) => {
+          clearTimeout(timer);
+          const refused = refusalOf(e, this.prefix);
+          if (refused !== null) this.#counts.refusals++;
+          reject(refused ?? e);
+        },
+      );
+    });
   }
 
   #ok(): void {
@@ -308,8 +454,10 @@ class EtcdLog implements EtcdControlLog {
       this.available.set(false);
       this.leader.set(null);
     }
+    if (this.#probing) return; // one probe at a time: ticks while one hangs only judge the time since etcd last answered
+    this.#probing = true;
     try {
-      const r = await this.#client.kv.range({ key: this.#headKey }, { deadline: new Date(Date.now() + Math.min(this.#callMs, this.#unavailableMs)) });
+      const r = await this.#call({ key: this.#headKey }, (q, o) => this.#client.kv.range(q, o), Math.min(this.#callMs, this.#unavailableMs));
       this.#ok();
       this.#checkTails(this.#headOf(r.kvs[0]).index);
     } catch {
@@ -317,6 +465,8 @@ class EtcdLog implements EtcdControlLog {
         this.available.set(false);
         this.leader.set(null);
       }
+    } finally {
+      this.#probing = false;
     }
   }
 
@@ -339,7 +489,7 @@ class EtcdLog implements EtcdControlLog {
   }
 
   async #readHead(): Promise<Head> {
-    const r = await this.#client.kv.range({ key: this.#headKey }, this.#deadline());
+    const r = await this.#call({ key: this.#headKey }, (q, o) => this.#client.kv.range(q, o));
     this.#ok();
     return this.#headOf(r.kvs[0]);
   }
@@ -408,7 +558,7 @@ class EtcdLog implements EtcdControlLog {
         let bytes = 0;
         for (const q of this.#queue) {
           if (q.done) continue;
-          if (batch.length >= ETCD_BATCH_ENTRIES || (batch.length > 0 && bytes + q.command.length > ETCD_BATCH_BYTES)) break;
+          if (batch.length >= ETCD_BATCH_ENTRIES || (batch.length > 0 && bytes + q.command.length > this.#batchBytes)) break;
           batch.push(q);
           bytes += q.command.length;
         }
@@ -417,7 +567,15 @@ class EtcdLog implements EtcdControlLog {
           const first = await this.#append(batch);
           batch.forEach((q, i) => q.resolve({ index: first + i, term: 0 }));
         } catch (e) {
-          const err = e instanceof NodeShutdownError ? e : new LeadershipLostError(`etcd did not confirm the append (${(e as Error).message}); it may still have committed — retry with the same key`);
+          if (e instanceof EtcdRefusedError && e.reason === "too-large" && batch.length > 1 && !this.#closed) {
+            // refused, so not written: the cluster's --max-request-bytes is below our batch; send smaller ones
+            this.#batchBytes = Math.max(1, Math.floor(bytes / 2));
+            this.#counts.splits++;
+            this.#queue.unshift(...batch.filter((q) => !q.done));
+            continue;
+          }
+          // a refusal was not written (say why at once); a shutdown before sending neither; else the outcome is unknown
+          const err = e instanceof NodeShutdownError || e instanceof EtcdRefusedError ? e : new LeadershipLostError(`etcd did not confirm the append (${(e as Error).message}); it may still have committed — retry with the same key`);
           for (const q of batch) q.reject(err);
         }
       }
@@ -439,9 +597,9 @@ class EtcdLog implements EtcdControlLog {
       batch.forEach((q, i) => success.push({ request_put: { key: buf(`${this.#logPrefix}${pad(first + i)}`), value: encodeEtcdEntry(stamp, q.key, q.command) } }));
       let r;
       try {
-        r = await this.#client.kv.txn(
+        r = await this.#call(
           { compare: [{ key: this.#headKey, target: "Mod", result: "Equal", mod_revision: head.rev }], success, failure: [{ request_range: { key: this.#headKey } }] },
-          this.#deadline(),
+          (q, o) => this.#client.kv.txn(q, o),
         );
       } catch (e) {
         this.#head = null; // unknown whether it landed: read head afresh next time
@@ -467,6 +625,7 @@ class EtcdLog implements EtcdControlLog {
     try {
       return (await this.#readHead()).index;
     } catch (e) {
+      if (e instanceof EtcdRefusedError) throw e;
       throw new LeadershipLostError(`etcd did not answer the linearizable read (${(e as Error).message})`, { cause: e });
     }
   }
@@ -504,7 +663,7 @@ class EtcdLog implements EtcdControlLog {
         let rev: string;
         let caughtUp = false;
         try {
-          const r = await this.#client.kv.txn(
+          const r = await this.#call(
             {
               compare: [],
               success: [
@@ -512,7 +671,7 @@ class EtcdLog implements EtcdControlLog {
                 { request_range: { key: this.#snapKey } },
               ],
             },
-            this.#deadline(),
+            (q, o) => this.#client.kv.txn(q, o),
           );
           this.#ok();
           rev = r.header.revision;
@@ -625,7 +784,7 @@ class EtcdLog implements EtcdControlLog {
     let from = buf(p);
     let revision: string | undefined;
     for (;;) {
-      const r = await this.#client.kv.range({ key: from, range_end: prefixEnd(p), limit: ETCD_SNAPSHOT_READ_CHUNKS, ...(revision !== undefined ? { revision } : {}) }, this.#deadline());
+      const r = await this.#call({ key: from, range_end: prefixEnd(p), limit: ETCD_SNAPSHOT_READ_CHUNKS, ...(revision !== undefined ? { revision } : {}) }, (q, o) => this.#client.kv.range(q, o));
       revision ??= r.header.revision;
       for (const kv of r.kvs) parts.push(kv.value);
       if (!r.more || r.kvs.length === 0) break;
@@ -660,30 +819,31 @@ class EtcdLog implements EtcdControlLog {
 
   async #publish(s: { throughIndex: LogIndex; state: Uint8Array }): Promise<void> {
     const kv = this.#client.kv;
-    const cur = this.#metaOf((await kv.range({ key: this.#snapKey }, this.#deadline())).kvs[0]);
+    const step = <R extends object, T>(req: NoInfer<R>, run: (q: R, o: { deadline: Date } | undefined) => Promise<T>): Promise<T> => this.#call(req, run);
+    const cur = this.#metaOf((await step({ key: this.#snapKey }, (q, o) => kv.range(q, o))).kvs[0]);
     if (cur !== null && cur.throughIndex >= s.throughIndex) return;
     const p = `${this.#snapPrefix}${pad(s.throughIndex)}/`;
     const chunks = Math.max(1, Math.ceil(s.state.length / ETCD_SNAPSHOT_CHUNK_BYTES));
     for (let c = 0; c < chunks; c++) {
       const part = s.state.subarray(c * ETCD_SNAPSHOT_CHUNK_BYTES, (c + 1) * ETCD_SNAPSHOT_CHUNK_BYTES);
-      await kv.put({ key: buf(`${p}${String(c).padStart(6, "0")}`), value: Buffer.from(part) }, this.#deadline());
+      await step({ key: buf(`${p}${String(c).padStart(6, "0")}`), value: Buffer.from(part) }, (q, o) => kv.put(q, o));
     }
     const meta = buf(JSON.stringify({ throughIndex: s.throughIndex, chunks, bytes: s.state.length }));
-    const r = await kv.txn(
+    const r = await step(
       { compare: [{ key: this.#snapKey, target: "Mod", result: "Equal", mod_revision: cur?.rev ?? "0" }], success: [{ request_put: { key: this.#snapKey, value: meta } }], failure: [{ request_range: { key: this.#snapKey } }] },
-      this.#deadline(),
+      (q, o) => kv.txn(q, o),
     );
     if (!r.succeeded) {
       // another member published first; drop our chunks unless they are the very snapshot it published
       const won = this.#metaOf(r.responses[0]?.response_range.kvs[0]);
-      if (won === null || won.throughIndex !== s.throughIndex) await kv.deleteRange({ key: buf(p), range_end: prefixEnd(p) }, this.#deadline());
+      if (won === null || won.throughIndex !== s.throughIndex) await step({ key: buf(p), range_end: prefixEnd(p) }, (q, o) => kv.deleteRange(q, o));
       return;
     }
     this.#counts.snapshots++;
     // compaction: the entries the snapshot covers, and every older snapshot's chunks
-    const d = await kv.deleteRange({ key: buf(this.#logPrefix), range_end: buf(`${this.#logPrefix}${pad(s.throughIndex + 1)}`) }, this.#deadline());
+    const d = await step({ key: buf(this.#logPrefix), range_end: buf(`${this.#logPrefix}${pad(s.throughIndex + 1)}`) }, (q, o) => kv.deleteRange(q, o));
     this.#counts.compacted += Number(d.deleted);
-    await kv.deleteRange({ key: buf(this.#snapPrefix), range_end: buf(p) }, this.#deadline());
+    await step({ key: buf(this.#snapPrefix), range_end: buf(p) }, (q, o) => kv.deleteRange(q, o));
   }
 
   // ---------------------------------------------------------------------------------------------- close

@@ -2,7 +2,8 @@
  * A real etcd cluster for tests and benches (issue 18): `size` members of Debian's `etcd` (etcd-server 3.4) on free
  * loopback ports with a temporary data directory, each member killable (SIGKILL) and restartable on its data, plus
  * a TCP proxy per heddle member in front of etcd so a test can cut that member's connections (its watch and its
- * calls) and let it reconnect. `etcdAvailable()` says whether the binary is installed.
+ * calls) and let it reconnect; a member can also be frozen (SIGSTOP: alive, connections open, silent) and thawed.
+ * `etcdAvailable()` says whether the binary is installed.
  */
 import { execFileSync, spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
@@ -121,23 +122,28 @@ export class EtcdCluster {
   readonly members: Member[];
   readonly #bin: string;
   readonly #token: string;
+  readonly #extraArgs: readonly string[];
 
-  private constructor(bin: string, dir: string, members: Member[]) {
+  private constructor(bin: string, dir: string, members: Member[], extraArgs: readonly string[]) {
     this.#bin = bin;
+    this.#extraArgs = extraArgs;
     this.dir = dir;
     this.members = members;
     this.#token = `heddle-test-${process.pid}-${Date.now()}`;
   }
 
-  /** Starts `size` fresh members; a member that dies at start (a port taken meanwhile) means fresh ports, up to 3 tries. */
-  static async start(size = 3): Promise<EtcdCluster> {
+  /**
+   * Starts `size` fresh members (each also given `extraArgs`, e.g. `["--max-request-bytes", "65536"]`); a member
+   * that dies at start (a port taken meanwhile) means fresh ports, up to 3 tries.
+   */
+  static async start(size = 3, extraArgs: readonly string[] = []): Promise<EtcdCluster> {
     const bin = etcdBinary();
     if (bin === null) throw new Error("etcd is not installed (apt-get install etcd-server)");
     for (let attempt = 1; ; attempt++) {
       const dir = mkdtempSync(join(tmpdir(), "heddle-etcd-"));
       const members: Member[] = [];
       for (let i = 0; i < size; i++) members.push({ name: `e${i}`, peerPort: await freePort(), clientPort: await freePort(), proc: null, wanted: false, stderr: "" });
-      const c = new EtcdCluster(bin, dir, members);
+      const c = new EtcdCluster(bin, dir, members, extraArgs);
       for (let i = 0; i < size; i++) c.startMember(i);
       try {
         await c.ready();
@@ -167,6 +173,7 @@ export class EtcdCluster {
       "--listen-client-urls", `http://127.0.0.1:${m.clientPort}`, "--advertise-client-urls", `http://127.0.0.1:${m.clientPort}`,
       "--initial-cluster", initial, "--initial-cluster-state", "new", "--initial-cluster-token", this.#token,
       "--logger", "zap", "--log-level", "error", "--heartbeat-interval", "50", "--election-timeout", "500",
+      ...this.#extraArgs,
     ], { stdio: ["ignore", "ignore", "pipe"] });
     const proc = m.proc;
     proc.stderr?.setEncoding("utf8").on("data", (d: string) => (m.stderr = (m.stderr + d).slice(-2_000)));
@@ -184,6 +191,16 @@ export class EtcdCluster {
     p.kill("SIGKILL");
     await exited;
     this.members[i]!.proc = null;
+  }
+
+  /** SIGSTOPs member `i`: its process and connections stay, but it answers nothing until `thaw(i)`. */
+  freeze(i: number): void {
+    this.members[i]!.proc?.kill("SIGSTOP");
+  }
+
+  /** SIGCONTs member `i` after `freeze(i)`. */
+  thaw(i: number): void {
+    this.members[i]!.proc?.kill("SIGCONT");
   }
 
   /** Index of the member that currently leads, or null. */
