@@ -20,7 +20,10 @@ export const EtcdLogSchema = Obj(
       }),
     ),
     auth: Type.Optional(Obj({ username: Type.String({ minLength: 1, maxLength: 256 }), passwordFile: File("file holding the etcd user's password") })),
-    callTimeoutMs: Type.Optional(Type.Integer({ minimum: 100, maximum: 120_000, description: "deadline of one etcd call (default 5000)" })),
+    callTimeoutMs: Type.Optional(Type.Integer({ minimum: 100, maximum: 120_000, description: "deadline of one etcd call, all its attempts included (default 5000)" })),
+    attemptTimeoutMs: Type.Optional(
+      Type.Integer({ minimum: 50, maximum: 120_000, description: "deadline of one attempt of an etcd call, after which the call retries on another etcd member (default 1500; at most callTimeoutMs)" }),
+    ),
     unavailableAfterMs: Type.Optional(Type.Integer({ minimum: 100, maximum: 600_000, description: "etcd unanswered this long closes the writer gate (default 3000)" })),
   },
   { description: "the control log on an existing etcd v3 cluster instead of the embedded Raft" },
@@ -35,6 +38,7 @@ export interface EtcdLogSettings {
   readonly tls?: { readonly caFile: string; readonly certFile?: string; readonly keyFile?: string };
   readonly auth?: { readonly username: string; readonly passwordFile: string };
   readonly callTimeoutMs?: number;
+  readonly attemptTimeoutMs?: number;
   readonly unavailableAfterMs?: number;
 }
 
@@ -44,6 +48,10 @@ export function resolveEtcdLog(d: EtcdLogDocument, base: string, issues: { field
   if (d.tls !== undefined && (d.tls.certFile === undefined) !== (d.tls.keyFile === undefined)) {
     issues.push({ field: `mode.etcd.tls.${d.tls.certFile === undefined ? "certFile" : "keyFile"}`, problem: "is missing: a client certificate needs both certFile and keyFile" });
   }
+  const callMs = d.callTimeoutMs ?? 5_000;
+  if (d.attemptTimeoutMs !== undefined && d.attemptTimeoutMs > callMs) {
+    issues.push({ field: "mode.etcd.attemptTimeoutMs", problem: `is above callTimeoutMs (${callMs}): an attempt never outlives its call — lower it, or raise callTimeoutMs` });
+  }
   return {
     endpoints: [...d.endpoints],
     ...(d.prefix !== undefined ? { prefix: d.prefix } : {}),
@@ -52,6 +60,7 @@ export function resolveEtcdLog(d: EtcdLogDocument, base: string, issues: { field
       : {}),
     ...(d.auth !== undefined ? { auth: { username: d.auth.username, passwordFile: at(d.auth.passwordFile) } } : {}),
     ...(d.callTimeoutMs !== undefined ? { callTimeoutMs: d.callTimeoutMs } : {}),
+    ...(d.attemptTimeoutMs !== undefined ? { attemptTimeoutMs: d.attemptTimeoutMs } : {}),
     ...(d.unavailableAfterMs !== undefined ? { unavailableAfterMs: d.unavailableAfterMs } : {}),
   };
 }

@@ -38,6 +38,7 @@ export async function openEtcdLog(s: EtcdLogSettings, self: string): Promise<Etc
     ...(tls !== undefined ? { tls } : {}),
     ...(auth !== undefined ? { auth } : {}),
     ...(s.callTimeoutMs !== undefined ? { callTimeoutMs: s.callTimeoutMs } : {}),
+    ...(s.attemptTimeoutMs !== undefined ? { attemptTimeoutMs: s.attemptTimeoutMs } : {}),
     ...(s.unavailableAfterMs !== undefined ? { unavailableAfterMs: s.unavailableAfterMs } : {}),
   });
   try {

@@ -58,6 +58,14 @@ describe("config: mode.etcd", () => {
     });
   });
 
+  it("resolves the call and attempt deadlines; an attempt deadline above the call's is named (an attempt never outlives its call)", () => {
+    const m = parseConfig(withEtcd({ endpoints: ["http://a:1"], callTimeoutMs: 4_000, attemptTimeoutMs: 800, unavailableAfterMs: 2_000 }, []), join(dir, "x.json")).mode as GovernedMode;
+    expect(m.etcd).toEqual({ endpoints: ["http://a:1"], callTimeoutMs: 4_000, attemptTimeoutMs: 800, unavailableAfterMs: 2_000 });
+    expect(issuesOf(withEtcd({ endpoints: ["http://a:1"], attemptTimeoutMs: 6_000 }))).toEqual([
+      { field: "mode.etcd.attemptTimeoutMs", problem: "is above callTimeoutMs (5000): an attempt never outlives its call — lower it, or raise callTimeoutMs" },
+    ]);
+  });
+
   it("names the key of every mistake", () => {
     expect(issuesOf(withEtcd({ endpoints: ["10.0.0.1:2379"] }))[0]!.field).toBe("mode.etcd.endpoints[0]");
     expect(issuesOf(withEtcd({ endpoints: [] }))[0]!.field).toBe("mode.etcd.endpoints");
