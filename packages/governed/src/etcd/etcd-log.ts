@@ -89,6 +89,12 @@ export const ETCD_CALL_ATTEMPTS = 10;
 export const ETCD_HOST_FAILURES_TO_REST = 2;
 /** How long a failing etcd member is skipped before one call is let through to it again. */
 export const ETCD_HOST_REST_MS = 1_000;
+/**
+ * Most watch events one reader holds waiting to be applied. A reader that falls this far behind its watch (its
+ * consumer is slow) cancels the watch and goes back to ranged catch-up reads from its next index — etcd keeps the
+ * entries, so nothing is lost; a watch stream cannot be paused per reader (all watches of a client share it).
+ */
+export const ETCD_MAX_PENDING_EVENTS = 1_024;
 
 const ENTRY_FORMAT = 1;
 const DIGITS = 16;
@@ -125,10 +131,11 @@ export interface EtcdControlLogOptions {
 /**
  * What `counters()` counts: `transactions` (appends sent and answered), `entries` (appended), `races` (lost append
  * races), `resyncs` (a reader's watch replaced by a ranged read), `snapshots` (published), `compacted` (entries
- * deleted behind a snapshot), `stalls` (silent watches replaced), `refusals` (calls ended by an `EtcdRefusedError`),
- * `splits` (group-committed batches cut smaller because etcd found them too large).
+ * deleted behind a snapshot), `stalls` (silent watches replaced), `overflows` (readers that fell
+ * ETCD_MAX_PENDING_EVENTS behind their watch and went back to ranged reads), `refusals` (calls ended by an
+ * `EtcdRefusedError`), `splits` (group-committed batches cut smaller because etcd found them too large).
  */
-export type EtcdCounter = "transactions" | "entries" | "races" | "resyncs" | "snapshots" | "compacted" | "stalls" | "refusals" | "splits";
+export type EtcdCounter = "transactions" | "entries" | "races" | "resyncs" | "snapshots" | "compacted" | "stalls" | "overflows" | "refusals" | "splits";
 
 /** The etcd-backed `ControlLog`, plus what an operator or a test needs to see. */
 export interface EtcdControlLog extends ControlLog {
@@ -323,7 +330,7 @@ class EtcdLog implements EtcdControlLog {
   readonly #tails = new Set<{ next: () => LogIndex; idle: boolean; behindSince: number | null; stale: boolean; poke: () => void }>();
   #snapshotBusy = false;
   #snapshotNext: { throughIndex: LogIndex; state: Uint8Array } | null = null;
-  readonly #counts: Record<EtcdCounter, number> = { transactions: 0, entries: 0, races: 0, resyncs: 0, snapshots: 0, compacted: 0, stalls: 0, refusals: 0, splits: 0 };
+  readonly #counts: Record<EtcdCounter, number> = { transactions: 0, entries: 0, races: 0, resyncs: 0, snapshots: 0, compacted: 0, stalls: 0, overflows: 0, refusals: 0, splits: 0 };
 
   constructor(o: EtcdControlLogOptions) {
     if (typeof o !== "object" || o === null) throw new TypeError("etcdControlLog needs an options object");
@@ -638,7 +645,8 @@ class EtcdLog implements EtcdControlLog {
   async *#reader(fromIndex: LogIndex): AsyncGenerator<Committed> {
     let next = fromIndex;
     let backoff = 50;
-    const events: ({ kind: "put"; kv: IKeyValue } | { kind: "broken" })[] = [];
+    // watch events waiting to be applied: at most ETCD_MAX_PENDING_EVENTS, the last of them an "overflow" mark
+    const events: ({ kind: "put"; kv: IKeyValue } | { kind: "broken" } | { kind: "overflow" })[] = [];
     let wake: (() => void) | null = null;
     const poke = (): void => {
       const w = wake;
@@ -649,13 +657,32 @@ class EtcdLog implements EtcdControlLog {
     const tail = { next: () => next, idle: false, behindSince: null as number | null, stale: false, poke };
     this.#tails.add(tail);
     let watcher: Watcher | null = null;
-    const dropWatcher = (): void => {
+    /** Stops listening to the watch (its queued events stay). */
+    const detach = (): void => {
       const w = watcher;
       watcher = null;
       w?.removeAllListeners();
       w?.on("error", () => {});
       void w?.cancel().catch(() => {});
+    };
+    const dropWatcher = (): void => {
+      detach();
       events.length = 0;
+    };
+    /**
+     * Queues a watch event; the one that would fill the queue is replaced by an "overflow" mark and the watch is
+     * cancelled: the reader applies what is queued, then reads ranged from its next index (etcd still holds every
+     * entry the watch would have sent — none is dropped, only re-read).
+     */
+    const enqueue = (ev: { kind: "put"; kv: IKeyValue } | { kind: "broken" }): void => {
+      const last = events[events.length - 1];
+      if (last !== undefined && last.kind !== "put") return; // the watch is done with already
+      if (events.length >= ETCD_MAX_PENDING_EVENTS - 1) {
+        events.push({ kind: "overflow" });
+        this.#counts.overflows++;
+        detach();
+      } else events.push(ev);
+      poke();
     };
     try {
       while (!this.#closed) {
@@ -714,14 +741,8 @@ class EtcdLog implements EtcdControlLog {
         try {
           const w = this.#client.watch().prefix(this.#logPrefix).startRevision(String(BigInt(rev) + 1n)).watcher();
           watcher = w;
-          w.on("put", (kv) => {
-            events.push({ kind: "put", kv });
-            poke();
-          });
-          const broken = (): void => {
-            events.push({ kind: "broken" });
-            poke();
-          };
+          w.on("put", (kv) => enqueue({ kind: "put", kv }));
+          const broken = (): void => enqueue({ kind: "broken" });
           w.on("disconnected", broken);
           w.on("error", broken);
           w.on("end", broken);
@@ -743,7 +764,7 @@ class EtcdLog implements EtcdControlLog {
             continue;
           }
           const ev = events.shift()!;
-          if (ev.kind === "broken") break;
+          if (ev.kind !== "put") break; // broken, or the queue overflowed: read ranged from `next`
           const idx = this.#indexOf(ev.kv);
           if (idx < next) continue; // a repeat (a resumed watch replays)
           if (idx > next) break tail; // a gap: read ranged from `next`
