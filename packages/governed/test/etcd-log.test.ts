@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import fc from "fast-check";
 import { Etcd3 } from "etcd3";
-import { decodeEtcdEntry, encodeEtcdEntry, etcdControlLog, EtcdLogCorruptError, EtcdUnreachableError, ETCD_MAX_PENDING_EVENTS } from "../src/index.ts";
+import { decodeEtcdEntry, encodeEtcdEntry, etcdControlLog, EtcdLogCorruptError, EtcdUnreachableError, ETCD_MAX_PENDING_EVENTS, LeadershipLostError, NodeShutdownError } from "../src/index.ts";
 import type { Committed, EtcdControlLog } from "../src/index.ts";
 import { EtcdCluster, freePort } from "./support/etcd-cluster.ts";
 
@@ -280,4 +280,46 @@ describe("etcdControlLog reader queue", () => {
       await r.close();
     }
   }, 60_000);
+});
+
+describe("etcdControlLog close", () => {
+  it("waits for the append in flight: its proposer gets the real answer, a proposal not yet sent is refused, and nothing is written after (found in review: close returned at once)", async () => {
+    const prefix = `close/${process.pid}/`;
+    const log = etcdControlLog({ id: "a", endpoints: etcd.endpoints, prefix });
+    const raw = new Etcd3({ hosts: etcd.endpoints });
+    try {
+      await log.started;
+      const order: string[] = [];
+      const sent = log.propose(new Uint8Array([1]), { client: "c", seq: 1 }).then((v) => (order.push("appended"), v));
+      const queued = log.propose(new Uint8Array([2]), { client: "c", seq: 2 }).catch((e: unknown) => e); // behind the transaction in flight
+      await log.close().then(() => order.push("closed"));
+      expect(order).toEqual(["appended", "closed"]);
+      expect((await sent).index).toBe(1);
+      expect(await queued).toBeInstanceOf(NodeShutdownError);
+      expect(JSON.parse((await raw.get(`${prefix}head`).string())!)).toMatchObject({ index: 1 });
+      expect(await raw.getAll().prefix(`${prefix}log/`).keys()).toEqual([`${prefix}log/${"1".padStart(16, "0")}`]);
+      await expect(log.propose(new Uint8Array([3]), null)).rejects.toBeInstanceOf(NodeShutdownError);
+    } finally {
+      raw.close();
+      await log.close();
+    }
+  });
+
+  it("waits at most one call's bound for an append etcd does not answer: its proposer is told the outcome is unknown, not that nothing was written", async () => {
+    const log = etcdControlLog({ id: "a", endpoints: etcd.endpoints, prefix: `close-frozen/${process.pid}/`, callTimeoutMs: 1_000 });
+    const proc = etcd.members[0]!.proc!;
+    try {
+      await log.started;
+      proc.kill("SIGSTOP");
+      const order: string[] = [];
+      const sent = log.propose(new Uint8Array([1]), { client: "c", seq: 1 }).catch((e: unknown) => (order.push("unanswered"), e));
+      await log.close().then(() => order.push("closed"));
+      expect(order).toEqual(["unanswered", "closed"]);
+      expect(await sent).toBeInstanceOf(LeadershipLostError); // it may have committed: retry by key
+      expect(await sent).not.toBeInstanceOf(NodeShutdownError);
+    } finally {
+      proc.kill("SIGCONT");
+      await log.close();
+    }
+  }, 30_000);
 });

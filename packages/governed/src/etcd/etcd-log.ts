@@ -319,10 +319,15 @@ class EtcdLog implements EtcdControlLog {
   #stampFloor = 0;
   readonly #queue: Queued[] = [];
   #pumping = false;
+  /** The pump's run (settled when it stops), and the batch whose transaction is in flight: `close()` waits for them. */
+  #pumpRun: Promise<void> = Promise.resolve();
+  #inflight: readonly Queued[] = [];
   /** Most command bytes per transaction: ETCD_BATCH_BYTES, halved each time etcd finds a batch too large. */
   #batchBytes = ETCD_BATCH_BYTES;
   #probing = false;
+  #publishRun: Promise<void> = Promise.resolve();
   #closed = false;
+  #closing: Promise<void> | null = null;
   #lastOk = Date.now();
   readonly #probe: NodeJS.Timeout;
   readonly #wakers = new Set<() => void>();
@@ -549,7 +554,7 @@ class EtcdLog implements EtcdControlLog {
       const onAbort = (): void => q.reject(new ProposalAbortedError("aborted; the entry may still be appended"));
       signal?.addEventListener("abort", onAbort, { once: true });
       this.#queue.push(q);
-      void this.#pump();
+      if (!this.#pumping) this.#pumpRun = this.#pump();
     });
   }
 
@@ -570,6 +575,7 @@ class EtcdLog implements EtcdControlLog {
           bytes += q.command.length;
         }
         for (const q of batch) this.#queue.splice(this.#queue.indexOf(q), 1);
+        this.#inflight = batch;
         try {
           const first = await this.#append(batch);
           batch.forEach((q, i) => q.resolve({ index: first + i, term: 0 }));
@@ -584,6 +590,8 @@ class EtcdLog implements EtcdControlLog {
           // a refusal was not written (say why at once); a shutdown before sending neither; else the outcome is unknown
           const err = e instanceof NodeShutdownError || e instanceof EtcdRefusedError ? e : new LeadershipLostError(`etcd did not confirm the append (${(e as Error).message}); it may still have committed — retry with the same key`);
           for (const q of batch) q.reject(err);
+        } finally {
+          this.#inflight = [];
         }
       }
     } finally {
@@ -597,6 +605,7 @@ class EtcdLog implements EtcdControlLog {
     for (;;) {
       if (this.#closed) throw new NodeShutdownError("the etcd control log was closed");
       const head = this.#head ?? (this.#head = await this.#readHead());
+      if (this.#closed) throw new NodeShutdownError("the etcd control log was closed"); // nothing sent: not written
       const first = head.index + 1;
       const stamp = Math.max(this.#now(), head.stamp);
       const last = first + batch.length - 1;
@@ -825,7 +834,7 @@ class EtcdLog implements EtcdControlLog {
     this.#snapshotNext = { throughIndex: s.throughIndex, state: s.state };
     if (this.#snapshotBusy) return;
     this.#snapshotBusy = true;
-    void (async () => {
+    this.#publishRun = (async () => {
       try {
         while (this.#snapshotNext !== null && !this.#closed) {
           const snap = this.#snapshotNext;
@@ -838,9 +847,16 @@ class EtcdLog implements EtcdControlLog {
     })();
   }
 
+  /**
+   * Publishes one snapshot: chunks, meta swap, compaction — each an etcd call. After `close()` no further step is
+   * sent (chunks written before it are deleted by the next snapshot published above them).
+   */
   async #publish(s: { throughIndex: LogIndex; state: Uint8Array }): Promise<void> {
     const kv = this.#client.kv;
-    const step = <R extends object, T>(req: NoInfer<R>, run: (q: R, o: { deadline: Date } | undefined) => Promise<T>): Promise<T> => this.#call(req, run);
+    const step = <R extends object, T>(req: NoInfer<R>, run: (q: R, o: { deadline: Date } | undefined) => Promise<T>): Promise<T> => {
+      if (this.#closed) return Promise.reject(new NodeShutdownError("the etcd control log was closed"));
+      return this.#call(req, run);
+    };
     const cur = this.#metaOf((await step({ key: this.#snapKey }, (q, o) => kv.range(q, o))).kvs[0]);
     if (cur !== null && cur.throughIndex >= s.throughIndex) return;
     const p = `${this.#snapPrefix}${pad(s.throughIndex)}/`;
@@ -869,12 +885,36 @@ class EtcdLog implements EtcdControlLog {
 
   // ---------------------------------------------------------------------------------------------- close
 
-  async close(): Promise<void> {
-    if (this.#closed) return;
+  /**
+   * Closes the log. Proposals not yet sent are rejected with `NodeShutdownError` (nothing of them was written); the
+   * append transaction in flight, if any, and a snapshot publish step are waited for — at most `callTimeoutMs`, the
+   * bound of one etcd call — so its proposers get its real answer (their index, or `LeadershipLostError` when etcd
+   * did not answer: it may have committed, retry by key). Readers end. Then a client the log built is closed.
+   *
+   * A caller may rely on this once the promise resolves: every proposal made before has been answered; this log
+   * sends no further write (no append, no snapshot or compaction step) to etcd; and with a client the log built, no
+   * call of it is left running — an attempt still in flight when the wait ended had reached its deadline (attempts
+   * never outlive their call), and no attempt is sent after its call's end. A second `close()` resolves with the
+   * first.
+   */
+  close(): Promise<void> {
+    this.#closing ??= this.#close();
+    return this.#closing;
+  }
+
+  async #close(): Promise<void> {
     this.#closed = true;
     clearInterval(this.#probe);
     for (const q of this.#queue.splice(0)) q.reject(new NodeShutdownError("the etcd control log was closed"));
     for (const w of [...this.#wakers]) w();
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      Promise.allSettled([this.#pumpRun, this.#publishRun]),
+      new Promise<void>((r) => (timer = setTimeout(r, this.#callMs))),
+    ]);
+    clearTimeout(timer);
+    // not settled within one call's bound (cannot happen with a built client: each call ends by its deadline)
+    for (const q of this.#inflight) q.reject(new LeadershipLostError("the etcd control log was closed before etcd confirmed the append; it may still have committed — retry with the same key"));
     if (this.#ownClient) this.#client.close();
   }
 }
