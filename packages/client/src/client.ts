@@ -123,9 +123,15 @@ export class HeddleClient {
   readonly #agent: HttpAgent;
   readonly #request: typeof httpRequest;
 
-  /** @throws {ClientOptionError} naming the bad option (a URL that is not http(s), an empty token, …). */
+  /** @throws {ClientOptionError} naming the bad option (no URL, one that is not http(s), an empty token, …) and where to find it. */
   constructor(o: HeddleClientOptions) {
-    if (typeof o.url !== "string") throw new ClientOptionError("url", "give the daemon's base URL, e.g. http://127.0.0.1:7201");
+    // Typically read from HEDDLE_URL / HEDDLE_TOKEN: an unset variable must say so, not fail inside the URL parser.
+    if (typeof o.url !== "string") {
+      throw new ClientOptionError("url", `give the daemon's http(s) base URL such as http://127.0.0.1:7201 (\`heddle env --config FILE\` prints it as HEDDLE_URL), got ${o.url === undefined ? "nothing" : `a ${typeof o.url}`}`);
+    }
+    if (typeof o.token !== "string" || o.token === "") {
+      throw new ClientOptionError("token", `give the daemon's bearer token (the peer's api.tokenFile; \`heddle env --config FILE\` prints it as HEDDLE_TOKEN), got ${o.token === undefined ? "nothing" : o.token === "" ? "an empty string" : `a ${typeof o.token}`}`);
+    }
     this.url = o.url.replace(/\/+$/, "");
     let base: URL;
     try {
@@ -142,8 +148,8 @@ export class HeddleClient {
     this.#base = base;
     this.#prefix = base.pathname.replace(/\/+$/, "");
     // A header value may not hold control characters; Node would throw a bare TypeError on the first call instead.
-    if (typeof o.token !== "string" || o.token.length === 0 || !/^[\x21-\x7e]+$/.test(o.token)) {
-      throw new ClientOptionError("token", "must be the peer's API token (visible ASCII, no spaces or line breaks: the contents of its api.tokenFile, trimmed)");
+    if (!/^[\x21-\x7e]+$/.test(o.token)) {
+      throw new ClientOptionError("token", "must be the peer's API token: visible ASCII, no spaces or line breaks (the contents of its api.tokenFile, trimmed)");
     }
     this.#auth = `Bearer ${o.token}`;
     this.#timeoutMs = o.timeoutMs ?? 30_000;
