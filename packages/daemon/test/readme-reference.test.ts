@@ -1,6 +1,7 @@
 // The README's reference sections say what the code does: the route table against the routes the API serves (its
 // own /openapi.json, built from the schemas that validate), with the body fields and query parameters it names; the
-// config table against PeerConfigSchema, with the defaults it states; and the config errors it quotes.
+// metrics table against a scrape of /metrics; the config table against PeerConfigSchema, with the defaults it states;
+// and the config errors it quotes.
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -10,6 +11,15 @@ import { RAFT_TIMING_DEFAULTS } from "../src/config.ts";
 import { soloDaemon, type SoloDaemon } from "./support/embedded.ts";
 
 const README = readFileSync(new URL("../README.md", import.meta.url), "utf8");
+
+/** One static peer, for what it serves: /openapi.json and /metrics. */
+let s: SoloDaemon;
+beforeAll(async () => {
+  s = await soloDaemon({ tree: "batch=1" });
+}, 60_000);
+afterAll(async () => {
+  await s?.close();
+});
 
 /** The rows of the markdown table whose header row starts with `| first |`: each row's cells. */
 function tableRows(first: string): string[][] {
@@ -33,14 +43,6 @@ function expand(s: string): string[] {
 }
 
 describe("the route table", () => {
-  let s: SoloDaemon;
-  beforeAll(async () => {
-    s = await soloDaemon({ tree: "batch=1" });
-  }, 60_000);
-  afterAll(async () => {
-    await s?.close();
-  });
-
   interface Route {
     body?: { fields: string[]; required: string[] };
     query: string[];
@@ -103,6 +105,19 @@ describe("the route table", () => {
       }
       if (doc.query.length > 0) expect(doc.query.sort(), `${route}: query parameters`).toEqual([...r.query].sort());
     }
+  });
+});
+
+describe("the metrics table", () => {
+  it("lists every metric family a scrape has, and a static peer serves all but the governed-only ones", async () => {
+    const rows = tableRows("Metric").map(([names, , , what]) => ({ names: [...names!.matchAll(/`(heddle_[a-z_]+)`/g)].map((m) => m[1]!), governedOnly: /^governed only/.test(what ?? "") }));
+    const documented = new Set(rows.flatMap((r) => r.names));
+    const text = await (await fetch(`${s.daemon.url}/metrics`, { headers: { authorization: `Bearer ${s.daemon.token}` } })).text();
+    // prom-client's process metrics are documented as heddle_process_* and heddle_nodejs_*
+    const scraped = [...text.matchAll(/^# TYPE (heddle_\w+) /gm)].map((m) => m[1]!).filter((n) => !/^heddle_(process|nodejs)_/.test(n));
+    expect(scraped.filter((n) => !documented.has(n)), "scraped but not in the table").toEqual([]);
+    const expected = rows.filter((r) => !r.governedOnly).flatMap((r) => r.names);
+    expect(expected.filter((n) => !scraped.includes(n)), "in the table but not scraped from a static peer").toEqual([]);
   });
 });
 
