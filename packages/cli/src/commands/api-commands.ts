@@ -379,7 +379,7 @@ export const API_COMMANDS: Record<string, ApiCommand> = {
   },
   "claims take": {
     args: [1, Infinity],
-    usage: "heddle claims take KEY... --holder H [--shared] [--ttl MS] [--scope S] [--label L]",
+    usage: "heddle claims take KEY... --holder H [--shared] [--ttl MS] [--scope S] [--label L] [--idempotency-key K]",
     summary: "take claims, all or nothing (governed mode)",
     options: { holder: { type: "string" }, shared: { type: "boolean" }, ttl: { type: "string" }, scope: { type: "string" }, label: { type: "string" }, "idempotency-key": { type: "string" } },
     async run(c, p, v, io) {

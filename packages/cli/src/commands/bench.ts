@@ -31,7 +31,7 @@ export async function benchCommand(argv: string[], io: Io): Promise<number> {
     "no-demand": { type: "boolean" },
   });
   if (v["help"]) return io.out(BENCH_HELP), EXIT.ok;
-  if (positionals.length > 0 || v["leaf"] === undefined) throw new UsageError("usage: heddle bench --leaf LEAF [--concurrency N] [--duration S]");
+  if (positionals.length > 0 || v["leaf"] === undefined) throw new UsageError("usage: heddle bench --leaf LEAF [--concurrency N] [--duration S] [--cost C] [--no-demand]");
   const concurrency = Number(v["concurrency"] ?? "1");
   const duration = Number(v["duration"] ?? "10");
   const cost = (v["cost"] as string | undefined) ?? "1";

@@ -53,7 +53,7 @@ async function step(io: Io, what: string, f: () => Promise<unknown>): Promise<Js
 export async function reshapeCommand(argv: string[], io: Io): Promise<number> {
   const { values: v, positionals, client } = parseApiArgs(argv, { parent: { type: "string" }, weight: { type: "string" }, "drain-timeout": { type: "string" } });
   if (v["help"]) return io.out(RESHAPE_HELP), EXIT.ok;
-  if (positionals.length !== 1) throw new UsageError("usage: heddle reshape CHILD [--parent P] [--weight W]");
+  if (positionals.length !== 1) throw new UsageError("usage: heddle reshape CHILD [--parent P] [--weight W] [--drain-timeout S]");
   const child = positionals[0]!;
   const weightArg = v["weight"] as string | undefined;
   if (weightArg !== undefined && !/^[1-9][0-9]*(\/[1-9][0-9]*)?$/.test(weightArg)) throw new UsageError("--weight must be a positive integer or fraction, e.g. 3 or 3/2");
