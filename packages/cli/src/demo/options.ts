@@ -12,7 +12,7 @@ export interface DemoOptions {
   laneWeights: [bigint, bigint];
   /** Where peer keys and SQLite stores live; a fresh temporary folder when absent. */
   dir: string | undefined;
-  /** Redraw the table in place (a terminal) or print a line per second (a log). */
+  /** Redraw the table in place (a terminal) or print a progress line every 5 s (a log). */
   live: boolean;
   /**
    * Governed mode (governed.md): no genesis supply or topology — supply is minted and the tree prepared and
