@@ -7,7 +7,7 @@ import swagger from "@fastify/swagger";
 import type { TSchema } from "@sinclair/typebox";
 import { AttachmentId, GroupId, ReplicaId } from "@heddle/ledger";
 import type { AttachmentRecord, EntitlementLedger } from "@heddle/ledger";
-import { fnv1a64 } from "@heddle/node";
+import { fnv1a64, reservationTagOf } from "@heddle/node";
 import { CLAIM_GUARANTEES } from "@heddle/claims";
 import { registerGossipClaims } from "./gossip-claims-api.ts";
 import * as S from "./api-schemas.ts";
@@ -19,7 +19,7 @@ import type { LiveDashboard } from "./dashboard.ts";
 import type { Logger } from "./log.ts";
 import type { DaemonMetrics } from "./metrics.ts";
 import { inboundEdge, type Scheduler } from "./scheduler.ts";
-import { memoryReserveMemory, type ReserveMemory } from "./reserve-memory.ts";
+import { memoryReserveMemory, reserveTagOf, type ReserveMemory } from "./reserve-memory.ts";
 import { amountOf, checker, type FieldIssue } from "./schema.ts";
 import { fractionText, toWire } from "./wire.ts";
 import { Weight } from "@heddle/ledger";
@@ -261,8 +261,31 @@ export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
   const view = () => d.ledger.get();
 
   // ---- reserve idempotency: remembered results, bounded (durable when the daemon gives a store) --
+  // A keyed reserve commits its reservation in the node's store with the key's tag in its id, then records its
+  // answer here under the same tag. A crash between the two leaves a tagged reservation without an answer: it is
+  // answered now, from the node's open reservations, before the API serves — so its retry replays it instead of
+  // reserving again. An answer whose write fails while the daemon runs is kept in memory (`unrecorded`) for the same
+  // reason; a restart rebuilds it from the node again.
   const remembered = ctx.reserveMemory ?? memoryReserveMemory(ctx.limits.maxIdempotencyEntries);
-  const remember = (k: string, body: string, status: number, payload: unknown) => remembered.put(k, { body, status, payload });
+  const unrecorded = memoryReserveMemory(ctx.limits.maxIdempotencyEntries);
+  const recall = (tag: string) => unrecorded.get(tag) ?? remembered.get(tag);
+  const remember = (tag: string, body: string, status: number, payload: unknown) => {
+    try {
+      remembered.put(tag, { body, status, payload });
+    } catch (e) {
+      unrecorded.put(tag, { body, status, payload });
+      ctx.logger.error("a keyed reserve's answer could not be recorded; it is kept in memory until a restart rebuilds it from the node's reservations", { error: (e as Error).message });
+    }
+  };
+  const reserveBodyText = (leaf: string, maximumCost: bigint) => JSON.stringify([leaf, maximumCost.toString()]);
+  let answered = 0;
+  for (const row of d.openReservations?.() ?? []) {
+    const tag = reservationTagOf(row.id);
+    if (tag === null || remembered.get(tag) !== undefined) continue;
+    remember(tag, reserveBodyText(row.leaf, row.maximumCost), 201, { id: row.id, leaf: row.leaf, maximumCost: row.maximumCost.toString() });
+    answered++;
+  }
+  if (answered > 0) ctx.logger.info("keyed reservations committed before a crash, answered now so that their retries replay them", { reservations: answered });
 
   const tags = (t: string) => ({ tags: [t] });
 
@@ -275,9 +298,10 @@ export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
     if (max === null) return sendInvalid(reply, "body", [{ field: "maximumCost", problem: "is above 2^63 − 1" }]);
     // What the request asks for, not how it was spelled: a retry with its keys in another order or the
     // amount as "10" instead of 10 is the same request.
-    const bodyText = JSON.stringify([b.leaf, max.toString()]);
-    if (ik !== null) {
-      const prev = remembered.get(ik);
+    const bodyText = reserveBodyText(b.leaf, max);
+    const tag = ik === null ? null : reserveTagOf(ik);
+    if (tag !== null) {
+      const prev = recall(tag);
       if (prev !== undefined) {
         if (prev.body !== bodyText) return reply.code(409).send({ error: "conflict", message: "this Idempotency-Key was used with another leaf or maximumCost; use a new key for a new request", conflict: { reason: "keyReuse", idempotencyKey: ik } });
         return reply.code(prev.status as 201).send(prev.payload as never);
@@ -292,7 +316,7 @@ export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
         refusal: { kind: "too-many-open", limit: cap },
       });
     }
-    const r = d.reserve(GroupId(b.leaf), max);
+    const r = tag === null ? d.reserve(GroupId(b.leaf), max) : d.reserve(GroupId(b.leaf), max, { tag });
     let status: number;
     let payload: unknown;
     if (r.ok) {
@@ -302,7 +326,7 @@ export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
       status = r.refusal.kind === "closed" ? 503 : 409;
       payload = { error: "refused", message: refusalMessage(r.refusal), refusal: toWire(r.refusal) };
     }
-    if (ik !== null && status !== 503) remember(ik, bodyText, status, payload);
+    if (tag !== null && status !== 503) remember(tag, bodyText, status, payload);
     return reply.code(status as 201).send(payload as never);
   });
 

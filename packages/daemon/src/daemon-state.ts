@@ -1,11 +1,11 @@
 // What the daemon itself must not lose on a crash, next to the node's ledger store: the standing demand
 // services set through the API (held until its lease ends, re-advertised after a restart) and the answers
-// of keyed reserves (a retry after a restart gets the first answer, not a second reservation).
+// of keyed reserves, by their key's tag (a retry after a restart gets the first answer, not a second reservation).
 // One SQLite file, `store.dir/daemon.sqlite`, WAL with synchronous=FULL: every change is durable when the
 // call that made it answers.
 import { DatabaseSync, type StatementSync } from "node:sqlite";
 import type { AttachmentId } from "@heddle/ledger";
-import type { ReserveMemory } from "./reserve-memory.ts";
+import { reserveTagOf, type ReserveMemory } from "./reserve-memory.ts";
 import type { StandingDemand } from "./scheduler.ts";
 
 /** The file name under `store.dir`. */
@@ -66,6 +66,12 @@ export class DaemonState implements StandingMemory {
         `${path} belongs to peer ${had.get("peer")} of the cluster with genesis ${had.get("genesis")}, not to peer ${owner.peer} of genesis ${owner.genesis}; it sits next to another store's ledger — move it away (its standing demand and remembered reserves are the other store's)`,
       );
     }
+    try {
+      this.#tagReserveKeys();
+    } catch (e) {
+      this.#db.close();
+      throw new DaemonStateError(`${path}: its remembered reserve answers could not be rewritten under their keys' tags (${(e as Error).message}); move it away to start afresh`, { cause: e });
+    }
     this.#q = {
       putStanding: this.#db.prepare("INSERT INTO standing_demand (edge, target, max_grant, expires_at) VALUES (?, ?, ?, ?) ON CONFLICT(edge) DO UPDATE SET target = excluded.target, max_grant = excluded.max_grant, expires_at = excluded.expires_at"),
       dropStanding: this.#db.prepare("DELETE FROM standing_demand WHERE edge = ?"),
@@ -74,6 +80,25 @@ export class DaemonState implements StandingMemory {
       putKey: this.#db.prepare("INSERT INTO reserve_keys (key, body, status, payload) VALUES (?, ?, ?, ?) ON CONFLICT(key) DO UPDATE SET body = excluded.body, status = excluded.status, payload = excluded.payload"),
       trimKeys: this.#db.prepare("DELETE FROM reserve_keys WHERE seq <= (SELECT MAX(seq) FROM reserve_keys) - ?"),
     };
+  }
+
+  /**
+   * Files written before reserve answers were kept under their key's tag ({@link reserveTagOf}) hold the raw
+   * `Idempotency-Key`s: rewritten to tags once, in one transaction, so a retry across the upgrade still replays.
+   */
+  #tagReserveKeys(): void {
+    if (this.#db.prepare("SELECT v FROM owner WHERE k = 'reserve-keys'").get() !== undefined) return;
+    this.#db.exec("BEGIN IMMEDIATE");
+    try {
+      const rows = this.#db.prepare("SELECT seq, key FROM reserve_keys").all() as { seq: number; key: string }[];
+      const rekey = this.#db.prepare("UPDATE reserve_keys SET key = ? WHERE seq = ?");
+      for (const r of rows) rekey.run(reserveTagOf(r.key), r.seq);
+      this.#db.prepare("INSERT INTO owner (k, v) VALUES ('reserve-keys', 'sha256-128')").run();
+      this.#db.exec("COMMIT");
+    } catch (e) {
+      if (this.#db.isTransaction) this.#db.exec("ROLLBACK");
+      throw e;
+    }
   }
 
   /** Every standing demand stored, ascending edge (lapsed ones included: the scheduler drops those). */

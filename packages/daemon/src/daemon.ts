@@ -34,6 +34,7 @@ import { DaemonMetrics, timedStore } from "./metrics.ts";
 import type { PeerReads, RaftWatches } from "./peer-reads.ts";
 import { Scheduler } from "./scheduler.ts";
 import { DAEMON_STATE_FILE, DaemonState } from "./daemon-state.ts";
+import type { ReserveMemory } from "./reserve-memory.ts";
 
 /** Why a daemon did not start; `reason` says which input to fix. */
 export type DaemonStartReason = "config" | "key" | "token" | "tls" | "store" | "p2p-port" | "api-port" | "raft" | "etcd";
@@ -74,6 +75,12 @@ export interface StartDaemonOptions {
    * read-only disk into it as any user). Not settable from a config file.
    */
   readonly wrapRaftLog?: (inner: RaftStorage) => RaftStorage;
+  /**
+   * Wraps the store of keyed reserve answers in `daemon.sqlite` (embedding only: the crash tests fail a keyed
+   * reserve between its steps — before the reservation, between its commit and its answer's, after both). Not
+   * settable from a config file; unused when `store` is given (then the answers live in memory).
+   */
+  readonly wrapReserveMemory?: (inner: ReserveMemory) => ReserveMemory;
 }
 
 /** A running daemon. */
@@ -363,7 +370,7 @@ export async function startDaemon(configOrPath: DaemonConfig | string, opts: Sta
       token,
       logger,
       limits: config.limits,
-      ...(state !== null ? { reserveMemory: state.reserveMemory() } : {}),
+      ...(state !== null ? { reserveMemory: opts.wrapReserveMemory === undefined ? state.reserveMemory() : opts.wrapReserveMemory(state.reserveMemory()) } : {}),
       demandTtlMs: config.node.demandTtlMs,
       tls,
       roster: config.roster,

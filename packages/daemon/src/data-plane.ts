@@ -2,7 +2,7 @@
 // `HeddleNode`; a governed peer passes its `GovernedHeddleNode`'s data plane (governed.md §2.2), whose
 // writer gate refuses `reserve` until the peer has enrolled itself.
 import type { EntitlementLedger, GroupId, ReplicaId } from "@heddle/ledger";
-import type { BoundMetrics, CompleteResult, GossipClaims, NodeMetrics, ReservationRow, ReserveResult, ScheduleResult, Watch } from "@heddle/node";
+import type { BoundMetrics, CompleteResult, GossipClaims, NodeMetrics, ReservationRow, ReserveOptions, ReserveResult, ScheduleResult, Watch } from "@heddle/node";
 import type { AttachmentId } from "@heddle/ledger";
 import type { Demand } from "@heddle/policy";
 import { DivisionByZeroError, LedgerOverflowError } from "@heddle/ledger";
@@ -25,7 +25,8 @@ export function boundsOf(data: Pick<DataPlane, "boundMetrics">, parent: GroupId)
 export interface DataPlane {
   readonly self: ReplicaId;
   readonly ledger: Watch<EntitlementLedger>;
-  reserve(leaf: GroupId, maximumCost: bigint): ReserveResult;
+  /** node.md §8; a keyed reserve passes its key's tag (`opts.tag`), which the node commits in the reservation's id. */
+  reserve(leaf: GroupId, maximumCost: bigint, opts?: ReserveOptions): ReserveResult;
   complete(id: string, actualCost: bigint): CompleteResult;
   cancel(id: string): CompleteResult;
   advertise(edge: AttachmentId, demand: Demand): void;
@@ -36,6 +37,7 @@ export interface DataPlane {
   readonly unreachable?: Watch<ReadonlySet<ReplicaId>>;
   readonly epoch?: number;
   readonly genesisDigest?: string;
+  /** Open reservations; the API reads them once at start to answer keyed reserves committed before a crash. */
   openReservations?(): ReservationRow[];
   /** How many reservations are open; with it the API enforces `limits.maxOpenReservations`. */
   openReservationCount?(): number;

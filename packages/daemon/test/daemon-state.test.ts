@@ -86,6 +86,23 @@ describe("DaemonState (daemon.sqlite) itself", () => {
       const again = new DaemonState(path, 2, owner);
       expect(again.reserveMemory().get("k3")?.payload).toEqual({ id: "k3" });
       again.close();
+
+      // a file from before answers were kept under their key's tag: its raw keys are rewritten once, at open
+      const { DatabaseSync } = await import("node:sqlite");
+      const { reserveTagOf } = await import("../src/reserve-memory.ts");
+      const oldPath = join(dir, "old.sqlite");
+      const db = new DatabaseSync(oldPath);
+      db.exec(`CREATE TABLE reserve_keys (seq INTEGER PRIMARY KEY AUTOINCREMENT, key TEXT NOT NULL UNIQUE, body TEXT NOT NULL, status INTEGER NOT NULL, payload TEXT NOT NULL) STRICT;
+        CREATE TABLE owner (k TEXT PRIMARY KEY NOT NULL, v TEXT NOT NULL) STRICT;`);
+      db.prepare("INSERT INTO owner (k, v) VALUES ('peer', ?), ('genesis', ?)").run(owner.peer, owner.genesis);
+      db.prepare("INSERT INTO reserve_keys (key, body, status, payload) VALUES ('job-7', '[\"a\",\"5\"]', 201, '{\"id\":\"r7\"}')").run();
+      db.close();
+      for (let open = 0; open < 2; open++) {
+        const migrated = new DaemonState(oldPath, 2, owner);
+        expect(migrated.reserveMemory().get(reserveTagOf("job-7"))).toEqual({ body: '["a","5"]', status: 201, payload: { id: "r7" } });
+        expect(migrated.reserveMemory().get("job-7")).toBeUndefined();
+        migrated.close();
+      }
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -11,7 +11,7 @@ import { RejectionCounter, type FrameRejected, type RejectReason } from "./rejec
 import { ReplicationCore, type ValueTooLarge } from "./replication/core.ts";
 import { ReplicationDriver, type ReplicationDriverMetrics, type ReplicationEvent } from "./replication/driver.ts";
 import { WIRE_ENVELOPE_BYTES } from "./replication/wire.ts";
-import { ReservationTable, type CompleteResult, type ReservationEffect, type ReserveResult } from "./reservation-table.ts";
+import { ReservationTable, checkReservationTag, type CompleteResult, type ReservationEffect, type ReserveOptions, type ReserveResult } from "./reservation-table.ts";
 import { emptySchedule, planSchedule, policyEdges, type ScheduleResult } from "./schedule.ts";
 import { patchBytes, type HeddleStore, type PatchRow, type ReservationId, type ReservationRow, type StoreTx } from "./store.ts";
 import { MAX_ID_LENGTH } from "./wire-schema.ts";
@@ -84,7 +84,8 @@ export interface HeddleNode {
   schedule(parent: GroupId): ScheduleResult;
   parentVirtualTime(parent: GroupId): Rational | null;
   boundMetrics(parent: GroupId): BoundMetrics;
-  reserve(leaf: GroupId, maximumCost: bigint): ReserveResult;
+  /** node.md §8; `opts` is an extension ({@link ReserveOptions}: a tag carried in the id). */
+  reserve(leaf: GroupId, maximumCost: bigint, opts?: ReserveOptions): ReserveResult;
   complete(id: ReservationId, actualCost: bigint): CompleteResult;
   cancel(id: ReservationId): CompleteResult;
   earmarked(leaf: GroupId): bigint;
@@ -375,11 +376,12 @@ export class Node implements HeddleNode {
 
   // ---- §8 reservations -------------------------------------------------------------------------
 
-  reserve(leaf: GroupId, maximumCost: bigint): ReserveResult {
+  reserve(leaf: GroupId, maximumCost: bigint, opts: ReserveOptions = {}): ReserveResult {
     if (typeof leaf !== "string") throw new TypeError("reserve: leaf must be a GroupId");
     if (typeof maximumCost !== "bigint") throw new TypeError("reserve: maximumCost must be a bigint");
+    checkReservationTag(opts.tag);
     if (this.#failed || this.#shut) return { ok: false, refusal: { kind: "closed" } };
-    const plan = this.#table.reserve(this.#replica, leaf, maximumCost, this.#c.timers.now());
+    const plan = this.#table.reserve(this.#replica, leaf, maximumCost, this.#c.timers.now(), opts);
     if (!plan.ok) return plan;
     if (!this.#apply({ tx: null, patch: null, reservations: plan.effect, events: [plan.effect.event] })) return { ok: false, refusal: { kind: "closed" } };
     return { ok: true, id: plan.id };

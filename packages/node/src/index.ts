@@ -18,9 +18,11 @@ export type { HeartbeatConfig } from "./liveness.ts";
 // ---- the node (§1, §7–8, §10–11, §14–15) ----
 export type { HeddleNode, NodeEvent, NodeMetrics, PeerMetrics, ControlSink, TopologyResult } from "./heddle-node.ts";
 export type { ScheduleResult } from "./schedule.ts";
-export type { ReserveResult, ReserveRefusal, CompleteResult } from "./reservation-table.ts";
+export type { ReserveResult, ReserveRefusal, CompleteResult, ReserveOptions } from "./reservation-table.ts";
 /** A ledger refusal where none is possible (§8): a bug, thrown, never an outcome. */
 export { LedgerInvariantError } from "./reservation-table.ts";
+/** Extension beyond §1: a reservation's tag, carried in its id (`ReserveOptions`). */
+export { reservationTagOf, MAX_RESERVATION_TAG_LENGTH } from "./reservation-table.ts";
 export { DemandLimitError } from "./demand-board.ts";
 export type { BoundMetrics } from "./bound-metrics.ts";
 export type { PartitionEvent, UnresponsiveReason } from "./liveness.ts";

@@ -3,6 +3,37 @@ import type { ReservationId, ReservationRow, StoreTx } from "./store.ts";
 
 const INT64_MAX = (1n << 63n) - 1n;
 
+/** Longest {@link ReserveOptions.tag}. */
+export const MAX_RESERVATION_TAG_LENGTH = 64;
+const TAG = /^[A-Za-z0-9_-]{1,64}$/;
+/** The last `/` segment of a tagged id: `${n}~${tag}` (n is digits, so the `~` is unambiguous whatever `self` holds). */
+const TAGGED_SEGMENT = /\/[0-9]+~([A-Za-z0-9_-]{1,64})$/;
+
+/**
+ * Extension beyond node.md §1: what a caller may attach to a reservation it makes.
+ *
+ * `tag` (1 … 64 of `A–Z a–z 0–9 _ -`) is carried in the reservation's id, `${self}/${epoch}/${n}~${tag}`, so it is
+ * written to the store in the same commit as the reservation itself: a caller that labels a reservation with its
+ * request's idempotency key finds it again from the node's open reservations after a crash that came between the
+ * commit and the caller's own record of it ({@link reservationTagOf}). The id stays unique (n and epoch as before).
+ */
+export interface ReserveOptions {
+  readonly tag?: string;
+}
+
+/** The tag a reservation was made with ({@link ReserveOptions.tag}), or null for an untagged id. */
+export function reservationTagOf(id: ReservationId): string | null {
+  return TAGGED_SEGMENT.exec(id)?.[1] ?? null;
+}
+
+/** Throws on a tag of the wrong shape (a caller's bug, never input from the network). */
+export function checkReservationTag(tag: string | undefined): void {
+  if (tag === undefined) return;
+  if (typeof tag !== "string" || !TAG.test(tag)) {
+    throw new RangeError(`reserve: tag must be 1 … ${MAX_RESERVATION_TAG_LENGTH} characters of A–Z a–z 0–9 _ -, got ${JSON.stringify(tag)}`);
+  }
+}
+
 /** Why `reserve` declined (node.md §1, §8). Nothing changed. */
 export type ReserveRefusal =
   | { kind: "invalid-cost"; maximumCost: bigint }
@@ -107,11 +138,12 @@ export class ReservationTable {
   /**
    * Plans earmarking `maximumCost` of this peer's holdings at `leaf` on `view` (node.md §8). The id is
    * allocated now and never reused, even if the commit fails (a row that reached the disk despite an
-   * error must never share its id with a later one).
+   * error must never share its id with a later one); `opts.tag` is appended to it ({@link ReserveOptions}).
    */
-  reserve(view: ReservationLedgerView, leaf: GroupId, maximumCost: bigint, now: number): ReservePlan {
+  reserve(view: ReservationLedgerView, leaf: GroupId, maximumCost: bigint, now: number, opts: ReserveOptions = {}): ReservePlan {
     if (typeof leaf !== "string") throw new TypeError("reserve: leaf must be a GroupId");
     if (typeof maximumCost !== "bigint") throw new TypeError("reserve: maximumCost must be a bigint");
+    checkReservationTag(opts.tag);
     if (maximumCost <= 0n || maximumCost > INT64_MAX) return { ok: false, refusal: { kind: "invalid-cost", maximumCost } };
     if (!view.isLeaf(leaf)) return { ok: false, refusal: { kind: "not-a-leaf", leaf } };
     const path = view.lineageOf(leaf);
@@ -119,7 +151,7 @@ export class ReservationTable {
     if (path.length === 0) return { ok: false, refusal: { kind: "root-leaf", leaf } };
     const available = view.holdings(leaf, this.#self) - this.earmarked(leaf);
     if (available < maximumCost) return { ok: false, refusal: { kind: "insufficient", leaf, available, requested: maximumCost } };
-    const id: ReservationId = `${this.#self}/${this.#epoch}/${this.#next++}`;
+    const id: ReservationId = `${this.#self}/${this.#epoch}/${this.#next++}${opts.tag === undefined ? "" : `~${opts.tag}`}`;
     if (this.#rows.has(id)) throw new RangeError(`reservation id ${id} is already open (epoch reused?)`);
     const row: ReservationRow = Object.freeze({ id, leaf, maximumCost, capturedPath: Object.freeze([...path]), createdAt: now });
     return { ok: true, id, effect: { transaction: { putReservations: [row] }, patch: null, event: { kind: "reserved", id, leaf, amount: maximumCost } } };

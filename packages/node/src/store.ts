@@ -1,7 +1,7 @@
 import { EntitlementLedger, LedgerReplica } from "@heddle/ledger";
 import type { AttachmentId, GroupId, ReplicaId } from "@heddle/ledger";
 
-/** A reservation's id, `${self}/${epoch}/${n}`: unique across restarts because `epoch` rises per boot (node.md §1). */
+/** A reservation's id, `${self}/${epoch}/${n}` (with `~${tag}` after it when reserved with a tag, `ReserveOptions`): unique across restarts because `epoch` rises per boot (node.md §1). */
 export type ReservationId = string;
 
 /** One open reservation as persisted (node.md §9.1): the earmark and the path captured at admission. */

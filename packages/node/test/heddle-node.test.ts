@@ -2,7 +2,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { EntitlementLedger, GroupId, LedgerOverflowError, LedgerReplica, MintId, Rational, ReplicaId, Weight } from "@heddle/ledger";
 import { HeddlePolicy, type Demand, type Grant } from "@heddle/policy";
-import { StoreMismatchError, heddleStatic, staticGenesis, type HeddleStore } from "../src/index.ts";
+import { StoreMismatchError, heddleStatic, reservationTagOf, staticGenesis, type HeddleStore } from "../src/index.ts";
 import { boundMetrics, planSchedule, policyEdges } from "../src/testing.ts";
 import { Cluster, D, HUNGRY, e, g, r, rec } from "./node-sim.ts";
 
@@ -191,6 +191,29 @@ describe("durability details (§9.3)", () => {
     c.crash("a");
     const base = { ...c.config, random: () => 0.5, store };
     expect(() => heddleStatic({ seam: c.net.restart("a"), self: r("a"), root: g("root"), supply: new Map([[r("a"), 100n], [r("b"), 99n]]), topology: [], config: base })).toThrow(StoreMismatchError);
+    await c.shutdown();
+  });
+
+  it("a reservation's tag is committed with it in its id, found again after a crash, and never makes ids collide", async () => {
+    const c = new Cluster({ seed: 43, supply: { a: 100n, b: 100n } });
+    c.n("a").advertise(e("e1"), HUNGRY);
+    c.n("a").schedule(g("root"));
+    const tagged = c.n("a").reserve(g("g1"), 2n, { tag: "k-1_A" });
+    const plain = c.n("a").reserve(g("g1"), 1n);
+    const again = c.n("a").reserve(g("g1"), 1n, { tag: "k-1_A" }); // a tag is a label, not a key: the node does not dedupe
+    expect(tagged.ok && plain.ok && again.ok).toBe(true);
+    if (!tagged.ok || !plain.ok || !again.ok) return;
+    expect(reservationTagOf(tagged.id)).toBe("k-1_A");
+    expect(reservationTagOf(plain.id)).toBeNull();
+    expect(new Set([tagged.id, plain.id, again.id]).size).toBe(3);
+    for (const bad of ["", "a/b", "x~y", "a".repeat(65)]) expect(() => c.n("a").reserve(g("g1"), 1n, { tag: bad })).toThrow(RangeError);
+    c.crash("a");
+    c.restart("a");
+    const open = c.n("a").openReservations();
+    expect(open.map((row) => [row.id, reservationTagOf(row.id), row.maximumCost])).toEqual(
+      [[tagged.id, "k-1_A", 2n], [plain.id, null, 1n], [again.id, "k-1_A", 1n]].sort((x, y) => ((x[0] as string) < (y[0] as string) ? -1 : 1)),
+    );
+    expect(c.n("a").complete(tagged.id, 2n)).toEqual({ ok: true, charged: 2n, outcome: "charged" });
     await c.shutdown();
   });
 

@@ -275,11 +275,11 @@ class GovernedNode implements GovernedHeddleNode {
     return this.#writable && (this.#raft.available?.get() ?? true);
   }
 
-  reserve: HeddleNode["reserve"] = (leaf, maximumCost) => {
+  reserve: HeddleNode["reserve"] = (leaf, maximumCost, opts) => {
     if (typeof leaf !== "string") throw new TypeError("reserve: leaf must be a GroupId");
     if (typeof maximumCost !== "bigint") throw new TypeError("reserve: maximumCost must be a bigint");
     if (!this.isWritable) return { ok: false, refusal: { kind: "not-writable" } };
-    return this.#node.reserve(leaf, maximumCost);
+    return this.#node.reserve(leaf, maximumCost, opts);
   };
 
   complete: HeddleNode["complete"] = (id, actualCost) => this.#node.complete(id, actualCost);
