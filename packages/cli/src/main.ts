@@ -39,6 +39,7 @@ Look:
   status              this peer, its ledger, and its view of every other peer
   tree                the group tree with weights, shares and holdings
   peers | holdings [GROUP] | bounds [PARENT]
+  demand              standing demand, what is advertised (live or lapsed), whether refreshing it works
 
 Work (for scripts):
   reserve LEAF MAX    prints a reservation id      complete ID COST     cancel ID

@@ -283,8 +283,8 @@ export class HeddleClient {
     return this.call<{ id: string; charged: string; outcome: string }>("POST", "/v1/reservations/complete", { id, actualCost: amount(actualCost) });
   }
   cancel(id: string) { return this.call<{ id: string; charged: string; outcome: string }>("POST", "/v1/reservations/cancel", { id }); }
-  /** Standing demand on this peer and what it advertises per edge. */
-  demandList() { return this.call("GET", "/v1/demand"); }
+  /** `GET /v1/demand`: standing demand, this peer's advertisements (each `live` or lapsed on the peers) and `refresh` (whether re-advertising works, why not and since when). */
+  demands() { return this.call("GET", "/v1/demand"); }
   demand(d: { edge?: string; leaf?: string; targetOutstanding: AmountIn; maximumUsefulGrant: AmountIn; leaseMs?: number }) {
     return this.call("POST", "/v1/demand", { ...d, targetOutstanding: amount(d.targetOutstanding), maximumUsefulGrant: amount(d.maximumUsefulGrant) });
   }

@@ -115,5 +115,51 @@ export const AppliedOk = Type.Object({
   claims: Type.Optional(Type.Unknown()),
   heldToken: Type.Optional(Type.Union([Type.Integer(), Type.Null()], { description: "release with a token that ended nothing: the holder's current token on the key, or null when it holds none" })),
 });
+const DemandOut = Type.Object({ targetOutstanding: AmountOut, maximumUsefulGrant: AmountOut });
+const Millis = (description: string) => Type.Number({ description });
+/** How the periodic refresh of this peer's demand slot is going (`refresh` of `GET`/`POST /v1/demand`). */
+export const DemandRefresh = Type.Object(
+  {
+    ok: Type.Boolean({ description: "true while the latest refresh advertised everything wanted" }),
+    lastSuccessAt: Type.Union([Millis("when a refresh last succeeded (ms since the epoch)"), Type.Null()]),
+    failing: Type.Union([
+      Type.Object({
+        code: Type.Union([Type.Literal("board-full"), Type.Literal("error")], { description: "board-full: the rolled-up demand no longer fits this peer's demand slot (e.g. a reshape lengthened the lineages); error: anything else" }),
+        limit: Type.Optional(Type.Union([Type.Literal("maxDemandEntries"), Type.Literal("maxFrameBytes")])),
+        value: Type.Optional(Type.Integer({ description: "the limit's value" })),
+        message: Type.String(),
+        since: Millis("the first failure of this run of failures"),
+        lastAt: Millis("the latest failure"),
+        count: Type.Integer({ description: "failed refreshes in a row" }),
+        unadvertised: Type.Integer({ description: "edges whose wanted demand the slot does not hold: new, changed or to withdraw (entries merely due for a refresh not counted)" }),
+      }),
+      Type.Null(),
+    ]),
+  },
+  { description: "while the refresh fails nothing is re-sent: every advertised entry lapses on the peers demandTtlMs after its advertisedAt" },
+);
+/** `200` of `GET /v1/demand`. */
+export const DemandView = Type.Object({
+  standing: Type.Array(Type.Object({ edge: Type.String(), demand: DemandOut, expiresAt: Millis("when the standing demand lapses unless set again") })),
+  advertised: Type.Record(Type.String(), DemandOut, { description: "per edge, what this peer's slot holds and the peers still count (lapsed entries left out)" }),
+  advertisements: Type.Array(
+    Type.Object({
+      edge: Type.String(),
+      demand: DemandOut,
+      advertisedAt: Millis("when it was last advertised"),
+      lapsesAt: Millis("advertisedAt + demandTtlMs: the peers stop counting it then unless it is advertised again"),
+      live: Type.Boolean({ description: "false once lapsed: listed in the slot, counted by no one" }),
+    }),
+    { description: "every entry of this peer's demand slot, ascending edge" },
+  ),
+  refresh: DemandRefresh,
+});
+/** `200` of `POST /v1/demand`. */
+export const DemandSetOk = Type.Object({
+  edge: Type.String(),
+  standing: Type.Union([Type.Object({ edge: Type.String(), demand: DemandOut, expiresAt: Type.Number() }), Type.Null()]),
+  refresh: DemandRefresh,
+});
+
 /** A response documented loosely (its shape is in the README). */
 export const AnyObject = Type.Object({}, { additionalProperties: true });

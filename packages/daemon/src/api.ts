@@ -355,7 +355,7 @@ export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
     return { reservations: rows.map((r) => toWire(r)) };
   });
 
-  app.post(`${API_PREFIX}/demand`, { schema: { ...tags("data"), summary: "Stand demand on an edge (rolled up the tree, refreshed until its lease ends)", body: S.DemandBody } }, async (req, reply) => {
+  app.post(`${API_PREFIX}/demand`, { schema: { ...tags("data"), summary: "Stand demand on an edge (rolled up the tree, refreshed until its lease ends)", body: S.DemandBody, response: { 200: S.DemandSetOk, 400: S.ErrorBody, 409: S.ErrorBody } } }, async (req, reply) => {
     const b = req.body as { edge?: string; leaf?: string; targetOutstanding: string | number; maximumUsefulGrant: string | number; leaseMs?: number };
     if ((b.edge === undefined) === (b.leaf === undefined)) {
       return sendInvalid(reply, "body", [{ field: b.edge === undefined ? "edge" : "leaf", problem: "give exactly one of edge and leaf" }]);
@@ -379,11 +379,13 @@ export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
         : `this demand and the edges above every standing demand would not fit this peer's demand slot (${f.limit} ${f.value}); nothing was stored — withdraw some standing demand first`;
       return reply.code(409).send({ error: "refused", message, refusal: toWire(r.refusal) });
     }
-    return { edge, standing: r.standing === null ? null : toWire(r.standing) };
+    return { edge, standing: r.standing === null ? null : toWire(r.standing), refresh: toWire(ctx.scheduler.refresh()) };
   });
-  app.get(`${API_PREFIX}/demand`, { schema: { ...tags("data"), summary: "Standing demand and what this peer advertises per edge" } }, async () => ({
+  app.get(`${API_PREFIX}/demand`, { schema: { ...tags("data"), summary: "Standing demand, what this peer advertises per edge (live or lapsed on the peers) and how its periodic refresh is going", response: { 200: S.DemandView } } }, async () => ({
     standing: ctx.scheduler.standing().map((s) => toWire(s)),
     advertised: toWire(ctx.scheduler.advertised()),
+    advertisements: toWire(ctx.scheduler.advertisements()),
+    refresh: toWire(ctx.scheduler.refresh()),
   }));
 
   app.get(`${API_PREFIX}/holdings`, { schema: { ...tags("data"), summary: "Holdings per group and replica", querystring: S.HoldingsQuery } }, async (req) => {

@@ -22,6 +22,45 @@ export type DemandRefusal =
   /** The rolled-up demand (this edge and every edge above each standing one) would not fit this peer's demand slot. */
   | { kind: "board-full"; limit: "maxDemandEntries" | "maxFrameBytes"; value: number };
 
+/**
+ * How the periodic refresh of this peer's demand slot is going (`GET /v1/demand`'s `refresh`). While it fails,
+ * nothing in the slot is re-sent, so every entry lapses on the peers `demandTtlMs` after it was last advertised.
+ */
+export interface DemandRefreshState {
+  /** True while the latest refresh advertised everything wanted (or there was nothing to do). */
+  readonly ok: boolean;
+  /** When a refresh last succeeded (ms on the daemon's clock); null if none has yet. */
+  readonly lastSuccessAt: number | null;
+  /** The failure of the latest refresh and since when it has failed; null while `ok`. */
+  readonly failing: DemandRefreshFailure | null;
+}
+
+/** Why the refresh fails: `board-full` (the rolled-up demand no longer fits the slot, e.g. after a reshape lengthened lineages) or `error`. */
+export interface DemandRefreshFailure {
+  readonly code: "board-full" | "error";
+  /** For `board-full`: the slot limit it exceeds and that limit's value. */
+  readonly limit?: "maxDemandEntries" | "maxFrameBytes";
+  readonly value?: number;
+  readonly message: string;
+  /** First failure of this run of failures, and the latest (ms on the daemon's clock); how many in a row. */
+  readonly since: number;
+  readonly lastAt: number;
+  readonly count: number;
+  /** Edges whose wanted demand is not what the slot holds (new, changed, refresh due or to withdraw). */
+  readonly unadvertised: number;
+}
+
+/** One entry of this peer's demand slot: what was advertised, when, and whether the peers still count it. */
+export interface Advertisement {
+  readonly edge: AttachmentId;
+  readonly demand: Demand;
+  readonly advertisedAt: number;
+  /** `advertisedAt + demandTtlMs`: from then on the peers (and this node) no longer count it (node.md §6). */
+  readonly lapsesAt: number;
+  /** `now < lapsesAt`. */
+  readonly live: boolean;
+}
+
 /** Options of {@link Scheduler}. */
 export interface SchedulerOptions {
   readonly node: Pick<HeddleNode, "ledger" | "advertiseMany" | "schedule">;
@@ -65,6 +104,10 @@ export class Scheduler {
   readonly #reported = new Map<string, { at: number; held: number }>();
   /** The failures of recent rounds, by what failed: for `GET /v1/status`. */
   readonly #recent = new Map<string, { where: string; message: string; first: number; last: number; count: number }>();
+  #lastRefreshOk: number | null = null;
+  #refreshFailing: DemandRefreshFailure | null = null;
+  /** Edges the last refresh wanted to change in the slot, refreshes aside (still unadvertised while it fails). */
+  #pendingChanges = 0;
 
   constructor(o: SchedulerOptions) {
     this.#o = o;
@@ -123,6 +166,7 @@ export class Scheduler {
       } catch (e) {
         // The withdrawal stands; the next tick advertises it (or reports why it cannot).
         if (!(e instanceof DemandLimitError)) throw e;
+        this.#refreshFailed(e);
         this.#report(e);
       }
       return { ok: true, standing: null };
@@ -173,9 +217,32 @@ export class Scheduler {
     return [...this.#standing.values()].sort((a, b) => (a.edge < b.edge ? -1 : a.edge > b.edge ? 1 : 0));
   }
 
-  /** The demand this peer advertises per edge now (standing demand rolled up). */
+  /** The demand this peer advertises per edge now (standing demand rolled up), lapsed entries left out: the peers no longer count them. */
   advertised(): ReadonlyMap<AttachmentId, Demand> {
-    return new Map([...this.#advertised].map(([e, a]) => [e, a.demand]));
+    const now = this.#o.timers.now();
+    return new Map([...this.#advertised].filter(([, a]) => now - a.at < this.#o.demandTtlMs).map(([e, a]) => [e, a.demand]));
+  }
+
+  /** Every entry of this peer's demand slot, ascending edge, with when it was advertised and whether it has lapsed. */
+  advertisements(): Advertisement[] {
+    const now = this.#o.timers.now();
+    return [...this.#advertised]
+      .sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0))
+      .map(([edge, a]) => ({ edge, demand: a.demand, advertisedAt: a.at, lapsesAt: a.at + this.#o.demandTtlMs, live: now - a.at < this.#o.demandTtlMs }));
+  }
+
+  /** How the refresh of the demand slot is going: see {@link DemandRefreshState}. */
+  refresh(): DemandRefreshState {
+    return { ok: this.#refreshFailing === null, lastSuccessAt: this.#lastRefreshOk, failing: this.#refreshFailing };
+  }
+
+  /** Records a refresh that threw: the slot stays as it was, and ages. */
+  #refreshFailed(e: unknown): void {
+    const now = this.#o.timers.now();
+    const prev = this.#refreshFailing;
+    const message = e instanceof Error ? `${e.name}: ${e.message}` : String(e);
+    const limit = e instanceof DemandLimitError ? { code: "board-full" as const, limit: e.limit, value: e.value } : { code: "error" as const };
+    this.#refreshFailing = { ...limit, message, since: prev?.since ?? now, lastAt: now, count: (prev?.count ?? 0) + 1, unadvertised: this.#pendingChanges };
   }
 
   /** One round: drop lapsed demand, refresh advertisements, schedule the parents of wanted edges top-down. */
@@ -196,7 +263,8 @@ export class Scheduler {
       this.#refresh(view, now);
     } catch (e) {
       // A reshaped tree can lengthen the lineages and so the rolled-up slot; what was advertised before
-      // stays (and ages out on the peers if not refreshed). Scheduling goes on either way.
+      // stays (and ages out on the peers if not refreshed: GET /v1/demand says so). Scheduling goes on either way.
+      this.#refreshFailed(e);
       this.#report(e);
     }
     this.#scheduleAll();
@@ -232,20 +300,31 @@ export class Scheduler {
     }
     const refreshAfter = this.#o.demandTtlMs / 3;
     const changes: [AttachmentId, Demand][] = [];
+    let differ = 0;
     for (const [e, d] of want) {
       const prev = this.#advertised.get(e);
       const same = prev !== undefined && prev.demand.targetOutstanding === d.targetOutstanding && prev.demand.maximumUsefulGrant === d.maximumUsefulGrant;
       if (same && now - prev.at < refreshAfter) continue;
+      if (!same) differ++;
       changes.push([e, d]);
     }
-    for (const e of this.#advertised.keys()) if (!want.has(e)) changes.push([e, DEMAND_NONE]);
-    if (changes.length === 0) return;
-    // One slot update for the whole round: all or nothing, and one frame instead of one per edge.
-    this.#o.node.advertiseMany(changes);
-    for (const [e, d] of changes) {
-      if (want.has(e)) this.#advertised.set(e, { demand: d, at: now });
-      else this.#advertised.delete(e);
+    for (const e of this.#advertised.keys()) {
+      if (want.has(e)) continue;
+      differ++;
+      changes.push([e, DEMAND_NONE]);
     }
+    this.#pendingChanges = differ;
+    if (changes.length > 0) {
+      // One slot update for the whole round: all or nothing, and one frame instead of one per edge.
+      this.#o.node.advertiseMany(changes);
+      for (const [e, d] of changes) {
+        if (want.has(e)) this.#advertised.set(e, { demand: d, at: now });
+        else this.#advertised.delete(e);
+      }
+    }
+    this.#pendingChanges = 0;
+    this.#lastRefreshOk = now;
+    this.#refreshFailing = null;
   }
 
   /**

@@ -19,14 +19,15 @@ function tree(): EntitlementLedger {
   return l;
 }
 
-function harness(maxSlot = Infinity, failing: ReadonlySet<string> = new Set(), memory?: { put(s: StandingDemand): void; drop(edge: AttachmentId): void }) {
+function harness(maxSlot: number | (() => number) = Infinity, failing: ReadonlySet<string> = new Set(), memory?: { put(s: StandingDemand): void; drop(edge: AttachmentId): void }) {
   const ledger = tree();
   const slot = new Map<string, Demand>();
   const advertiseMany = (changes: Iterable<readonly [AttachmentId, Demand]>) => {
     const next = new Map(slot);
     const list = [...changes];
     for (const [e, d] of list) d.targetOutstanding === 0n && d.maximumUsefulGrant === 0n ? next.delete(e) : next.set(e, d);
-    if (next.size > maxSlot) throw new DemandLimitError("maxDemandEntries", maxSlot, "slot full");
+    const limit = typeof maxSlot === "number" ? maxSlot : maxSlot();
+    if (next.size > limit) throw new DemandLimitError("maxDemandEntries", limit, "slot full");
     slot.clear();
     for (const [e, d] of next) slot.set(e, d);
     advertised.push(...list);
@@ -100,6 +101,42 @@ describe("daemon scheduler", () => {
     expect(h.s.setDemand(AttachmentId("root→a"), { targetOutstanding: 60n, maximumUsefulGrant: 10n }, 10_000).ok).toBe(true);
     expect([...h.slot.keys()].sort()).toEqual(["a→batch", "root→a"]);
     expect(h.slot.get("root→a")!.targetOutstanding).toBe(60n);
+  });
+
+  it("says when the refresh keeps failing: since when, why, and which advertised entries have lapsed on the peers", () => {
+    let limit = 3;
+    const h = harness(() => limit); // demandTtlMs 3 000: a refresh is due 1 000 ms after the last advertisement
+    expect(h.s.refresh()).toEqual({ ok: true, lastSuccessAt: null, failing: null });
+    expect(h.s.setDemand(AttachmentId("a→batch"), { targetOutstanding: 50n, maximumUsefulGrant: 10n }, 1_000_000).ok).toBe(true);
+    expect(h.s.refresh()).toEqual({ ok: true, lastSuccessAt: 0, failing: null });
+    limit = 1; // the slot no longer holds the rolled-up demand (as after a reshape that lengthened the lineages)
+    const tickTo = (t: number) => {
+      while (h.timers.now() < t) {
+        h.timers.advanceBy(100);
+        h.s.tick();
+      }
+    };
+    tickTo(900); // nothing due yet: a refresh with nothing to send succeeds
+    expect(h.s.refresh()).toEqual({ ok: true, lastSuccessAt: 900, failing: null });
+    tickTo(1_100);
+    expect(h.s.refresh()).toEqual({
+      ok: false,
+      lastSuccessAt: 900,
+      // the refresh fell due at 1 000 (a third of the TTL) and has failed since, every tick
+      // (unadvertised 0: the slot holds what is wanted, only its refresh fails)
+      failing: { code: "board-full", limit: "maxDemandEntries", value: 1, message: "DemandLimitError: slot full", since: 1_000, lastAt: 1_100, count: 2, unadvertised: 0 },
+    });
+    tickTo(2_900);
+    expect(h.s.advertisements().map((a) => [a.edge, a.advertisedAt, a.lapsesAt, a.live])).toEqual([["a→batch", 0, 3_000, true], ["root→a", 0, 3_000, true]]);
+    expect([...h.s.advertised().keys()].sort()).toEqual(["a→batch", "root→a"]);
+    tickTo(3_000); // their lease on the peers has lapsed: listed, but not as advertised
+    expect(h.s.advertisements().map((a) => [a.edge, a.live])).toEqual([["a→batch", false], ["root→a", false]]);
+    expect(h.s.advertised().size).toBe(0);
+    expect(h.s.refresh().failing).toMatchObject({ since: 1_000, lastAt: 3_000, count: 21 });
+    limit = 3;
+    tickTo(3_100);
+    expect(h.s.refresh()).toEqual({ ok: true, lastSuccessAt: 3_100, failing: null });
+    expect(h.s.advertisements().map((a) => [a.edge, a.advertisedAt, a.live])).toEqual([["a→batch", 3_100, true], ["root→a", 3_100, true]]);
   });
 
   it("a parent whose round throws does not starve the others; the same failure is reported once a minute", () => {

@@ -97,6 +97,24 @@ function printJsonOr(io: Io, v: Record<string, unknown>, body: unknown, human: (
   return EXIT.ok;
 }
 
+const when = (ms: number | null) => (ms === null ? "never" : new Date(ms).toISOString());
+
+/** The refresh of the demand slot failing, in one line (empty while it works). */
+function refreshWarning(r: Json): string {
+  const f = r.failing as Json | null;
+  if (f === null) return "";
+  const why = f.code === "board-full" ? `the rolled-up demand no longer fits this peer's demand slot (${f.limit} ${f.value}; after a reshape, lineages may be longer) — withdraw some standing demand` : f.message;
+  return `refresh   FAILING since ${when(f.since)} (${f.count}× in a row, last success ${when(r.lastSuccessAt)}): ${why}: ${f.unadvertised} edge(s) not advertised as wanted, and nothing is re-sent, so the slot's entries lapse on the peers\n`;
+}
+
+/** `heddle demand` alone: standing demand, the slot's entries (live or lapsed on the peers), and the refresh. */
+function renderDemand(d: Json): string {
+  const standing = (d.standing as Json[]).map((s) => [s.edge, s.demand.targetOutstanding, s.demand.maximumUsefulGrant, when(s.expiresAt)]);
+  const ads = (d.advertisements as Json[]).map((a) => [a.edge, a.demand.targetOutstanding, a.demand.maximumUsefulGrant, when(a.advertisedAt), a.live ? "live" : "LAPSED (peers no longer count it)"]);
+  const refresh = d.refresh.ok ? `refresh   ok (last ${when(d.refresh.lastSuccessAt)})\n` : refreshWarning(d.refresh);
+  return `${refresh}standing demand\n${table(["edge", "target", "max grant", "lapses at"], standing)}advertised by this peer\n${table(["edge", "target", "max grant", "advertised at", "on the peers"], ads)}`;
+}
+
 function renderStatus(s: Json, p: Json): string {
   const lines = [
     `peer      ${s.self}  (${s.mode} mode, epoch ${s.epoch ?? "-"})`,
@@ -274,11 +292,15 @@ export const API_COMMANDS: Record<string, ApiCommand> = {
     },
   },
   demand: {
-    args: [2, 3],
-    usage: "heddle demand LEAF TARGET [MAX_GRANT] [--edge] [--lease SECONDS]",
-    summary: "stand demand for a leaf (or, with --edge, an edge id); 0 withdraws it",
+    args: [0, 3],
+    usage: "heddle demand [LEAF TARGET [MAX_GRANT] [--edge] [--lease SECONDS]]",
+    summary: "stand demand for a leaf (or, with --edge, an edge id); 0 withdraws it; alone: what stands, what is advertised, and whether refreshing it works",
     options: { edge: { type: "boolean" }, lease: { type: "string" } },
     async run(c, p, v, io) {
+      if (p.length === 0) {
+        const d = (await c.demands()) as Json;
+        return printJsonOr(io, v, d, () => renderDemand(d));
+      }
       if (p.length < 2 || p.length > 3) throw new UsageError(`usage: ${this.usage}`);
       const target = amountArg(p[1]!, "TARGET");
       const maxGrant = p[2] === undefined ? target : amountArg(p[2], "MAX_GRANT");
@@ -286,7 +308,8 @@ export const API_COMMANDS: Record<string, ApiCommand> = {
       const lease = rawLease === undefined ? undefined : /^[0-9]*\.?[0-9]+$/.test(rawLease) ? Math.round(Number(rawLease) * 1000) : NaN;
       if (lease !== undefined && !(lease >= 100 && lease <= MAX_LEASE_S * 1000)) throw new UsageError(`--lease must be 0.1 … ${MAX_LEASE_S} seconds (24 hours), got ${JSON.stringify(rawLease)}`);
       const r = (await c.demand({ ...(v["edge"] ? { edge: p[0]! } : { leaf: p[0]! }), targetOutstanding: target, maximumUsefulGrant: maxGrant, ...(lease !== undefined ? { leaseMs: lease } : {}) })) as Json;
-      return printJsonOr(io, v, r, () => (r.standing === null ? `demand on ${r.edge} withdrawn\n` : `demand on ${r.edge}: target ${r.standing.demand.targetOutstanding}, max grant ${r.standing.demand.maximumUsefulGrant}\n`));
+      const refresh = r.refresh === undefined ? "" : refreshWarning(r.refresh as Json);
+      return printJsonOr(io, v, r, () => (r.standing === null ? `demand on ${r.edge} withdrawn\n` : `demand on ${r.edge}: target ${r.standing.demand.targetOutstanding}, max grant ${r.standing.demand.maximumUsefulGrant}\n`) + refresh);
     },
   },
   mint: {
