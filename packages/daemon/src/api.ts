@@ -22,6 +22,7 @@ import { inboundEdge, type Scheduler } from "./scheduler.ts";
 import { memoryReserveMemory, reserveTagOf, type ReserveMemory } from "./reserve-memory.ts";
 import { amountOf, checker, type FieldIssue } from "./schema.ts";
 import { fractionText, toWire } from "./wire.ts";
+import { weightSumProblem } from "./weight-sum.ts";
 import { Weight } from "@heddle/ledger";
 
 /** The API's version prefix. */
@@ -528,8 +529,10 @@ export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
     if (amount === null) throw new RangeError("mint: amount is above 2^63 − 1");
     return cp.mint(ReplicaId(b.holder ?? d.self), amount, opts);
   });
-  cpost("/control/prepare", "Prepare a new edge (a new generation)", S.PrepareBody, (cp, b: { id: string; parent: string; child: string; weight: number | string }, opts) => {
+  cpost("/control/prepare", "Prepare a new edge (a new generation); refused 409 naming weight when its parent's children's weights would sum past 2^63 − 1", S.PrepareBody, (cp, b: { id: string; parent: string; child: string; weight: number | string }, opts) => {
     const record: AttachmentRecord = { id: AttachmentId(b.id), parent: GroupId(b.parent), child: GroupId(b.child), weight: parseWeight(b.weight) };
+    const problem = weightSumProblem(view(), record);
+    if (problem !== null) throw new WeightSumRefused(record, problem.message);
     return cp.prepare(record, opts);
   });
   cpost("/control/activate", "Activate a prepared edge", S.EdgeBody, (cp, b: { edge: string }, opts) => cp.activate(AttachmentId(b.edge), opts));
@@ -735,8 +738,30 @@ export function outcomeUnknownAnswer(key: unknown): { error: "outcome-unknown"; 
   };
 }
 
+/** A prepare the API refuses before proposing it: see weight-sum.ts. */
+class WeightSumRefused extends Error {
+  override readonly name = "WeightSumRefused";
+  readonly record: AttachmentRecord;
+
+  constructor(record: AttachmentRecord, message: string) {
+    super(message);
+    this.record = record;
+  }
+}
+
 function sendControlError(reply: FastifyReply, e: unknown, logger: Logger, control: ControlPlane | null) {
   const err = e as Error & { key?: unknown };
+  if (err instanceof WeightSumRefused) {
+    return reply.code(409).send({
+      error: "refused",
+      message: err.message,
+      refusal: { kind: "weight-sum-overflow", field: "weight", parent: err.record.parent, weight: fractionText(err.record.weight), limit: "9223372036854775807" },
+      issues: [{ field: "weight", in: "body", problem: err.message }],
+      committed: false,
+      index: null,
+      key: null,
+    });
+  }
   if (err instanceof RangeError || err instanceof TypeError) {
     return reply.code(400).send({ error: "invalid-request", message: err.message, issues: [{ field: argumentField(err.message), in: "body", problem: err.message }] });
   }

@@ -1,0 +1,37 @@
+// The API's precheck on `prepare`: a weight that would make its parent's children's weights sum past int64. The
+// policy takes Σ w over a parent's children in exact int64 arithmetic (policy.md §2.2–2.3, node.md §7, §11); a sum
+// that leaves it throws `LedgerOverflowError` in every round at that parent, which then is never scheduled again
+// (the scheduler reports it, bounds say "unavailable"). The ledger accepts any valid weight (ledger.md §3.3, §7.1)
+// and its apply must stay as specified, so the API refuses such a prepare before it is proposed. Only a precheck:
+// it reads this peer's view, so two prepares racing from different peers (or a view that lags) can still pass.
+import { LedgerOverflowError, Rational, type AttachmentRecord, type EntitlementLedger } from "@heddle/ledger";
+import { fractionText } from "./wire.ts";
+
+/** Why a prepare of `record` on `view` would leave its parent's children's weight sum outside int64, or null. */
+export function weightSumProblem(view: Pick<EntitlementLedger, "knownEdges" | "record" | "lifecycle">, record: AttachmentRecord): { siblings: number; message: string } | null {
+  // The children the parent will schedule together: its ACTIVE and PREPARED edges. An edge with the record's own id
+  // (a retried prepare) and the child's other generations under this parent (a re-weight: only one of them is ever
+  // live) are replaced by the new record.
+  const weights: [string, Rational][] = [[record.id, Rational.of(record.weight.num, record.weight.den)]];
+  for (const e of view.knownEdges()) {
+    const r = view.record(e);
+    if (r === null || r.parent !== record.parent || r.id === record.id || r.child === record.child) continue;
+    const lc = view.lifecycle(e);
+    if (lc !== "ACTIVE" && lc !== "PREPARED") continue;
+    weights.push([r.id, Rational.of(r.weight.num, r.weight.den)]);
+  }
+  // in edge-id order, as the node passes them to the policy (policy.md: the order fixes which intermediate overflows)
+  weights.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+  let sum = Rational.ZERO;
+  try {
+    for (const [, w] of weights) sum = sum.add(w);
+  } catch (e) {
+    if (!(e instanceof LedgerOverflowError)) throw e;
+    const siblings = weights.length - 1;
+    return {
+      siblings,
+      message: `prepare: weight ${fractionText(record.weight)} would make the weights of ${record.parent}'s children (this edge and ${siblings} other ACTIVE or PREPARED) sum past 2^63 − 1, so ${record.parent} could never be scheduled (exact int64 arithmetic, policy.md §2.3); choose a smaller weight, or scale the siblings' weights down together`,
+    };
+  }
+  return null;
+}
