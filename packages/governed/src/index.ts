@@ -51,7 +51,7 @@ export { heddleGoverned, DEFAULT_CALL_TIMEOUT_MS, DEFAULT_SNAPSHOT_EVERY, PROPOS
 export type { CallOptions, ReleaseOptions } from "./control/call-arguments.ts";
 export type { ControlLog } from "./control/control-log.ts";
 export type { ControlView, ControlStateOptions, AppliedStep, KeyRetention } from "./control/control-state.ts";
-export { ControlState, CONTROL_STATE_FORMAT, mintIdOf, IDEMPOTENCY_CLIENT_PREFIX, DEFAULT_IDEMPOTENCY_WINDOW, LAPSED_CLAIM_RETENTION_MS, LAPSED_CLAIMS_PER_APPLY } from "./control/control-state.ts";
+export { ControlState, CONTROL_STATE_FORMAT, CONTROL_STATE_FORMAT_SETTINGS, mintIdOf, IDEMPOTENCY_CLIENT_PREFIX, DEFAULT_IDEMPOTENCY_WINDOW, LAPSED_CLAIM_RETENTION_MS, LAPSED_CLAIMS_PER_APPLY } from "./control/control-state.ts";
 export type { ControlOutcome, ControlConflict, ClaimsResult, Amount } from "./control/outcome.ts";
 export { outcomeJson, outcomeFromJson, OutcomeDecodeError } from "./control/outcome.ts";
 export type { ControlEnvelope, ControlCommand, EncodedLedgerFragment, DecodedEntry } from "./control/envelope.ts";
@@ -59,6 +59,8 @@ export { encodeEnvelope, decodeEntry, digestOf, CONTROL_MAGIC, CONTROL_VERSION, 
 export type { RosterView, RosterTransition } from "./control/roster.ts";
 export { RosterOrderError } from "./control/roster.ts";
 export { OutcomeUnknownError, IncarnationReusedError, ControlPlaneHaltedError } from "./control/errors.ts";
+export type { ControlSettings, ControlSettingName, FixedSettings, ListDigest, SettingDifference } from "./control/control-settings.ts";
+export { CONTROL_SETTING_NAMES, SettingsMismatchError, settingsDigest } from "./control/control-settings.ts";
 
 // ---- the control log on an existing etcd cluster (issue 18) ----
 export type { EtcdControlLog, EtcdControlLogOptions, EtcdCounter } from "./etcd/etcd-log.ts";

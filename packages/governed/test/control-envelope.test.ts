@@ -120,7 +120,7 @@ describe("control envelope (governed.md §3.1)", () => {
     const good = new TextDecoder().decode(encodeEnvelope(env(commands[2]!)).subarray(5));
     const cases: [Uint8Array, RegExp][] = [
       [enc.encode("HDLC"), /version/],
-      [Uint8Array.of(0x48, 0x44, 0x4c, 0x43, 2, 0x7b, 0x7d), /unknown envelope version 2/],
+      [Uint8Array.of(0x48, 0x44, 0x4c, 0x43, 3, 0x7b, 0x7d), /unknown envelope version 3/],
       [body("not json"), /not JSON/],
       [body(` ${good}`), /canonical/],
       [body(good.replace('"activate"', '"promote"')), /unknown op/],

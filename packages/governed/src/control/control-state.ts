@@ -19,14 +19,22 @@ import { canonicalJson } from "./canonical-json.ts";
 import type { Canonical } from "./canonical-json.ts";
 import { decodeEntry, digestOf } from "./envelope.ts";
 import type { ControlCommand, ControlEnvelope } from "./envelope.ts";
+import { canonicalClaims, canonicalClaimsOfTable, controlSettings, fixedSettingsFromJson, fixedSettingsJson, settingsDifferences, settingsDigest, SettingsMismatchError } from "./control-settings.ts";
+import type { CanonicalClaims, ControlSettings, FixedSettings } from "./control-settings.ts";
 import { ControlPlaneHaltedError } from "./errors.ts";
 import { outcomeFromJson, outcomeJson } from "./outcome.ts";
 import type { Amount, ControlConflict, ControlOutcome } from "./outcome.ts";
 import { Roster } from "./roster.ts";
 import type { RosterTransition, RosterView } from "./roster.ts";
 
-/** The format tag of a `ControlState` snapshot; a decoder refuses any other. */
+/**
+ * The format tag of a `ControlState` snapshot of a log whose settings are not fixed yet (byte for byte what builds
+ * before settings wrote); `CONTROL_STATE_FORMAT_SETTINGS` once they are. A decoder refuses any other.
+ */
 export const CONTROL_STATE_FORMAT = "heddle-control-state/1";
+
+/** The format tag of a `ControlState` snapshot that carries the log's fixed settings (`settings`, after `sessions`). */
+export const CONTROL_STATE_FORMAT_SETTINGS = "heddle-control-state/2";
 
 /**
  * The prefix of windowed clients: a session whose client starts with it is remembered only while its recorded
@@ -44,7 +52,10 @@ export const IDEMPOTENCY_CLIENT_PREFIX = "idem:";
  */
 export const DEFAULT_IDEMPOTENCY_WINDOW = 10_000;
 
-/** The construction constants every peer of one log shares (governed.md §3.5). */
+/**
+ * The construction constants every peer of one log shares (governed.md §3.5). They decide outcomes, so the log fixes
+ * them (`ControlSettings`, see `ControlState`): a member whose values differ halts with `SettingsMismatchError`.
+ */
 export interface ControlStateOptions {
   readonly root: GroupId;
   /** The replicated claims table's options; identical on every peer, unchanged for the life of the log. */
@@ -52,7 +63,7 @@ export interface ControlStateOptions {
   /**
    * Extension: applied indexes an `idem:` client's outcome is remembered for (≥ 1; default
    * {@link DEFAULT_IDEMPOTENCY_WINDOW}). It decides outcomes (a retry past it is a new act), so like `root` and
-   * `claims` it MUST be equal on every peer and unchanged for the life of the log; a snapshot does not carry it.
+   * `claims` it MUST be equal on every peer and unchanged for the life of the log.
    */
   readonly idempotencyWindow?: number;
 }
@@ -87,6 +98,11 @@ export interface ControlView {
   outcomeOf(key: ProposalKey): ControlOutcome | "unknown" | "pruned";
   /** Extension: the retention window of `idem:` clients and what it holds now. */
   keyRetention(): KeyRetention;
+  /** Extension: this member's decision-affecting settings (canonical) and their digest. */
+  readonly settings: ControlSettings;
+  readonly settingsDigest: string;
+  /** Extension: the settings the log fixed and the entry that fixed them; `null` until an applied entry carried some. */
+  readonly fixedSettings: FixedSettings | null;
   /**
    * Extension: the latest stamp of any entry applied here, never below the claims clock — the earliest time at
    * which the log could judge a claims command proposed now (a read that judges claims judges no earlier).
@@ -171,11 +187,11 @@ function windowOf(v: number | undefined): number {
 
 const windowed = (client: string): boolean => client.startsWith(IDEMPOTENCY_CLIENT_PREFIX);
 
-function claimsOptionsOf(options: ClaimsOptions | undefined): ClaimsOptions {
+function claimsOptionsOf(options: ClaimsOptions | undefined): CanonicalClaims {
   if (options?.scopeEnded !== undefined) {
     throw new RangeError("claims.scopeEnded: the replicated claims table has no scope liveness; a scope ends only by a committed releaseScope");
   }
-  return options ?? {};
+  return canonicalClaims(options ?? {});
 }
 
 /**
@@ -207,10 +223,22 @@ export const LAPSED_CLAIMS_PER_APPLY = 512;
  * Why a window of indexes rather than a count of sessions or a clock: a count would make a busy period forget a
  * quiet key sooner, and a clock is not an input to the state machine (§3.5); log indexes are, and "remembered for
  * the last N control-log entries" is a promise an operator can check against `appliedIndex`.
+ *
+ * Settings (§3.5's construction constants, checked): `settings` is this member's canonical `ControlSettings` (root,
+ * claims options, window). The first control entry carrying settings (envelope v2) fixes the log's (`fixedSettings`,
+ * part of the state and of its snapshots, format `heddle-control-state/2`); right then — before that entry is
+ * decided — and on restoring a snapshot that carries them, a member whose own settings differ halts with a
+ * `SettingsMismatchError` naming each differing setting. Entries applied while nothing is fixed (a log written before
+ * settings existed) are decided as before; a later entry whose settings differ from the fixed ones is decided under
+ * the fixed ones (its proposer halts when it applies the fixing entry, before its own).
  */
 export class ControlState implements ControlView {
   readonly root: GroupId;
-  readonly #claimsOptions: ClaimsOptions;
+  /** This member's decision-affecting settings, canonical. */
+  readonly settings: ControlSettings;
+  readonly #claimsOptions: CanonicalClaims;
+  /** The log's settings, once an entry (or a restored snapshot) fixed them. */
+  #fixed: FixedSettings | null = null;
   #records = new Map<AttachmentId, AttachmentRecord>();
   #lifecycle = new Map<AttachmentId, Lifecycle>();
   #inbound = new Map<GroupId, AttachmentId[]>();
@@ -239,8 +267,25 @@ export class ControlState implements ControlView {
   constructor(options: ControlStateOptions) {
     this.root = GroupId(options.root);
     this.#claimsOptions = claimsOptionsOf(options.claims);
-    this.#claims = createClaims(this.#claimsOptions);
+    this.#claims = createClaims(this.#claimsOptions.options);
     this.#window = windowOf(options.idempotencyWindow);
+    this.settings = Object.freeze(controlSettings(this.root, this.#claimsOptions, this.#window));
+  }
+
+  /** The log's settings and the entry that fixed them; `null` while no applied entry carried any. */
+  get fixedSettings(): FixedSettings | null {
+    return this.#fixed;
+  }
+
+  /** `settingsDigest` of this member's settings: one value to compare across peers (status, logs). */
+  get settingsDigest(): string {
+    return settingsDigest(this.settings);
+  }
+
+  /** Halts unless `fixed` equals this member's settings (`where` names what fixed them, for the message). */
+  #checkSettings(fixed: FixedSettings, where: string): void {
+    const differences = settingsDifferences(fixed.settings, this.settings);
+    if (differences.length > 0) throw new SettingsMismatchError(where, fixed, differences);
   }
 
   // ---------------------------------------------------------------------------------------------- reads
@@ -386,6 +431,13 @@ export class ControlState implements ControlView {
     }
     if (d.kind === "malformed") throw new ControlPlaneHaltedError(index, new Error(`malformed control entry: ${d.why}`), entry.key);
     const env = d.envelope;
+    if (env.settings !== undefined && this.#fixed === null) {
+      // the first entry carrying settings fixes the log's, for good; a member whose own differ halts here, before
+      // this entry (or any later one) is decided under them
+      const fixed: FixedSettings = { settings: env.settings, fixedAt: index, fixedBy: env.proposer };
+      this.#checkSettings(fixed, "the control log's");
+      this.#fixed = fixed;
+    }
     this.#roster.advance(index);
     const none = { index, kind: "control" as const, envelope: env, publish: [], enrolled: [] };
     if (env.key === null) return { ...none, outcome: null, decided: false }; // the barrier: no session, no effect
@@ -662,14 +714,16 @@ export class ControlState implements ControlView {
       `{"appliedIndex":${this.appliedIndex}` +
       `,"claims":${JSON.stringify(this.#claims.encode())}` +
       `,"claimsNow":${this.#claimsNow}` +
-      `,"format":${JSON.stringify(CONTROL_STATE_FORMAT)}` +
+      `,"format":${JSON.stringify(this.#fixed === null ? CONTROL_STATE_FORMAT : CONTROL_STATE_FORMAT_SETTINGS)}` +
       `,"lifecycle":${canonicalJson([...this.#lifecycle].sort((a, b) => byId(a[0], b[0])))}` +
       `,"mints":${canonicalJson([...this.#mints].sort((a, b) => byId(a[0], b[0])).map(([id, m]) => [id, m.root, m.holder, m.amount]))}` +
       `,"projection":${JSON.stringify(this.#projectionText)}` +
       `,"records":${canonicalJson(records.map((r) => [r.id, r.parent, r.child, r.weight.num, r.weight.den]))}` +
       `,"root":${JSON.stringify(this.root)}` +
       `,"roster":${canonicalJson(this.#roster.transitions.map((t) => [t.index, t.replica, t.enrolled]))}` +
-      `,"sessions":[${sessionsText}]}`
+      `,"sessions":[${sessionsText}]` +
+      (this.#fixed === null ? "" : `,"settings":${canonicalJson(fixedSettingsJson(this.#fixed))}`) +
+      "}"
     );
   }
 
@@ -680,7 +734,8 @@ export class ControlState implements ControlView {
 
   /**
    * Rebuilds a state from `encode()` bytes. The snapshot must be of the same `root` and claims options (a replay
-   * from index 1 must decide alike); anything `encode` could not have produced throws.
+   * from index 1 must decide alike) and, when it carries the log's fixed settings, of equal settings (else the cause
+   * is a `SettingsMismatchError`); anything `encode` could not have produced throws.
    */
   static decode(bytes: Uint8Array, options: ControlStateOptions): ControlState {
     const st = new ControlState(options);
@@ -707,7 +762,20 @@ export class ControlState implements ControlView {
     } catch {
       return bad("not UTF-8 JSON");
     }
-    if (typeof doc !== "object" || doc === null || doc.format !== CONTROL_STATE_FORMAT) bad(`format is not ${CONTROL_STATE_FORMAT}`);
+    if (typeof doc !== "object" || doc === null || (doc.format !== CONTROL_STATE_FORMAT && doc.format !== CONTROL_STATE_FORMAT_SETTINGS)) {
+      bad(`format is neither ${CONTROL_STATE_FORMAT} nor ${CONTROL_STATE_FORMAT_SETTINGS}`);
+    }
+    let fixed: FixedSettings | null = null;
+    if (doc.format === CONTROL_STATE_FORMAT && this.#fixed !== null) bad(`no settings, where the log fixed them at index ${this.#fixed.fixedAt}`);
+    if (doc.format === CONTROL_STATE_FORMAT_SETTINGS) {
+      try {
+        fixed = fixedSettingsFromJson(doc.settings);
+      } catch (e) {
+        return bad((e as Error).message);
+      }
+      // before anything else: the message then names the setting to fix, not the first field that disagrees
+      this.#checkSettings(fixed, "those of the snapshot this member was handed");
+    } else if ("settings" in doc) bad(`settings in a ${CONTROL_STATE_FORMAT} snapshot`);
     if (doc.root !== this.root) bad(`root is ${JSON.stringify(doc.root)}, this peer's is ${JSON.stringify(this.root)}`);
     const arr = (v: unknown, what: string): unknown[] => (Array.isArray(v) ? v : bad(`${what} must be an array`));
     const str = (v: unknown, what: string): string => (typeof v === "string" && v.length > 0 ? v : bad(`${what} must be a non-empty string`));
@@ -776,12 +844,14 @@ export class ControlState implements ControlView {
       sessions.set(str(client, "client"), s);
     }
     const claimsText = str(doc.claims, "claims");
-    const claims = decodeClaims(claimsText);
-    const fresh = JSON.parse(createClaims(this.#claimsOptions).encode()) as Record<string, unknown>;
+    let claims = decodeClaims(claimsText);
+    // compared in canonical spelling (a capacity of 1 is an unlisted key's): a snapshot of an older build may list it
     const got = JSON.parse(claimsText) as Record<string, unknown>;
-    for (const f of ["roster", "capacity", "maxPerHolder"]) {
-      if (canonicalJson(fresh[f] as Canonical) !== canonicalJson(got[f] as Canonical)) bad(`the claims table was built with other ${f} options`);
-    }
+    const theirs = canonicalClaimsOfTable(got);
+    const mine = this.#claimsOptions;
+    if (canonicalJson(theirs.roster) !== canonicalJson(mine.roster)) bad("the claims table was built with other roster options");
+    if (canonicalJson(theirs.capacity) !== canonicalJson(mine.capacity)) bad("the claims table was built with other capacity options");
+    if (theirs.maxPerHolder !== mine.maxPerHolder) bad("the claims table was built with other maxPerHolder options");
     const claimsNow = int(doc.claimsNow, "claimsNow");
     if (claims.now !== claimsNow) bad(`claimsNow ${claimsNow} differs from the claims table's now ${claims.now}`);
     // the retention queue, rebuilt from the recorded indexes (a recorded outcome always carries its entry's index)
@@ -814,6 +884,14 @@ export class ControlState implements ControlView {
     this.#emptyWindowed = emptyWindowed;
     this.#claims = claims;
     this.#claimsNow = claimsNow;
+    this.#fixed = fixed;
     if (this.stateText() !== text) bad("not the canonical encoding of the state it holds");
+    if (canonicalJson(got.capacity as Canonical) !== canonicalJson(mine.capacity.length === 0 ? undefined : (mine.capacity as Canonical))) {
+      // an older build's table listing a capacity of 1: the same decisions, re-spelled as this member builds its
+      // table, so that its later snapshots equal those of members that replayed
+      const { roster, capacity, maxPerHolder, now, lastToken, claims: held, format } = got;
+      claims = decodeClaims(JSON.stringify({ format, roster, capacity: mine.capacity.length === 0 ? undefined : mine.capacity, maxPerHolder, now, lastToken, claims: held }));
+      this.#claims = claims;
+    }
   }
 }

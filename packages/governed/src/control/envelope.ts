@@ -11,11 +11,18 @@ import type { ClaimMode, TakeRequest } from "@heddle/claims";
 import type { ProposalKey } from "../raft/types.ts";
 import { canonicalJson } from "./canonical-json.ts";
 import type { Canonical } from "./canonical-json.ts";
+import { settingsFromJson, settingsJson } from "./control-settings.ts";
+import type { ControlSettings } from "./control-settings.ts";
 
 /** The four magic bytes every control entry starts with: ASCII `HDLC`. */
 export const CONTROL_MAGIC: Uint8Array = Uint8Array.of(0x48, 0x44, 0x4c, 0x43);
-/** The envelope version this build writes; decoders are kept for every older version that can still be replayed. */
-export const CONTROL_VERSION = 1;
+/**
+ * The envelope version this build writes; decoders are kept for every older version that can still be replayed.
+ * Version 2 is version 1 plus `settings` (the proposer's decision-affecting settings, `ControlSettings`, about 150
+ * bytes): the first entry of a log carrying them fixes the log's. Version 1 entries (earlier builds) still decode
+ * and apply; a build that knows only version 1 halts at the first version 2 entry (§3.1: unknown version → halt).
+ */
+export const CONTROL_VERSION = 2;
 /**
  * Largest encoded control entry a call may propose (a retire witness is the only unbounded part). Checked before
  * proposing, so an oversized act is a `RangeError` at the call rather than a refusal from Raft's frame budget.
@@ -44,13 +51,19 @@ export type ControlCommand =
 
 /** The envelope around every control act (governed.md §3.1). `key` is null only for the barrier. */
 export interface ControlEnvelope {
-  readonly v: 1;
+  /** 1, or 2 exactly when `settings` is present. */
+  readonly v: 1 | 2;
   readonly key: ProposalKey | null;
   /** Lowest seq this client may still retry (§3.10); 0 when `key` is null. */
   readonly ackFloor: number;
   /** Self-asserted (G4); read by the `depart` gate. */
   readonly proposer: ReplicaId;
   readonly cmd: ControlCommand;
+  /**
+   * Version 2 only: the proposer's decision-affecting settings. The first entry of a log that carries them fixes the
+   * log's settings; a member whose own differ halts there, before deciding anything (`ControlState`).
+   */
+  readonly settings?: ControlSettings;
 }
 
 /** What a log entry's bytes are to the control plane. */
@@ -123,7 +136,7 @@ function envelopeText(e: ControlEnvelope, decoded = false): string {
   const cmdJson = commandJson(e.cmd);
   const cmd = canonicalJson(cmdJson);
   if (decoded) decodedCommandTexts.set(e.cmd, cmd);
-  // members in sorted order (ackFloor, cmd, key, proposer, v); a member whose value is undefined is left out, as
+  // members in sorted order (ackFloor, cmd, key, proposer, settings, v); a member whose value is undefined is left out, as
   // canonicalJson leaves it out
   let out = "{";
   if (e.ackFloor !== undefined) out += `"ackFloor":${canonicalJson(e.ackFloor)},`;
@@ -131,16 +144,22 @@ function envelopeText(e: ControlEnvelope, decoded = false): string {
   if (cmdJson !== undefined) out += `"cmd":${cmd},`;
   out += `"key":${canonicalJson(key)}`;
   if (e.proposer !== undefined) out += `,"proposer":${canonicalJson(e.proposer)}`;
+  if (e.settings !== undefined) out += `,"settings":${canonicalJson(settingsJson(e.settings))}`;
   if (e.v !== undefined) out += `,"v":${canonicalJson(e.v)}`;
   return out + "}";
 }
 
-/** The entry bytes of an envelope: magic, version byte, canonical JSON. */
+/**
+ * The entry bytes of an envelope: magic, version byte (`e.v`), canonical JSON. Throws `RangeError` when `v` and
+ * `settings` disagree (version 2 exactly when settings are carried): such bytes would not decode.
+ */
 export function encodeEnvelope(e: ControlEnvelope): Uint8Array {
+  if (e.v !== 1 && e.v !== 2) throw new RangeError(`envelope v must be 1 or 2, got ${String(e.v)}`);
+  if ((e.v === 2) !== (e.settings !== undefined)) throw new RangeError(`envelope v ${e.v}: version 2 carries settings, version 1 none`);
   const body = encoder.encode(envelopeText(e));
   const out = new Uint8Array(CONTROL_MAGIC.length + 1 + body.length);
   out.set(CONTROL_MAGIC, 0);
-  out[CONTROL_MAGIC.length] = CONTROL_VERSION;
+  out[CONTROL_MAGIC.length] = e.v;
   out.set(body, CONTROL_MAGIC.length + 1);
   return out;
 }
@@ -280,15 +299,16 @@ function deepFreeze<T>(v: T): T {
   return Object.freeze(v);
 }
 
-function envelopeV1(text: string): ControlEnvelope {
+/** Version 1, and version 2 (version 1 plus `settings`): the body after the version byte. */
+function envelopeOf(version: 1 | 2, text: string): ControlEnvelope {
   let doc: unknown;
   try {
     doc = JSON.parse(text);
   } catch {
     fail("body is not JSON");
   }
-  const o = object(doc, "envelope", ["v", "key", "ackFloor", "proposer", "cmd"]);
-  if (o.v !== 1) fail(`envelope v is ${JSON.stringify(o.v)}, the version byte says 1`);
+  const o = object(doc, "envelope", version === 1 ? ["v", "key", "ackFloor", "proposer", "cmd"] : ["v", "key", "ackFloor", "proposer", "cmd", "settings"]);
+  if (o.v !== version) fail(`envelope v is ${JSON.stringify(o.v)}, the version byte says ${version}`);
   let key: ProposalKey | null = null;
   if (o.key !== null) {
     const k = object(o.key, "key", ["client", "seq"]);
@@ -299,7 +319,16 @@ function envelopeV1(text: string): ControlEnvelope {
   if ((key === null) !== (cmd.op === "barrier")) fail(cmd.op === "barrier" ? "a barrier carries no key" : `a ${cmd.op} needs a key`);
   const ackFloor = safeInt(o.ackFloor, "ackFloor", 0);
   if (key === null && ackFloor !== 0) fail("a keyless entry has ackFloor 0");
-  const env: ControlEnvelope = { v: 1, key, ackFloor, proposer: ReplicaId(id(o.proposer, "proposer")), cmd };
+  let settings: ControlSettings | undefined;
+  if (version === 2) {
+    try {
+      settings = deepFreeze(settingsFromJson(o.settings));
+    } catch (e) {
+      fail((e as Error).message);
+    }
+  }
+  const proposer = ReplicaId(id(o.proposer, "proposer"));
+  const env: ControlEnvelope = settings === undefined ? { v: 1, key, ackFloor, proposer, cmd } : { v: 2, key, ackFloor, proposer, cmd, settings };
   if (envelopeText(env, true) !== text) fail("body is not the canonical encoding of its envelope");
   return env;
 }
@@ -313,7 +342,7 @@ export function decodeEntry(bytes: Uint8Array): DecodedEntry {
   for (let i = 0; i < CONTROL_MAGIC.length; i++) if (bytes[i] !== CONTROL_MAGIC[i]) return { kind: "foreign" };
   if (bytes.length === CONTROL_MAGIC.length) return { kind: "malformed", why: "no version byte after the magic" };
   const version = bytes[CONTROL_MAGIC.length]!;
-  if (version !== 1) return { kind: "malformed", why: `unknown envelope version ${version}` };
+  if (version !== 1 && version !== 2) return { kind: "malformed", why: `unknown envelope version ${version}` };
   let text: string;
   try {
     text = decoder.decode(bytes.subarray(CONTROL_MAGIC.length + 1));
@@ -321,7 +350,7 @@ export function decodeEntry(bytes: Uint8Array): DecodedEntry {
     return { kind: "malformed", why: "body is not UTF-8" };
   }
   try {
-    return { kind: "control", envelope: envelopeV1(text) };
+    return { kind: "control", envelope: envelopeOf(version, text) };
   } catch (e) {
     if (e instanceof Malformed || e instanceof RangeError || e instanceof TypeError) return { kind: "malformed", why: e.message };
     throw e;

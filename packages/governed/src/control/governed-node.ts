@@ -10,8 +10,8 @@ import { EntitlementLedger } from "@heddle/ledger";
 import type { AttachmentId, AttachmentRecord, GroupId, ReplicaId } from "@heddle/ledger";
 import { CLAIM_GUARANTEES } from "@heddle/claims";
 import type { ClaimsOptions, ClaimsTable, TakeRequest } from "@heddle/claims";
-import { heddleStatic } from "@heddle/node";
-import type { ControlSink, HeddleConfig, HeddleNode, Seam } from "@heddle/node";
+import { heddleStatic, WatchCell } from "@heddle/node";
+import type { ControlSink, HeddleConfig, HeddleNode, Seam, Watch } from "@heddle/node";
 import { LeadershipLostError, NodeShutdownError, NotLeaderError } from "../raft/errors.ts";
 import type { ControlLog } from "./control-log.ts";
 import type { Committed, LogIndex, ProposalKey } from "../raft/types.ts";
@@ -20,7 +20,7 @@ import type { CallOptions, ReleaseOptions } from "./call-arguments.ts";
 import { ControlState, IDEMPOTENCY_CLIENT_PREFIX } from "./control-state.ts";
 import type { AppliedStep, ControlView } from "./control-state.ts";
 import { encodeEnvelope, MAX_CONTROL_ENTRY_BYTES } from "./envelope.ts";
-import type { ControlCommand } from "./envelope.ts";
+import type { ControlCommand, ControlEnvelope } from "./envelope.ts";
 import { ControlPlaneHaltedError, IncarnationReusedError, OutcomeUnknownError, shutdownError } from "./errors.ts";
 import type { Amount, ControlOutcome } from "./outcome.ts";
 import type { RosterView } from "./roster.ts";
@@ -61,7 +61,10 @@ export interface GovernedOptions {
   readonly raft: ControlLog;
   /** Unique per process start (e.g. `crypto.randomUUID()`); never from a seeded PRNG in production. */
   readonly incarnation: string;
-  /** The replicated claims table's options: identical on every peer, unchanged for the life of the log. */
+  /**
+   * The replicated claims table's options: identical on every peer, unchanged for the life of the log. Fixed in the
+   * log with `root` and `idempotencyWindow` (`ControlSettings`): a peer whose values differ halts instead of applying.
+   */
   readonly claims?: ClaimsOptions;
   /**
    * Extension: applied indexes between `ControlState` snapshots published to Raft (R-S4), after which Raft discards
@@ -156,6 +159,12 @@ export interface GovernedHeddleNode {
   readonly unreachable: HeddleNode["unreachable"];
   /** The data-plane node's counters (node.md §14). */
   metrics: HeddleNode["metrics"];
+  /**
+   * The error the control plane halted with (`null` while it runs): a malformed entry, a broken invariant, or this
+   * peer's settings differing from those its log fixed (cause `SettingsMismatchError`, naming each setting). For
+   * status pages and logs; every control call rejects with it too.
+   */
+  readonly controlHalted: Watch<ControlPlaneHaltedError | null>;
   /** Keeper and advisory claims of the data-plane node (claims.md §3–4, gossiped; no log entry). */
   readonly gossipClaims: HeddleNode["gossipClaims"];
   /**
@@ -234,6 +243,7 @@ class GovernedNode implements GovernedHeddleNode {
   /** An applied entry under this process's auto client id with a seq it never issued (R-D3). */
   #tripped = false;
   #lastSnapshot = 0;
+  readonly #halted = new WatchCell<ControlPlaneHaltedError | null>(null);
 
   constructor(opts: GovernedOptions, state: ControlState, node: HeddleNode) {
     this.#opts = opts;
@@ -268,6 +278,10 @@ class GovernedNode implements GovernedHeddleNode {
 
   get events(): HeddleNode["events"] {
     return this.#node.events;
+  }
+
+  get controlHalted(): Watch<ControlPlaneHaltedError | null> {
+    return this.#halted;
   }
 
   /** Own enroll applied and not departed — and the log reachable, when it reports that (`ControlLog.available`). */
@@ -422,6 +436,15 @@ class GovernedNode implements GovernedHeddleNode {
   }
 
   /**
+   * The envelope of one act: version 2, carrying this peer's settings — on every entry, not only until the log's are
+   * known here, so that a retry under the same key is the same bytes (the leader's dedup cache, R-D4, coalesces only
+   * identical bytes) and the first entry of a log, whoever proposed it, fixes them.
+   */
+  #envelope(key: ProposalKey | null, ackFloor: number, cmd: ControlCommand): ControlEnvelope {
+    return { v: 2, key, ackFloor, proposer: this.self, cmd, settings: this.#state.settings };
+  }
+
+  /**
    * One control act: allocate (or take) the key, propose its entry, re-propose with the same key on a retryable
    * refusal (up to {@link PROPOSE_ATTEMPTS}), and resolve once this node has applied it. Timeout and abort reject
    * `OutcomeUnknownError {key}` without withdrawing the proposal.
@@ -448,7 +471,7 @@ class GovernedNode implements GovernedHeddleNode {
       auto = true;
       ackFloor = this.#lowestOpenSeq();
     }
-    const bytes = encodeEnvelope({ v: 1, key, ackFloor, proposer: this.self, cmd });
+    const bytes = encodeEnvelope(this.#envelope(key, ackFloor, cmd));
     if (bytes.length > MAX_CONTROL_ENTRY_BYTES) {
       if (auto) this.#openSeqs.delete(key.seq);
       throw new RangeError(`${cmd.op}: the entry would be ${bytes.length} bytes, above MAX_CONTROL_ENTRY_BYTES (${MAX_CONTROL_ENTRY_BYTES})`);
@@ -617,7 +640,7 @@ class GovernedNode implements GovernedHeddleNode {
           if (this.#raft.role.get() === "leader") index = await untilAborted(this.#raft.readIndex(), abort.signal);
           else if (leaderOnly) throw new NotLeaderError("sync: this node is not the Raft leader (leaderOnly: no barrier appended)");
           else {
-            barrier ??= encodeEnvelope({ v: 1, key: null, ackFloor: 0, proposer: this.self, cmd: { op: "barrier" } });
+            barrier ??= encodeEnvelope(this.#envelope(null, 0, { op: "barrier" }));
             index = (await this.#raft.propose(barrier, null, abort.signal)).index;
           }
         } catch (e) {
@@ -735,6 +758,7 @@ class GovernedNode implements GovernedHeddleNode {
   #stop(e: Error): void {
     if (this.#stopped !== null) return;
     this.#stopped = e;
+    if (e instanceof ControlPlaneHaltedError) this.#halted.set(e);
     for (const ws of [...this.#waiters.values()]) for (const w of [...ws]) w.reject(e);
     for (const w of [...this.#indexWaiters]) w.reject(e);
     this.#indexWaiters.clear();

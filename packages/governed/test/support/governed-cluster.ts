@@ -90,6 +90,8 @@ export interface GovernedClusterOptions {
   readonly faults?: LinkFaults;
   readonly raft?: Partial<RaftConfig>;
   readonly claims?: ClaimsOptions;
+  /** Per-peer claims options (read at every boot), overriding `claims`: a peer whose config differs. */
+  readonly claimsOf?: (id: string) => ClaimsOptions | undefined;
   readonly snapshotEvery?: number;
   /** Applied indexes an `idem:` client's outcome is remembered for (`GovernedOptions.idempotencyWindow`). */
   readonly idempotencyWindow?: number;
@@ -176,7 +178,7 @@ export class GovernedCluster {
       config: testConfig(this.timers, seededRandom(this.o.seed * 1000 + 500 + this.#draws), p.store),
       raft,
       incarnation: p.incarnation,
-      claims: this.o.claims,
+      claims: this.o.claimsOf?.(p.id) ?? this.o.claims,
       snapshotEvery: this.o.snapshotEvery ?? 0,
       ...(this.o.idempotencyWindow === undefined ? {} : { idempotencyWindow: this.o.idempotencyWindow }),
     });
