@@ -12,7 +12,7 @@ import { CLAIM_GUARANTEES } from "@heddle/claims";
 import { registerGossipClaims } from "./gossip-claims-api.ts";
 import * as S from "./api-schemas.ts";
 import type { CallOptions, ClaimsOutcome, ControlPlane, ProposalKey } from "./control-plane.ts";
-import { CONTROL_ERRORS } from "./control-plane.ts";
+import { CONTROL_ERRORS, controlHaltOf } from "./control-plane.ts";
 import { boundsOf, type DataPlane } from "./data-plane.ts";
 import { bearerHook } from "./bearer.ts";
 import type { LiveDashboard } from "./dashboard.ts";
@@ -486,7 +486,7 @@ export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
           : (() => {
               const c = ctx.control;
               const cv = c.controlView();
-              return { ...toWire(c.raft()) as object, appliedIndex: cv.appliedIndex, isWritable: c.isWritable, enrolled: sortIds(cv.roster.enrolled), mintedTotal: cv.mintedTotal().toString() };
+              return { ...toWire(c.raft()) as object, appliedIndex: cv.appliedIndex, isWritable: c.isWritable, enrolled: sortIds(cv.roster.enrolled), mintedTotal: cv.mintedTotal().toString(), halted: c.halted?.() ?? null };
             })(),
     };
   });
@@ -783,8 +783,9 @@ function sendControlError(reply: FastifyReply, e: unknown, logger: Logger, contr
       }
       return reply.code(503).send({ error: "unavailable", message: `${err.name}: ${err.message}` });
     }
-    case CONTROL_ERRORS.incarnationReused:
     case CONTROL_ERRORS.halted:
+      return reply.code(503).send({ error: "unavailable", message: `${err.name}: ${controlHaltOf(err).message}` });
+    case CONTROL_ERRORS.incarnationReused:
       return reply.code(503).send({ error: "unavailable", message: `${err.name}: ${err.message}` });
     default:
       logger.error("control call failed", { error: err?.stack ?? String(e) });

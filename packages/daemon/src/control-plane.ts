@@ -136,6 +136,49 @@ export interface ControlPlane {
   transferLeadership(to: string, opts?: { timeoutMs?: number }): Promise<void>;
   /** The claims read path's counters so far (`claimsWithReadRefusals`), for `/metrics`; absent where there is none. */
   claimsReadPath?(): Readonly<ReadRefusalCounts>;
+  /** Why the control plane halted (`null` while it runs); absent where it cannot tell. */
+  halted?(): ControlHalt | null;
+}
+
+/**
+ * A halted control plane, as `/v1/status` shows it: the index it stopped at, what to do (config keys named), and —
+ * when this peer's settings differ from those its control log fixed — each differing setting with its config key.
+ */
+export interface ControlHalt {
+  readonly index: number;
+  readonly message: string;
+  readonly settings: readonly { readonly setting: string; readonly configKey: string }[];
+}
+
+/**
+ * Where the daemon takes each decision-affecting setting of `@heddle/governed` (`ControlSettingName`) from: the key
+ * to fix when a peer's value differs from its control log's.
+ */
+export const CONTROL_SETTING_CONFIG_KEYS: Readonly<Record<string, string>> = {
+  root: "mode.root",
+  "claims.roster": "mode.claims.roster",
+  "claims.capacity": "mode.claims.capacity",
+  "claims.maxPerHolder": "mode.claims.maxPerHolder",
+  idempotencyWindow: "the idempotencyWindow option of startDaemon",
+};
+
+const configKeyOf = (setting: string): string => CONTROL_SETTING_CONFIG_KEYS[setting] ?? setting;
+
+/**
+ * `ControlHalt` of a `ControlPlaneHaltedError` (recognised by shape, as the API recognises control errors by name):
+ * a settings mismatch (its cause has `differences` and `explain`) is told with this daemon's config keys.
+ */
+export function controlHaltOf(e: Error & { index?: unknown; cause?: unknown }): ControlHalt {
+  const index = typeof e.index === "number" ? e.index : 0;
+  const cause = e.cause as { differences?: readonly { setting: string }[]; explain?: (name: (s: string) => string) => string } | undefined;
+  if (cause !== undefined && Array.isArray(cause.differences) && typeof cause.explain === "function") {
+    return {
+      index,
+      message: `control plane halted at index ${index}: ${cause.explain(configKeyOf)}`,
+      settings: cause.differences.map((d) => ({ setting: d.setting, configKey: configKeyOf(d.setting) })),
+    };
+  }
+  return { index, message: e.message, settings: [] };
 }
 
 /** The error names of governed.md §2.2's table, recognised by name so the API maps them to statuses. */

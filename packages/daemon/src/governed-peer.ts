@@ -9,6 +9,7 @@ import { IDEMPOTENCY_CLIENT_PREFIX, raftChannelTransport, raftConfig, raftNode, 
 import { realTimers, WatchCell, type EventStream, type HeddleConfig, type NodeEvent, type PartitionEvent, type Seam, type Watch } from "@heddle/node";
 import { claimsWithReadRefusals, type ReadRefusalCounts } from "./claims-at-read.ts";
 import { raftConfigOf, type GovernedMode } from "./config.ts";
+import { CONTROL_ERRORS, controlHaltOf } from "./control-plane.ts";
 import type { CallOptions, ClaimsVerbs, ControlOutcome, ControlPlane, ControlView, RosterView } from "./control-plane.ts";
 import type { DataPlane } from "./data-plane.ts";
 import type { Logger } from "./log.ts";
@@ -26,6 +27,8 @@ export interface GovernedNodeLike
   controlView(): ControlView;
   sync(opts?: { timeoutMs?: number; signal?: AbortSignal }): Promise<ControlView>;
   shutdown(): Promise<void>;
+  /** The error the control plane halted with, `null` while it runs (`GovernedHeddleNode.controlHalted`). */
+  readonly controlHalted?: Watch<Error | null>;
 }
 
 /** `heddleGoverned`'s signature (governed.md §2.1), as the daemon calls it. */
@@ -71,6 +74,10 @@ export function governedControlPlane(g: GovernedNodeLike, raft: ControlLog, log:
     depart: (o) => g.depart(o),
     claims: claimsWithReadRefusals({ claims: g.claims, controlView: () => g.controlView(), sync: (o) => g.sync(o), isLeader: () => raft.role.get() === "leader", now: () => realTimers.now(), judgeFloor: () => Math.max(g.controlView().latestStamp ?? 0, raft.stampFloor?.() ?? 0), timers: realTimers }, readPath),
     claimsReadPath: () => readPath,
+    halted: () => {
+      const e = g.controlHalted?.get() ?? null;
+      return e === null ? null : controlHaltOf(e);
+    },
     get isWritable() {
       return g.isWritable;
     },
@@ -303,6 +310,14 @@ export async function startGovernedPeer(o: {
     throw e;
   }
   let stopped = false;
+  // a halted control plane is logged once, in the words of this config file (a settings mismatch names its keys)
+  const logHalt = (e: Error | null): void => {
+    if (e === null || stopped) return;
+    const h = controlHaltOf(e);
+    o.logger.error(h.message, { index: h.index, ...(h.settings.length > 0 ? { configKeys: h.settings.map((s) => s.configKey) } : {}) });
+  };
+  const unsubscribeHalt = node.controlHalted?.subscribe(logHalt);
+  logHalt(node.controlHalted?.get() ?? null);
   const enrolled = (async () => {
     let key: CallOptions["key"];
     for (let attempt = 0, delay = 250; !stopped; attempt++) {
@@ -312,6 +327,8 @@ export async function startGovernedPeer(o: {
         return;
       } catch (e) {
         if (stopped) return;
+        // halted for good (logged above): retrying would only repeat the error
+        if ((e as Error).name === CONTROL_ERRORS.halted) return;
         const k = (e as { key?: CallOptions["key"] }).key;
         if (k !== undefined) key = k;
         if (attempt === 0 || attempt % 10 === 0) o.logger.info("waiting to enroll (no Raft quorum yet?)", { error: (e as Error).message });
@@ -328,6 +345,7 @@ export async function startGovernedPeer(o: {
     raftLog,
     async close() {
       stopped = true;
+      unsubscribeHalt?.();
       await node.shutdown();
       await enrolled.catch(() => {});
       await raft.close();
