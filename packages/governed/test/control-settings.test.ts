@@ -5,6 +5,7 @@
  * setting — before it decides anything under them. Equal settings spelled differently pass.
  */
 import { describe, expect, it } from "vitest";
+import fc from "fast-check";
 import { GroupId, ReplicaId } from "@heddle/ledger";
 import type { ClaimsOptions } from "@heddle/claims";
 import { ControlPlaneHaltedError, ControlState, CONTROL_STATE_FORMAT, CONTROL_STATE_FORMAT_SETTINGS, decodeEntry, encodeEnvelope, SettingsMismatchError } from "../src/index.ts";
@@ -186,6 +187,67 @@ describe("decision-affecting settings are fixed in the log and checked by every 
     expect(decodeEntry(v2Without)).toMatchObject({ kind: "malformed", why: expect.stringContaining("settings") });
     const badDigest = Uint8Array.of(...bytes.subarray(0, 5), ...new TextEncoder().encode(body.replace(/"sha256":"[0-9a-f]{32}"/, '"sha256":"XYZ"')));
     expect(decodeEntry(badDigest)).toMatchObject({ kind: "malformed", why: expect.stringContaining("claims.capacity") });
+  });
+});
+
+describe("the canonical spelling never merges settings that decide differently (property)", () => {
+  // keys from a small universe, with surrounding blanks sometimes; capacities 1 (an unlisted key's), 2, 3 or null
+  const key = fc.constantFrom("a", "b", " a", "b ", "c");
+  const claims: fc.Arbitrary<ClaimsOptions | undefined> = fc.option(
+    fc.record(
+      {
+        capacity: fc.dictionary(key, fc.constantFrom<number | null>(1, 2, 3, null), { maxKeys: 3 }),
+        maxPerHolder: fc.constantFrom(1, 2, 5),
+      },
+      { requiredKeys: [] },
+    ),
+    { nil: undefined },
+  );
+  const options = fc.record({ claims, idempotencyWindow: fc.option(fc.constantFrom(3, 10_000), { nil: undefined }) });
+  const step = fc.record({ holder: fc.constantFrom("w1", "w2", "w3", "w4"), key: fc.constantFrom("a", "b", "c"), mode: fc.constantFrom<"shared" | "exclusive">("shared", "exclusive"), release: fc.boolean() });
+
+  it("two members with equal canonical settings apply any log to byte-identical states; unequal ones halt the other at the first entry", () => {
+    fc.assert(
+      fc.property(options, options, fc.array(step, { minLength: 1, maxLength: 25 }), (oa, ob, steps) => {
+        // duplicate keys after trimming are a config error the claims table refuses: not a case here
+        let a: ControlState;
+        let b: ControlState;
+        try {
+          a = new ControlState({ root, ...oa });
+          b = new ControlState({ root, ...ob });
+        } catch (e) {
+          if (e instanceof RangeError) return;
+          throw e;
+        }
+        const log = new Log();
+        steps.forEach((s, i) => {
+          const k = { client: "c", seq: i + 1 };
+          if (s.release) log.add(k, { op: "claims.release", holder: s.holder, key: s.key }, i === 0 ? a : undefined);
+          else log.add(k, take(s.holder, s.key, s.mode), i === 0 ? a : undefined);
+        });
+        // the same log with no settings in it (decided unchecked, as before): equal canonical settings must decide alike
+        const plain = new Log();
+        for (const item of log.items) {
+          const d = item.kind === "entry" ? decodeEntry(item.entry.command) : null;
+          if (d?.kind !== "control") throw new Error("unreachable");
+          const { settings: _, ...env } = d.envelope;
+          plain.add(env.key, env.cmd);
+        }
+        const ua = new ControlState({ root, ...oa });
+        const ub = new ControlState({ root, ...ob });
+        expect(applyAll(ua, plain.items).halt).toBeNull();
+        expect(applyAll(ub, plain.items).halt).toBeNull();
+        const rb = applyAll(b, log.items);
+        if (a.settingsDigest === b.settingsDigest) {
+          expect(rb.halt).toBeNull();
+          expect(new TextDecoder().decode(ub.encode())).toBe(new TextDecoder().decode(ua.encode()));
+        } else {
+          expect(mismatch(rb.halt).fixedAt).toBe(1);
+          expect(b.appliedIndex).toBe(0);
+        }
+      }),
+      { numRuns: 300 },
+    );
   });
 });
 
