@@ -158,3 +158,25 @@ describe("claims holders", () => {
     expect(r.out).toMatch(/^i2\s+12D3KooWother\s+no\s+-$/m);
   });
 });
+
+describe("heddle status on a halted control plane", () => {
+  it("prints the halt and the config keys to fix", async () => {
+    d.answer = (req) =>
+      req.url === "/v1/peers"
+        ? { status: 200, body: { peers: [{ id: "12D3KooWself", self: true, connected: true, unreachable: false, lastLiveness: null }] } }
+        : {
+            status: 200,
+            body: {
+              self: "12D3KooWself", mode: "governed", epoch: 3, ledgerDigest: "d", mintedTotal: "0", leafSpentTotal: "0", conflicts: [], reservationsOpen: 0, schedulerTicks: 1, failed: false,
+              control: {
+                role: "follower", leader: null, appliedIndex: 4, isWritable: false, enrolled: [],
+                halted: { index: 5, message: "claims.capacity differs from the log's", settings: [{ setting: "claims.capacity", configKey: "mode.claims.capacity" }] },
+              },
+            },
+          };
+    const r = await run(["status", "--url", d.url, "--token", "t"]);
+    expect(r.code, r.err).toBe(EXIT.ok);
+    expect(r.out).toContain("HALTED    at index 5: claims.capacity differs from the log's");
+    expect(r.out).toContain("fix mode.claims.capacity in this peer's config");
+  });
+});

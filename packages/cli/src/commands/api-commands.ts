@@ -126,6 +126,11 @@ function renderStatus(s: Json, p: Json): string {
   if (s.control !== null) {
     const c = s.control;
     lines.push(`control   role ${c.role}  leader ${c.leader === null ? "none" : short(c.leader)}  applied ${c.appliedIndex}  writable ${c.isWritable}  enrolled ${c.enrolled.length}`);
+    // a member whose settings differ from its log's stops applying it: say which config keys to fix
+    if (c.halted !== undefined && c.halted !== null) {
+      const keys = ((c.halted.settings ?? []) as Json[]).map((x) => x.configKey ?? x.setting);
+      lines.push(`HALTED    at index ${c.halted.index}: ${c.halted.message}${keys.length > 0 ? `\n          fix ${keys.join(", ")} in this peer's config to the cluster's value and restart it` : ""}`);
+    }
     // which Raft log store the member runs on (store.raftLog), and a write failure that stopped it
     if (c.log !== undefined) {
       lines.push(`raft log  ${c.log.kind === "wal" ? "segmented log store" : "SQLite"} ${c.log.path}${c.log.failed !== null ? `  FAILED CLOSED: ${c.log.failed} (restart it once the disk is writable)` : ""}`);
