@@ -1376,6 +1376,9 @@ export class RaftCore {
       pr.snapOffset = 0;
     }
     const size = this.#chunkBytes(s.config);
+    // the offset comes from a follower's answer, checked in #onSnapshotReply; kept inside the snapshot here too, so
+    // no answer can ever make this an empty chunk of a non-empty snapshot (followers refuse those)
+    if (pr.snapOffset >= s.state.length) pr.snapOffset = 0;
     const data = s.state.subarray(pr.snapOffset, Math.min(s.state.length, pr.snapOffset + size));
     pr.snapSentAt = this.#now;
     this.#send(peer, {
@@ -1405,8 +1408,22 @@ export class RaftCore {
       return;
     }
     if (pr.state !== "snapshot" || m.lastIndex !== pr.snapIndex) return;
-    const total = this.#snapshot?.state.length ?? 0;
-    pr.snapOffset = Math.max(0, Math.min(m.nextOffset, total));
+    const s = this.#snapshot;
+    // the leader compacted again since: the next chunk starts the newer snapshot from offset 0
+    if (s === null || s.lastIndex !== pr.snapIndex) return this.#sendSnapshotChunk(from, pr);
+    if (m.nextOffset >= s.state.length) {
+      // No correct follower answers so: it installs the snapshot once it holds `total` bytes and answers done.
+      // Taken as given, the chunk [total, total) would be empty — refused by followers, sent again for good. Start
+      // over from offset 0, which every follower takes whatever it holds (a new reassembly, or an answer with what
+      // it really has), and let the heartbeat send it: a follower that keeps answering so gets one chunk per period.
+      this.#refuse(from, "snapshot-reply-invalid");
+      pr.snapOffset = 0;
+      return;
+    }
+    // the chunk just sent did not take (a follower whose snapshotMaxBytes is below the snapshot answers 0 to chunk
+    // 0), or this is a duplicated answer: not progress — the heartbeat resends it, an answer does not
+    if (m.nextOffset === pr.snapOffset) return;
+    pr.snapOffset = m.nextOffset;
     this.#sendSnapshotChunk(from, pr);
   }
 

@@ -20,6 +20,8 @@ export const FRAME_REFUSALS = [
   "snapshot-mismatch",
   "snapshot-too-large",
   "snapshot-stale",
+  /** An InstallSnapshot answer no correct follower sends: not done, yet asking for an offset at or past the end. */
+  "snapshot-reply-invalid",
   "future-round",
   "unknown-peer",
   "forward-reply-wrong-peer",
