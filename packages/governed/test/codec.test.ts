@@ -23,6 +23,7 @@ const message: fc.Arbitrary<Message> = fc.oneof(
   fc.record({ type: fc.constant("voteReply" as const), term: nat, granted: fc.boolean() }),
   fc.record({ type: fc.constant("append" as const), term: nat, prevLogIndex: nat, prevLogTerm: nat, leaderCommit: nat, round: nat, entries: fc.array(entry, { maxLength: 4 }) }),
   fc.record({ type: fc.constant("appendReply" as const), term: nat, success: fc.boolean(), matchIndex: nat, rejectedPrev: nat, conflictTerm: fc.option(nat, { nil: null }), conflictIndex: nat, round: nat }),
+  fc.record({ type: fc.constant("appendReply" as const), term: nat, success: fc.constant(false), matchIndex: nat, rejectedPrev: nat, conflictTerm: fc.constant(null), conflictIndex: nat, round: nat, maxEntries: nat }),
   fc.record({ type: fc.constant("snapshot" as const), term: nat, lastIndex: nat, lastTerm: nat, config: fc.option(config, { nil: null }), total: nat, offset: nat, data: fc.uint8Array({ maxLength: 64 }) }),
   fc.record({ type: fc.constant("snapshotReply" as const), term: nat, lastIndex: nat, nextOffset: nat, done: fc.boolean() }),
   fc.record({ type: fc.constant("forward" as const), corrId: nat, key, command: fc.uint8Array({ maxLength: 64 }) }),

@@ -2,7 +2,9 @@
  * Bounds a member enforces on what it receives, not only on what it sends (governed.md R-X5, R-S2), on hand-driven
  * cores:
  * - an AppendEntries carrying more than `maxEntriesPerMessage` entries is refused as `too-many-entries` before any
- *   entry is looked at: no reply, no term or leader adopted, nothing stored or committed;
+ *   entry is looked at: no term or leader adopted, nothing stored or committed; its only answer says how many
+ *   entries this member takes (`maxEntries`, at its own term, round 0, no hints), so the leader can send it smaller
+ *   frames (raft-follower-limits.test.ts);
  * - an InstallSnapshot chunk with no data is refused as `malformed-entry` unless the whole snapshot is empty: it
  *   moves the transfer nowhere, and each one accepted used to be pushed onto the reassembly's chunk list.
  *
@@ -30,13 +32,17 @@ function following(): RaftCore {
   return b;
 }
 
-/** Steps `m` into `b` (from a) and checks that it was refused for `reason`, counted, traced, and changed nothing. */
-function expectRefused(b: RaftCore, m: Message, reason: FrameRefusal, count = 1): void {
+/**
+ * Steps `m` into `b` (from a) and checks that it was refused for `reason`, counted, traced, and changed nothing; it
+ * sends `answer` (nothing by default).
+ */
+function expectRefused(b: RaftCore, m: Message, reason: FrameRefusal, count = 1, answer: Message[] = []): void {
   const before = [b.state, b.term, b.votedFor, b.leader, b.lastIndex, b.commitIndex, b.snapshot];
   b.step("a", m);
   const rd = cycle(b);
   expect(rd.trace).toEqual([{ type: "frameRefused", from: "a", reason }]);
-  expect(sent(rd)).toEqual([]);
+  expect(sentTo(rd, "a")).toEqual(answer);
+  expect(sent(rd)).toHaveLength(answer.length);
   expect(rd.hardState).toBeNull();
   expect(rd.storage).toEqual([]);
   expect(rd.committed).toEqual([]);
@@ -45,9 +51,14 @@ function expectRefused(b: RaftCore, m: Message, reason: FrameRefusal, count = 1)
 }
 
 describe("AppendEntries with more entries than maxEntriesPerMessage", () => {
-  it("is refused as too-many-entries and changes nothing; exactly maxEntriesPerMessage is appended", () => {
+  /** The answer to a too-many-entries refusal of a frame at `prev`: b's limit, at b's term 3. */
+  const limitAnswer = (prev: number): Message[] => [
+    { type: "appendReply", term: 3, success: false, matchIndex: 0, rejectedPrev: prev, conflictTerm: null, conflictIndex: 0, round: 0, maxEntries: MAX },
+  ];
+
+  it("is refused as too-many-entries, answered with the limit, and changes nothing; exactly maxEntriesPerMessage is appended", () => {
     const b = following();
-    expectRefused(b, append({ prevLogIndex: 2, prevLogTerm: 3, leaderCommit: 2 + MAX + 1, entries: entries(3, MAX + 1, 3) }), "too-many-entries");
+    expectRefused(b, append({ prevLogIndex: 2, prevLogTerm: 3, leaderCommit: 2 + MAX + 1, entries: entries(3, MAX + 1, 3) }), "too-many-entries", 1, limitAnswer(2));
     expect([...b.refusedFrames]).toEqual([["too-many-entries", 1]]);
     b.step("a", append({ prevLogIndex: 2, prevLogTerm: 3, leaderCommit: 2 + MAX, entries: entries(3, MAX, 3) }));
     const rd = cycle(b);
@@ -57,7 +68,7 @@ describe("AppendEntries with more entries than maxEntriesPerMessage", () => {
 
   it("is refused before its term is looked at: a higher-term frame neither moves the term nor makes its sender leader", () => {
     const b = following();
-    expectRefused(b, append({ term: 4, prevLogIndex: 2, prevLogTerm: 3, entries: entries(3, MAX + 1, 4) }), "too-many-entries");
+    expectRefused(b, append({ term: 4, prevLogIndex: 2, prevLogTerm: 3, entries: entries(3, MAX + 1, 4) }), "too-many-entries", 1, limitAnswer(2));
     expect([b.term, b.leader]).toEqual([3, "a"]);
   });
 });

@@ -346,6 +346,13 @@ export function encodeMessage(m: Message): Uint8Array {
       w.num(m.conflictTerm ?? 0);
       w.num(m.conflictIndex);
       w.num(m.round);
+      // appended in a later revision (older decoders ignore trailing bytes): a presence byte, then the replier's
+      // limit on a too-many-entries refusal; the byte is always written, so a field appended later has one place
+      if (m.maxEntries === undefined) w.u8(0);
+      else {
+        w.u8(1);
+        w.num(m.maxEntries);
+      }
       break;
     case "snapshot":
       w.num(m.term);
@@ -432,7 +439,11 @@ export function decodeMessage(frame: Uint8Array): Message | null {
         const ct = r.nat();
         const conflictIndex = r.nat();
         const round = r.nat();
-        return { type: "appendReply", term, success, matchIndex, rejectedPrev, conflictTerm: hasConflict ? ct : null, conflictIndex, round };
+        const conflictTerm = hasConflict ? ct : null;
+        // a frame from a sender that predates the field ends here
+        const limited = r.pos < frame.length ? r.bool() : false;
+        if (!limited) return { type: "appendReply", term, success, matchIndex, rejectedPrev, conflictTerm, conflictIndex, round };
+        return { type: "appendReply", term, success, matchIndex, rejectedPrev, conflictTerm, conflictIndex, round, maxEntries: r.nat() };
       }
       case 7: {
         const term = r.nat();

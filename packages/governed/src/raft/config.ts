@@ -22,7 +22,8 @@ export interface RaftConfig {
   readonly maxMessageBytes: number;
   /**
    * Most entries in one AppendEntries frame, sent or received: a frame carrying more is refused as
-   * `too-many-entries` (so every member of a cluster needs a value at least the leader's).
+   * `too-many-entries`, and the refusal tells the sender this value, so a leader sends a member with a lower value
+   * frames within it (members may differ; `Progress.batch` in core.ts).
    */
   readonly maxEntriesPerMessage: number;
   /** Most AppendEntries frames in flight to one follower in the replicate state. */

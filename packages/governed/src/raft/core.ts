@@ -116,6 +116,13 @@ export interface Progress {
   snapIndex: LogIndex;
   snapOffset: number;
   snapSentAt: number;
+  /**
+   * Most entries the next AppendEntries to this follower carries. A follower that refuses a frame as
+   * `too-many-entries` says how many it takes (`AppendReplyMessage.maxEntries`, kept in `entryLimit`).
+   */
+  batch: number;
+  /** The follower's own `maxEntriesPerMessage` as it last reported it; this leader's until it does. */
+  entryLimit: number;
 }
 
 /** Construction options of a core. */
@@ -574,7 +581,18 @@ export class RaftCore {
     if (m.type === "forward") return this.#onForward(from, m.corrId, m.key, m.command);
     if (m.type === "forwardReply") return this.#onForwardReply(from, m);
     const refusal = this.#hygiene(m);
-    if (refusal !== null) return this.#refuse(from, refusal);
+    if (refusal !== null) {
+      this.#refuse(from, refusal);
+      // the one refusal its sender can mend by itself: say how many entries this member takes (nothing adopted or
+      // stored; the answer carries this member's own term, round 0 and no hints)
+      if (refusal === "too-many-entries" && m.type === "append") {
+        this.#send(from, {
+          type: "appendReply", term: this.#term, success: false, matchIndex: 0, rejectedPrev: m.prevLogIndex,
+          conflictTerm: null, conflictIndex: 0, round: 0, maxEntries: this.cfg.maxEntriesPerMessage,
+        });
+      }
+      return;
+    }
 
     if (m.term > this.#term) {
       if (m.type === "preVote" || (m.type === "preVoteReply" && m.granted)) {
@@ -1003,6 +1021,7 @@ export class RaftCore {
           match: 0, next: this.lastIndex + 1, state: "probe", probeOutstanding: false, inflight: [],
           // Stryker disable next-line UnaryOperator: snapSentAt is read only in snapshot state, and #startSnapshot sets it when it sends the first chunk
           ackedSinceHeartbeat: true, active: true, ackRound: 0, snapIndex: 0, snapOffset: 0, snapSentAt: -Infinity,
+          batch: this.cfg.maxEntriesPerMessage, entryLimit: this.cfg.maxEntriesPerMessage,
         });
       }
     }
@@ -1085,10 +1104,10 @@ export class RaftCore {
     // ever left campaigning in a configuration that removed it.
   }
 
-  #budgetedEntries(from: LogIndex): LogEntry[] {
+  #budgetedEntries(from: LogIndex, most: number): LogEntry[] {
     const out: LogEntry[] = [];
     let bytes = APPEND_OVERHEAD_BYTES;
-    for (let i = from; i <= this.lastIndex && out.length < this.cfg.maxEntriesPerMessage; i++) {
+    for (let i = from; i <= this.lastIndex && out.length < most; i++) {
       const e = this.entryAt(i)!;
       const b = entryBytes(e);
       if (out.length > 0 && bytes + b > this.#maxMessageBytes) break;
@@ -1108,7 +1127,7 @@ export class RaftCore {
       if (pr.state === "replicate" && (pr.inflight.length >= this.cfg.maxInflightMessages || pr.next > this.lastIndex)) return;
     }
     const prev = pr.next - 1;
-    const entries = this.#budgetedEntries(pr.next);
+    const entries = this.#budgetedEntries(pr.next, pr.batch);
     this.#send(peer, {
       type: "append", term: this.#term, prevLogIndex: prev, prevLogTerm: this.termAt(prev)!,
       leaderCommit: this.#commit, round: this.#round, entries,
@@ -1156,12 +1175,35 @@ export class RaftCore {
     }
   }
 
+  /**
+   * A follower refused a frame as `too-many-entries` and said how many entries it takes: nothing of that frame was
+   * stored. Its limit caps this follower's batch at once, and the frame is sent again within it — from the probe's
+   * position, or from the match index for a replicating follower (frames sent after the refused one would only be
+   * rejected for the gap). An answer about a frame older than that is only the limit, already taken.
+   */
+  #onTooManyEntries(from: NodeId, pr: Progress, m: AppendReplyMessage & { maxEntries: number }): void {
+    pr.entryLimit = Math.max(1, Math.min(m.maxEntries, this.cfg.maxEntriesPerMessage));
+    pr.batch = Math.min(pr.batch, pr.entryLimit);
+    this.#emit({ type: "batchLimited", peer: from, maxEntries: pr.entryLimit });
+    if (pr.state === "replicate" && m.rejectedPrev >= pr.match && m.rejectedPrev < pr.next) {
+      pr.state = "probe";
+      pr.inflight = [];
+      pr.next = pr.match + 1;
+      pr.probeOutstanding = false;
+      this.#sendAppend(from, false);
+    } else if (pr.state === "probe" && m.rejectedPrev === pr.next - 1) {
+      pr.probeOutstanding = false;
+      this.#sendAppend(from, false);
+    }
+  }
+
   #onAppendReply(from: NodeId, m: AppendReplyMessage): void {
     if (this.#state !== "leader") return;
     const pr = this.#progress.get(from);
     if (pr === undefined) return this.#refuse(from, "unknown-peer");
     if (m.round > this.#round) return this.#refuse(from, "future-round");
     pr.active = true;
+    if (!m.success && m.maxEntries !== undefined) return this.#onTooManyEntries(from, pr, { ...m, maxEntries: m.maxEntries });
     // Stryker disable next-line EqualityOperator: at m.round === ackRound the assignment writes the value already there; this also hides the killed `<=` variant
     if (m.round > pr.ackRound) pr.ackRound = m.round;
     if (m.success) {

@@ -50,6 +50,10 @@ export interface AppendMessage {
  * AppendEntries answer. On success `matchIndex` is the last index this frame verified. On rejection
  * `rejectedPrev` is the request's prevLogIndex and the fast-backup hints are `conflictTerm`/`conflictIndex`
  * (R-R3). A stale-term rejection echoes round 0.
+ *
+ * `maxEntries` is present only on the answer to a frame refused as `too-many-entries`: the replier's own
+ * `maxEntriesPerMessage`, so the leader sends it smaller frames at once (round 0, no hints; nothing was stored).
+ * It travels as a trailing field: a receiver that predates it ignores it, a sender that predates it never sends it.
  */
 export interface AppendReplyMessage {
   readonly type: "appendReply";
@@ -60,6 +64,7 @@ export interface AppendReplyMessage {
   readonly conflictTerm: number | null;
   readonly conflictIndex: LogIndex;
   readonly round: number;
+  readonly maxEntries?: number;
 }
 /** One InstallSnapshot chunk: bytes `[offset, offset + data.length)` of a snapshot of `total` bytes. */
 export interface SnapshotMessage {

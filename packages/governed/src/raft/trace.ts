@@ -51,7 +51,9 @@ export type RaftTraceEvent =
   | { readonly type: "timeoutNowSent"; readonly target: NodeId; readonly term: number; readonly generation: number }
   | { readonly type: "transferCampaign"; readonly from: NodeId; readonly term: number }
   | { readonly type: "transferEnd"; readonly target: NodeId; readonly generation: number; readonly outcome: "succeeded" | TransferFailure }
-  | { readonly type: "proposalCoalesced"; readonly index: LogIndex; readonly committed: boolean };
+  | { readonly type: "proposalCoalesced"; readonly index: LogIndex; readonly committed: boolean }
+  /** A follower refused an AppendEntries as too-many-entries: the leader now sends it at most `maxEntries` per frame. */
+  | { readonly type: "batchLimited"; readonly peer: NodeId; readonly maxEntries: number };
 
 /** Why a leadership transfer ended without success (R-T1–R-T3). */
 export type TransferFailure = "invalid-target" | "in-progress" | "timed-out" | "superseded";

@@ -103,7 +103,7 @@ class RaftFrames {
         return { type: "append", term, prevLogIndex: prev, prevLogTerm: this.#num(), leaderCommit: this.#num(), round: this.#num(), entries };
       }
       case 5:
-        return { type: "appendReply", term, success: this.#rnd() < 0.5, matchIndex: this.#num(), rejectedPrev: this.#num(), conflictTerm: this.#rnd() < 0.5 ? null : this.#num(), conflictIndex: this.#num(), round: this.#num() };
+        return { type: "appendReply", term, success: this.#rnd() < 0.5, matchIndex: this.#num(), rejectedPrev: this.#num(), conflictTerm: this.#rnd() < 0.5 ? null : this.#num(), conflictIndex: this.#num(), round: this.#num(), ...(this.#rnd() < 0.2 ? { maxEntries: this.#num() } : {}) };
       case 6: {
         const data = this.#bytes(this.#int(300));
         return { type: "snapshot", term, lastIndex: this.#num(), lastTerm: this.#num(), config: this.#rnd() < 0.5 ? null : this.#config(), total: this.#rnd() < 0.3 ? this.#num() : data.length + this.#int(1000), offset: this.#rnd() < 0.5 ? 0 : this.#num(), data };

@@ -56,6 +56,8 @@ export class Script {
   readonly frameSizes: number[] = [];
   now = 0;
   nextId = 1;
+  /** A member's own configuration, where it differs from the cluster's `cfg` (takes effect at its next `start`). */
+  readonly nodeConfig = new Map<string, RaftConfig>();
 
   constructor(voters: readonly string[], config: Partial<RaftConfig> = {}, extra: readonly string[] = []) {
     this.cfg = raftConfig(config);
@@ -76,7 +78,7 @@ export class Script {
       d.snapshot = p.snapshot;
       d.entries = p.entries.slice();
     }
-    const core = new RaftCore({ id, bootstrap, persisted: p, config: this.cfg, random: seededRandom(id.charCodeAt(id.length - 1)), now: this.now });
+    const core = new RaftCore({ id, bootstrap, persisted: p, config: this.nodeConfig.get(id) ?? this.cfg, random: seededRandom(id.charCodeAt(id.length - 1)), now: this.now });
     this.cores.set(id, core);
     this.kvs.set(id, new KvMachine());
     this.traces.set(id, []);
