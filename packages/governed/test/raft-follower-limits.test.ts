@@ -1,17 +1,25 @@
 /**
- * A follower whose `maxEntriesPerMessage` is below its leader's (governed.md §4.1 limits), on scripted cores: voters
+ * A follower whose limits are below its leader's (governed.md §4.1 limits, R-R7, R-S2), on scripted cores: voters
  * a, b, c; a leads with `maxEntriesPerMessage` 16; c is the member with the lower limit.
  *
  * Found in review: followers refuse an AppendEntries carrying more than their own `maxEntriesPerMessage`
  * (`too-many-entries`) without a word, and the leader sent the same frame again at every heartbeat — replication to
- * such a follower stalled for good. Now the refusal answers with the follower's limit (`appendReply.maxEntries`), so
- * the leader lowers its batch for that follower at once and sends the refused entries again within it.
+ * such a follower stalled for good. The same held for a frame over the follower's byte limit, which its transport
+ * drops (a seam drops a frame above its `maxFrameBytes`), and for snapshot chunks over it.
+ *
+ * Now the refusal answers with the follower's limit (`appendReply.maxEntries`), so the leader lowers its batch for
+ * that follower at once and sends the refused entries again within it; and a follower that drops frames without a
+ * word (an older version, a frame over its transport's size limit, a lower term it has not adopted yet) is reached by
+ * halving: each heartbeat that finds a frame of more than one entry (or a chunk) unanswered for a whole period halves
+ * what goes to that follower, down to one entry (one byte of snapshot), and each answer that makes progress doubles
+ * it back, up to the limit the follower reported.
  */
 import { describe, expect, it } from "vitest";
-import { raftConfig } from "../src/index.ts";
+import { encodeMessage, raftConfig } from "../src/index.ts";
+import { SHRINK_HOLD_HEARTBEATS } from "../src/raft/core.ts";
 import type { Message, RaftCore } from "../src/index.ts";
 import { kvCommand } from "./support/kv-machine.ts";
-import { Script } from "./support/script.ts";
+import { isolate, Script } from "./support/script.ts";
 import type { InFlight } from "./support/script.ts";
 
 const ABC = ["a", "b", "c"];
@@ -78,5 +86,84 @@ describe("a follower refusing AppendEntries as too-many-entries", () => {
     ]);
     expect(rd.storage).toEqual([]);
     expect([c.term, c.lastIndex, c.commitIndex]).toEqual(before);
+  });
+
+  it("a follower that refuses without a word (an older version) is reached by halving: it catches up within a few heartbeats", () => {
+    const { s, a, c } = cluster({ maxEntriesPerMessage: 3 });
+    const toC: number[] = [];
+    const old = watchC(toC, (m) => !(m.message.type === "appendReply" && m.message.maxEntries !== undefined));
+    proposeMany(s, 40);
+    s.stabilize(old);
+    expect(c.lastIndex).toBeLessThan(a.lastIndex);
+    s.advance(400, old);
+    expect([c.lastIndex, c.commitIndex]).toEqual([a.lastIndex, a.commitIndex]);
+    // 16, then halved each silent period: 8, 4, 2 (from the last frame's size) — no frame above 3 got through after
+    const fits = toC.findIndex((n) => n <= 3);
+    expect(toC.slice(0, fits).every((n) => n > 3)).toBe(true);
+    expect(fits).toBeGreaterThan(0);
+  });
+});
+
+describe("a follower that was only cut off", () => {
+  it("gets frames of one entry while it is silent, and frames doubling back to full size once the hold is over", () => {
+    const { s, a, c } = cluster({});
+    const cutC = isolate(["c"]);
+    proposeMany(s, 40);
+    s.advance(600, cutC); // twelve silent periods: halved down to 1, held
+    expect(a.progress.get("c")?.batch).toBe(1);
+    const toC: number[] = [];
+    s.advance(50, watchC(toC));
+    expect(c.lastIndex).toBe(a.lastIndex); // caught up, one entry per frame, frames pipelined
+    expect(toC.every((n) => n === 1)).toBe(true);
+    s.advance(SHRINK_HOLD_HEARTBEATS * 50);
+    const later: number[] = [];
+    proposeMany(s, 100, 40);
+    s.stabilize(watchC(later));
+    // doubled back with each answer that makes progress, now that the hold is over
+    expect(later[0]).toBe(1);
+    expect(Math.max(...later)).toBe(LEADER_MAX);
+    expect(c.lastIndex).toBe(a.lastIndex);
+  });
+});
+
+describe("a follower whose transport drops frames above its byte limit", () => {
+  const LIMIT = 300;
+  const small = (m: InFlight): boolean => !(m.to === "c" && encodeMessage(m.message).length > LIMIT);
+
+  it("gets AppendEntries halved until they fit, catches up, and the batch grows back once it answers", () => {
+    const { s, a, c } = cluster({});
+    const toC: number[] = [];
+    proposeMany(s, 40);
+    s.stabilize(watchC(toC, small));
+    expect(c.lastIndex).toBeLessThan(a.lastIndex);
+    s.advance(500, watchC(toC, small));
+    expect([c.lastIndex, c.commitIndex]).toEqual([a.lastIndex, a.commitIndex]);
+    expect(c.refusedFrames.size).toBe(0); // nothing reached its core to refuse: the transport dropped them
+    // held at the size that got through: later bursts reach it without another silent period
+    const later: number[] = [];
+    proposeMany(s, 20, 40);
+    s.stabilize(watchC(later, small));
+    expect(c.lastIndex).toBe(a.lastIndex);
+    expect(later.every((n) => encodeMessage({ type: "append", term: 1, prevLogIndex: 0, prevLogTerm: 0, leaderCommit: 0, round: 0, entries: a.entries.slice(0, n) }).length <= LIMIT + 40)).toBe(true);
+  });
+
+  it("gets InstallSnapshot chunks halved until they fit, and installs the snapshot", () => {
+    const { s, a, c } = cluster({}, { snapshotChunkBytes: 4096 });
+    const cutC = isolate(["c"]);
+    proposeMany(s, 60);
+    s.stabilize(cutC);
+    expect(a.compact(a.appliedIndex, s.kvs.get("a")!.snapshot())).toBe(true);
+    expect(s.kvs.get("a")!.snapshot().length).toBeGreaterThan(LIMIT);
+    s.flush("a");
+    const chunks: number[] = [];
+    const watch = (m: InFlight): boolean => {
+      if (m.to === "c" && m.message.type === "snapshot") chunks.push(m.message.data.length);
+      return small(m);
+    };
+    s.advance(1500, watch);
+    expect(c.floor).toBeGreaterThanOrEqual(a.floor);
+    expect([c.lastIndex, c.commitIndex]).toEqual([a.lastIndex, a.commitIndex]);
+    expect(chunks[0]).toBeGreaterThan(LIMIT);
+    expect(Math.min(...chunks)).toBeLessThan(LIMIT);
   });
 });

@@ -4,6 +4,8 @@ import { logStoreStats, SIM_DISK } from "./support/sim-cluster.ts";
 
 const SEEDS = Number(process.env.HEDDLE_RAFT_SEEDS ?? 380);
 const FIRST = Number(process.env.HEDDLE_RAFT_FIRST_SEED ?? 1);
+/** Most membership runs made past the range when it reached one of R-M4's rare cases in none (see below). */
+const MORE_MEMBERSHIP_RUNS = 100;
 
 describe("raft deterministic simulation (governed.md §5.1–5.2)", () => {
   it(`holds every invariant and linearizability over ${SEEDS} seeds`, () => {
@@ -55,10 +57,21 @@ describe("raft deterministic simulation (governed.md §5.1–5.2)", () => {
     // (a drop the amended rule does not call for, or a missing one, fails the run): lagging members heard leaders
     // their adopted configuration does not list, and crashed leaders' uncommitted self-removals were truncated
     if (SEEDS >= 100) {
-      expect(perFamily.get("membership")!.outsiderHeard, "lagging members caught up from a leader outside their configuration").toBeGreaterThan(0);
-      expect(perFamily.get("membership")!.selfRemovalsTruncated, "uncommitted self-removals truncated by the next leader").toBeGreaterThan(0);
+      // each is a rare event (a few runs in a hundred), so which seeds reach it moves with any change to the core's
+      // timing: should the range above reach one of them in no run, further membership runs are made, at most
+      // MORE_MEMBERSHIP_RUNS of them (each still checked in full) — the assertion is that the case is reached
+      const m = perFamily.get("membership")!;
+      for (let k = 0, seed = FIRST + SEEDS; k < MORE_MEMBERSHIP_RUNS && (m.outsiderHeard === 0 || m.selfRemovalsTruncated === 0); seed++) {
+        if (FAMILIES[seed % FAMILIES.length] !== "membership") continue;
+        k++;
+        const r = runSimulation(seed);
+        m.outsiderHeard += r.outsiderFramesHeard;
+        m.selfRemovalsTruncated += r.selfRemovalsTruncated;
+      }
+      expect(m.outsiderHeard, "lagging members caught up from a leader outside their configuration").toBeGreaterThan(0);
+      expect(m.selfRemovalsTruncated, "uncommitted self-removals truncated by the next leader").toBeGreaterThan(0);
     }
-  }, 60_000 + SEEDS * 3_000);
+  }, 60_000 + (SEEDS + MORE_MEMBERSHIP_RUNS) * 3_000);
 
   it("catches a store wiped on restart (R-P5), prints the seed, and the seed reproduces the failure exactly", () => {
     let caught: { seed: number; message: string } | null = null;

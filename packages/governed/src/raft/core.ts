@@ -118,12 +118,46 @@ export interface Progress {
   snapSentAt: number;
   /**
    * Most entries the next AppendEntries to this follower carries. A follower that refuses a frame as
-   * `too-many-entries` says how many it takes (`AppendReplyMessage.maxEntries`, kept in `entryLimit`).
+   * `too-many-entries` says how many it takes (`AppendReplyMessage.maxEntries`, kept in `entryLimit`); one that
+   * drops frames without a word — an older version, a frame over its transport's size limit, a lower term it has not
+   * adopted yet — is reached by halving: each heartbeat that ends the `SILENT_PERIODS_BEFORE_SHRINK`th period in a
+   * row in which it answered no frame (frames of more than one entry sent) halves it (down to 1) and holds it there
+   * for `SHRINK_HOLD_HEARTBEATS` periods; each answer that moves the match index doubles it back, up to the held size
+   * while the hold lasts, else up to `entryLimit`.
    */
   batch: number;
   /** The follower's own `maxEntriesPerMessage` as it last reported it; this leader's until it does. */
   entryLimit: number;
+  /** Entries in the last AppendEntries sent with entries. */
+  lastBatch: number;
+  /** `batch` grows no further than `heldBatch` before this time. */
+  batchHeldUntil: number;
+  heldBatch: number;
+  /** Whether this follower answered a frame with entries (or a chunk) since the last heartbeat. */
+  answered: boolean;
+  /** Heartbeat periods in a row that ended with no such answer. */
+  silentPeriods: number;
+  /** Most snapshot bytes per chunk to this follower: halved, held and doubled back like `batch`. */
+  chunkCap: number;
+  /** Bytes of the last chunk sent. */
+  lastChunk: number;
+  chunkHeldUntil: number;
+  heldChunk: number;
 }
+
+/**
+ * Heartbeat periods for which what goes to a follower stays at most the size it was last halved to for silence
+ * (`Progress.batch`): a follower that drops larger frames without a word then costs `SILENT_PERIODS_BEFORE_SHRINK`
+ * silent periods per hold, not per doubling; one that was merely cut off (or lost frames twice in a row) is back to
+ * full frames within a hold and a few answers once it answers again.
+ */
+export const SHRINK_HOLD_HEARTBEATS = 10;
+/**
+ * Heartbeat periods in a row without an answer from a follower before what goes to it is halved (`Progress.batch`):
+ * one silent period is as often one lost frame (resent at that heartbeat); a frame the follower cannot take stays
+ * unanswered period after period.
+ */
+export const SILENT_PERIODS_BEFORE_SHRINK = 2;
 
 /** Construction options of a core. */
 export interface RaftCoreOptions {
@@ -1021,7 +1055,8 @@ export class RaftCore {
           match: 0, next: this.lastIndex + 1, state: "probe", probeOutstanding: false, inflight: [],
           // Stryker disable next-line UnaryOperator: snapSentAt is read only in snapshot state, and #startSnapshot sets it when it sends the first chunk
           ackedSinceHeartbeat: true, active: true, ackRound: 0, snapIndex: 0, snapOffset: 0, snapSentAt: -Infinity,
-          batch: this.cfg.maxEntriesPerMessage, entryLimit: this.cfg.maxEntriesPerMessage,
+          batch: this.cfg.maxEntriesPerMessage, entryLimit: this.cfg.maxEntriesPerMessage, lastBatch: 0, batchHeldUntil: -Infinity,
+          heldBatch: 1, answered: false, silentPeriods: 0, chunkCap: this.cfg.snapshotChunkBytes, lastChunk: 0, chunkHeldUntil: -Infinity, heldChunk: 1,
         });
       }
     }
@@ -1128,6 +1163,7 @@ export class RaftCore {
     }
     const prev = pr.next - 1;
     const entries = this.#budgetedEntries(pr.next, pr.batch);
+    if (entries.length > 0) pr.lastBatch = entries.length;
     this.#send(peer, {
       type: "append", term: this.#term, prevLogIndex: prev, prevLogTerm: this.termAt(prev)!,
       leaderCommit: this.#commit, round: this.#round, entries,
@@ -1157,11 +1193,21 @@ export class RaftCore {
 
   #broadcastHeartbeat(): void {
     for (const [peer, pr] of this.#progress) {
+      // whole periods without a word from the follower: what was sent may be more than it takes (see `batch`); one
+      // such period is as likely a lost frame, which the resend below mends
+      pr.silentPeriods = pr.answered ? 0 : pr.silentPeriods + 1;
+      const silent = pr.silentPeriods >= SILENT_PERIODS_BEFORE_SHRINK;
+      pr.answered = false;
       if (pr.state === "snapshot") {
-        if (this.#now - pr.snapSentAt >= this.cfg.heartbeatMs) this.#sendSnapshotChunk(peer, pr);
+        if (this.#now - pr.snapSentAt >= this.cfg.heartbeatMs) {
+          if (silent) this.#shrink(pr, "chunk");
+          this.#sendSnapshotChunk(peer, pr);
+        }
       } else if (pr.state === "probe") {
+        if (silent && pr.probeOutstanding) this.#shrink(pr, "batch");
         this.#sendAppend(peer, true);
       } else if (pr.inflight.length > 0 && !pr.ackedSinceHeartbeat) {
+        if (silent) this.#shrink(pr, "batch");
         // frames were lost or delayed: fall back to probing from what the follower acknowledged
         pr.state = "probe";
         pr.inflight = [];
@@ -1176,6 +1222,29 @@ export class RaftCore {
   }
 
   /**
+   * Halves what goes unanswered to `pr` (never below 1): the entries of an AppendEntries, or the bytes of a chunk.
+   * From the last frame's size, not the cap: a cap far above what there was to send would take many periods to bite.
+   */
+  #shrink(pr: Progress, what: "batch" | "chunk"): void {
+    const until = this.#now + SHRINK_HOLD_HEARTBEATS * this.cfg.heartbeatMs;
+    if (what === "batch") {
+      if (pr.lastBatch <= 1) return;
+      pr.batch = pr.heldBatch = Math.max(1, Math.floor(Math.min(pr.batch, pr.lastBatch) / 2));
+      pr.batchHeldUntil = until;
+    } else {
+      if (pr.lastChunk <= 1) return;
+      pr.chunkCap = pr.heldChunk = Math.max(1, Math.floor(Math.min(pr.chunkCap, pr.lastChunk) / 2));
+      pr.chunkHeldUntil = until;
+    }
+  }
+
+  /** Doubles what goes to `pr` after an answer that made progress, within its limit and any hold (`Progress.batch`). */
+  #grow(pr: Progress, what: "batch" | "chunk"): void {
+    if (what === "batch") pr.batch = Math.min(pr.batch * 2, this.#now < pr.batchHeldUntil ? pr.heldBatch : pr.entryLimit);
+    else pr.chunkCap = Math.min(pr.chunkCap * 2, this.#now < pr.chunkHeldUntil ? pr.heldChunk : this.cfg.snapshotChunkBytes);
+  }
+
+  /**
    * A follower refused a frame as `too-many-entries` and said how many entries it takes: nothing of that frame was
    * stored. Its limit caps this follower's batch at once, and the frame is sent again within it — from the probe's
    * position, or from the match index for a replicating follower (frames sent after the refused one would only be
@@ -1184,6 +1253,8 @@ export class RaftCore {
   #onTooManyEntries(from: NodeId, pr: Progress, m: AppendReplyMessage & { maxEntries: number }): void {
     pr.entryLimit = Math.max(1, Math.min(m.maxEntries, this.cfg.maxEntriesPerMessage));
     pr.batch = Math.min(pr.batch, pr.entryLimit);
+    pr.heldBatch = Math.min(pr.heldBatch, pr.entryLimit);
+    pr.lastBatch = Math.min(pr.lastBatch, pr.batch);
     this.#emit({ type: "batchLimited", peer: from, maxEntries: pr.entryLimit });
     if (pr.state === "replicate" && m.rejectedPrev >= pr.match && m.rejectedPrev < pr.next) {
       pr.state = "probe";
@@ -1203,6 +1274,9 @@ export class RaftCore {
     if (pr === undefined) return this.#refuse(from, "unknown-peer");
     if (m.round > this.#round) return this.#refuse(from, "future-round");
     pr.active = true;
+    // an answer to a frame with entries: anything but a replicating follower's answer that moves nothing (the
+    // answer to a heartbeat or a commit notice, which would make frames it drops look answered)
+    if (!m.success || pr.state !== "replicate" || m.matchIndex > pr.match) pr.answered = true;
     if (!m.success && m.maxEntries !== undefined) return this.#onTooManyEntries(from, pr, { ...m, maxEntries: m.maxEntries });
     // Stryker disable next-line EqualityOperator: at m.round === ackRound the assignment writes the value already there; this also hides the killed `<=` variant
     if (m.round > pr.ackRound) pr.ackRound = m.round;
@@ -1212,6 +1286,7 @@ export class RaftCore {
         pr.match = match;
         // only progress counts: a heartbeat answer must not keep lost in-flight frames looking alive
         pr.ackedSinceHeartbeat = true;
+        this.#grow(pr, "batch");
       }
       if (pr.state === "probe") {
         pr.state = "replicate";
@@ -1392,10 +1467,10 @@ export class RaftCore {
 
   // ---------------------------------------------------------------- snapshots
 
-  #chunkBytes(config: ClusterConfig | null): number {
+  #chunkBytes(config: ClusterConfig | null, cap: number): number {
     let cfgBytes = 4;
     if (config !== null) for (const id of [...config.voters, ...config.learners]) cfgBytes += 2 + 3 * id.length;
-    return Math.max(1, Math.min(this.cfg.snapshotChunkBytes, this.#maxMessageBytes - SNAPSHOT_OVERHEAD_BYTES - cfgBytes));
+    return Math.max(1, Math.min(cap, this.#maxMessageBytes - SNAPSHOT_OVERHEAD_BYTES - cfgBytes));
   }
 
   #startSnapshot(peer: NodeId, pr: Progress): void {
@@ -1417,11 +1492,12 @@ export class RaftCore {
       pr.snapIndex = s.lastIndex;
       pr.snapOffset = 0;
     }
-    const size = this.#chunkBytes(s.config);
+    const size = this.#chunkBytes(s.config, pr.chunkCap);
     // the offset comes from a follower's answer, checked in #onSnapshotReply; kept inside the snapshot here too, so
     // no answer can ever make this an empty chunk of a non-empty snapshot (followers refuse those)
     if (pr.snapOffset >= s.state.length) pr.snapOffset = 0;
     const data = s.state.subarray(pr.snapOffset, Math.min(s.state.length, pr.snapOffset + size));
+    pr.lastChunk = data.length;
     pr.snapSentAt = this.#now;
     this.#send(peer, {
       type: "snapshot", term: this.#term, lastIndex: s.lastIndex, lastTerm: s.lastTerm, config: s.config,
@@ -1435,6 +1511,7 @@ export class RaftCore {
     if (pr === undefined) return this.#refuse(from, "unknown-peer");
     pr.active = true;
     pr.ackedSinceHeartbeat = true;
+    pr.answered = true;
     if (m.done) {
       const match = Math.min(m.lastIndex, this.lastIndex);
       // Stryker disable next-line EqualityOperator: with match === pr.match the assignment writes the value already there
@@ -1465,6 +1542,7 @@ export class RaftCore {
     // the chunk just sent did not take (a follower whose snapshotMaxBytes is below the snapshot answers 0 to chunk
     // 0), or this is a duplicated answer: not progress — the heartbeat resends it, an answer does not
     if (m.nextOffset === pr.snapOffset) return;
+    if (m.nextOffset > pr.snapOffset) this.#grow(pr, "chunk");
     pr.snapOffset = m.nextOffset;
     this.#sendSnapshotChunk(from, pr);
   }

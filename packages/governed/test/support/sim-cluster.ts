@@ -340,7 +340,7 @@ export abstract class SimCluster<N extends SimPeer> {
     if (target === undefined) return;
     this.net.transmit(from.id, to, (delay) =>
       this.at(delay, () => {
-        if (!target.alive || this.net.blocked(from.id, to)) return null;
+        if (!target.alive || this.net.blocked(from.id, to) || !this.frameFits(target, frame)) return null;
         const m = decodeMessage(frame);
         if (m === null) this.fail(`frame from ${from.id} did not decode`);
         this.deliverFrame(target, from.id, m);
@@ -353,6 +353,11 @@ export abstract class SimCluster<N extends SimPeer> {
   /** Steps one arrived frame into `target`'s core; a simulation may look before and after. */
   deliverFrame(target: N, from: string, m: Message): void {
     target.core.step(from, m);
+  }
+
+  /** Whether `target`'s transport takes a frame this long (every frame by default). */
+  frameFits(_target: N, _frame: Uint8Array): boolean {
+    return true;
   }
 
   /** A check on every frame a peer emits (none by default). */

@@ -62,6 +62,16 @@ export type Family = (typeof FAMILIES)[number];
  */
 export type Sabotage = "wipe-on-restart";
 
+/**
+ * Options of a run beyond its family. `mixedLimits`: each member runs its own `maxEntriesPerMessage` and
+ * `maxMessageBytes` (from its own generator, so the rest of the run draws as without), and a frame longer than its
+ * receiver's `maxMessageBytes` is dropped on arrival, as a seam drops a frame above its `maxFrameBytes`: n1 keeps the
+ * family's limits, n2 takes one entry of at most 300 bytes, the others draw theirs.
+ */
+export interface SimOptions {
+  readonly mixedLimits?: boolean;
+}
+
 /** Thrown when a run breaks an invariant; the message carries the seed and a trace dump. */
 export class SimulationFailure extends Error {
   override readonly name = "SimulationFailure";
@@ -127,6 +137,10 @@ export interface SimResult {
   readonly outsiderFramesDropped: number;
   /** Uncommitted self-removals (config entries excluding their own leader) truncated by a later leader. */
   readonly selfRemovalsTruncated: number;
+  /** AppendEntries refused as too-many-entries (a receiver's limit below its sender's). */
+  readonly tooManyEntries: number;
+  /** Frames dropped on arrival for being longer than their receiver's `maxMessageBytes` (`mixedLimits`). */
+  readonly oversizeDropped: number;
 }
 
 const TICK_MS = 10;
@@ -182,9 +196,9 @@ function profileFor(family: Family, r: () => number): SimProfile {
 }
 
 /** Runs one seeded simulation; throws `SimulationFailure` (naming the seed) on any violation. */
-export function runSimulation(seed: number, familyOverride?: Family, sabotage?: Sabotage): SimResult {
+export function runSimulation(seed: number, familyOverride?: Family, sabotage?: Sabotage, options: SimOptions = {}): SimResult {
   const family: Family = familyOverride ?? FAMILIES[seed % FAMILIES.length]!;
-  const sim = new Simulation(seed, family, sabotage);
+  const sim = new Simulation(seed, family, sabotage, options);
   return sim.run();
 }
 
@@ -193,6 +207,10 @@ class Simulation extends SimCluster<SimNode> {
   readonly family: Family;
   readonly profile: SimProfile;
   readonly cfg: RaftConfig;
+  /** Members whose limits differ from `cfg` (`SimOptions.mixedLimits`). */
+  readonly memberCfg = new Map<string, RaftConfig>();
+  tooManyEntries = 0;
+  oversizeDropped = 0;
   readonly clientRandom: () => number;
   readonly bootstrap: ClusterConfig;
   readonly traceRing: { t: number; node: string; ev: RaftTraceEvent | string }[] = [];
@@ -229,7 +247,7 @@ class Simulation extends SimCluster<SimNode> {
   readonly expectedDrops = new Map<string, number>();
   readonly seenDrops = new Map<string, number>();
 
-  constructor(seed: number, family: Family, sabotage?: Sabotage) {
+  constructor(seed: number, family: Family, sabotage?: Sabotage, options: SimOptions = {}) {
     const pr = seededRandom(seed * 1000 + 1);
     const profile = profileFor(family, pr);
     super(new SimNetwork(profile, seededRandom(seed * 1000 + 2)), seededRandom(seed * 1000 + 3), { compacts: true, tickMs: TICK_MS });
@@ -249,6 +267,15 @@ class Simulation extends SimCluster<SimNode> {
     this.bootstrap = { voters, learners: [] };
     const ids = [...voters];
     if (this.profile.joiner) ids.push(`n${this.profile.voters + 1}`);
+    if (options.mixedLimits === true) {
+      const lr = seededRandom(seed * 1000 + 5);
+      const pick = <T>(xs: readonly T[]): T => xs[Math.floor(lr() * xs.length)]!;
+      for (const id of ids.slice(1)) {
+        const entries = id === "n2" ? 1 : pick([1, 2, 3, 5, 8, 16, this.profile.entriesPerMessage]);
+        const bytes = id === "n2" ? 300 : pick([300, 400, 700, 2048, this.profile.maxMessageBytes]);
+        this.memberCfg.set(id, raftConfig({ ...this.cfg, maxEntriesPerMessage: entries, maxMessageBytes: bytes }));
+      }
+    }
     ids.forEach((id, k) => {
       let rate = 1;
       let offset = 0;
@@ -268,6 +295,10 @@ class Simulation extends SimCluster<SimNode> {
     });
   }
 
+  cfgOf(id: string): RaftConfig {
+    return this.memberCfg.get(id) ?? this.cfg;
+  }
+
   override fail(why: string): never {
     const dump = this.traceRing.slice(-80).map((r) => `${r.t} ${r.node} ${typeof r.ev === "string" ? r.ev : JSON.stringify(r.ev)}`).join("\n");
     throw new SimulationFailure(`raft simulation seed=${this.seed} family=${this.family} t=${this.now}: ${why}\n--- last trace ---\n${dump}\nreplay: runSimulation(${this.seed})`);
@@ -285,7 +316,7 @@ class Simulation extends SimCluster<SimNode> {
       id: n.id,
       bootstrap: joiner ? { voters: [], learners: [] } : this.bootstrap,
       persisted: { term: n.disk.term, votedFor: n.disk.votedFor, snapshot: n.disk.snapshot, entries: n.disk.entries.slice() },
-      config: this.cfg,
+      config: this.cfgOf(n.id),
       random: n.random,
       now: this.localNow(n),
     });
@@ -385,6 +416,7 @@ class Simulation extends SimCluster<SimNode> {
   override onTrace(n: SimNode, ev: RaftTraceEvent): void {
     this.trace("", n.id, ev);
     if (ev.type === "frameRefused" && ev.reason === "sender-not-voter") this.seenDrops.set(n.id, (this.seenDrops.get(n.id) ?? 0) + 1);
+    if (ev.type === "frameRefused" && ev.reason === "too-many-entries") this.tooManyEntries++;
     if (ev.type === "frameRefused" && ev.reason === "truncate-committed") {
       this.fail(`${n.id}: was asked to truncate a committed entry`);
     }
@@ -394,9 +426,17 @@ class Simulation extends SimCluster<SimNode> {
 
   // ------------------------------------------------------------------ network
 
-  /** Every emitted frame stays within the configured budget. */
+  /** Every emitted frame stays within its sender's budget. */
   override checkFrame(from: SimNode, message: Message, frame: Uint8Array): void {
-    if (frame.length > this.cfg.maxMessageBytes) this.fail(`${from.id}: emitted a ${frame.length}-byte ${message.type} frame over the ${this.cfg.maxMessageBytes}-byte budget`);
+    const budget = this.cfgOf(from.id).maxMessageBytes;
+    if (frame.length > budget) this.fail(`${from.id}: emitted a ${frame.length}-byte ${message.type} frame over the ${budget}-byte budget`);
+  }
+
+  /** A frame longer than its receiver's own budget is dropped on arrival (only members with their own limits have one below the sender's). */
+  override frameFits(target: SimNode, frame: Uint8Array): boolean {
+    if (frame.length <= this.cfgOf(target.id).maxMessageBytes) return true;
+    this.oversizeDropped++;
+    return false;
   }
 
   // ------------------------------------------------------------------ invariants (§5.2)
@@ -838,6 +878,8 @@ class Simulation extends SimCluster<SimNode> {
       transfersFailed: this.transfersFailed,
       figure8Rounds: this.figure8Rounds,
       ...this.rm4,
+      tooManyEntries: this.tooManyEntries,
+      oversizeDropped: this.oversizeDropped,
     };
   }
 
