@@ -28,7 +28,7 @@ export { encodeMessage, decodeMessage, encodeConfig, decodeConfig, entryBytes, C
 export type { RaftTraceEvent, FrameRefusal, StepDownReason, TransferFailure } from "./raft/trace.ts";
 export { FRAME_REFUSALS } from "./raft/trace.ts";
 export type { RaftRefusal, Outcome, StorageOp, Ready, Progress, RaftCoreOptions } from "./raft/core.ts";
-export { RaftCore, validSingleStep, isLocalStep, MAX_TRACE_PER_READY } from "./raft/core.ts";
+export { RaftCore, validSingleStep, isLocalStep, MAX_TRACE_PER_READY, SHRINK_HOLD_HEARTBEATS, SILENT_PERIODS_BEFORE_SHRINK } from "./raft/core.ts";
 export type { Operation, Model, CheckResult, KvInput } from "./raft/linearizability.ts";
 export { checkLinearizable, kvModel, DEFAULT_CHECK_BUDGET } from "./raft/linearizability.ts";
 export type { RaftStorage } from "./raft/storage.ts";

@@ -15,8 +15,7 @@
  * it back, up to the limit the follower reported.
  */
 import { describe, expect, it } from "vitest";
-import { encodeMessage, raftConfig } from "../src/index.ts";
-import { SHRINK_HOLD_HEARTBEATS } from "../src/raft/core.ts";
+import { encodeMessage, raftConfig, SHRINK_HOLD_HEARTBEATS } from "../src/index.ts";
 import type { Message, RaftCore } from "../src/index.ts";
 import { kvCommand } from "./support/kv-machine.ts";
 import { isolate, Script } from "./support/script.ts";
