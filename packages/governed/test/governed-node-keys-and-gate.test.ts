@@ -4,8 +4,15 @@
  * - two calls under one key with different commands each get the answer for their own command (`keyReuse` for the
  *   second), and neither moves the gate unless its own enroll applied.
  * Both were found in review (2026-12-04); each test fails on the code before the fix.
+ * Found in a second review (2026-12-04), each failing on the code before its fix:
+ * - after a restart, an enroll(self) retried under a key a pre-boot entry carries does not open the gate from that
+ *   entry's replay (§3.9 b), and the gate follows the applied roster (a later depart of self closes it, §3.9 a);
+ * - at the idempotency window's edge, a call under a key whose record the same step forgets is answered with its
+ *   own entry's outcome, never another command's.
  */
 import { afterEach, describe, expect, it } from "vitest";
+import { encodeEnvelope } from "../src/index.ts";
+import type { ControlCommand, ProposalKey } from "../src/index.ts";
 import { r } from "./support/governed-cluster.ts";
 import { Single } from "./support/single.ts";
 
@@ -13,11 +20,22 @@ const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
   for (const f of cleanups.splice(0)) await f();
 });
-const single = (): Single => {
-  const s = new Single();
+const single = (...args: ConstructorParameters<typeof Single>): Single => {
+  const s = new Single(...args);
   cleanups.push(() => s.shutdown());
   return s;
 };
+
+/** An entry as a process of `n1` proposes it under `key` (what a previous incarnation left in the log). */
+const entryOf = (key: ProposalKey, cmd: ControlCommand): Uint8Array => encodeEnvelope({ v: 1, key, ackFloor: 0, proposer: r("n1"), cmd });
+
+/** Settles within the turns given, or reports "pending". */
+async function within<T>(s: Single, p: Promise<T>, ms: number): Promise<T | "pending"> {
+  let out: T | "pending" = "pending";
+  void p.then((v) => (out = v), () => {});
+  await s.run(ms);
+  return out;
+}
 
 describe("the writer gate (§3.9) and answers per key (§3.10)", () => {
   it("a replayed old enroll(self) after depart() does not reopen the writer gate", async () => {
@@ -46,5 +64,80 @@ describe("the writer gate (§3.9) and answers per key (§3.10)", () => {
     expect(s.gov.isWritable).toBe(false);
     // and a retry of the mint under its key still gets the mint's outcome
     expect(await s.settle(s.gov.mint(r("n1"), 100n, { key }))).toMatchObject({ kind: "applied", mintId: "mint:idem:abc:1" });
+  });
+
+  it("after a restart, an enroll(self) retried under a key of a pre-boot entry opens the gate only at its own entry", async () => {
+    // the key the daemon derives from an Idempotency-Key; the previous incarnation enrolled under it, then departed
+    const K = { client: "idem:0123456789abcdef0123456789abcdef", seq: 1 };
+    const s = single("inc-new", {
+      log: (raft) => {
+        raft.commitRaw(entryOf(K, { op: "enroll", replica: r("n1") }), K); // 1
+        const old = { client: "auto:n1:inc-old", seq: 1 };
+        raft.commitRaw(entryOf(old, { op: "depart", replica: r("n1") }), old); // 2
+        raft.replayTo(0); // the replay has not started when the client retries
+      },
+    });
+    const call = s.gov.enroll(r("n1"), { key: K }); // appended at 3
+    await s.run(5);
+    s.raft.replayTo(1); // the replay reaches the old enroll only
+    expect(await within(s, call, 20)).toBe("pending"); // its own entry (3) is not applied yet
+    expect(s.gov.controlView().appliedIndex).toBe(1);
+    expect(s.gov.isWritable).toBe(false); // §3.9(b): no write against a control state older than this boot
+    s.raft.replayTo(Number.POSITIVE_INFINITY); // the old depart (2), then the retry's own entry (3): a replay
+    expect(await s.settle(call)).toMatchObject({ kind: "applied", index: 1 });
+    expect(s.gov.controlView().appliedIndex).toBe(3);
+    expect(s.gov.enrolledReplicas().has(r("n1"))).toBe(false);
+    expect(s.gov.isWritable).toBe(false); // §3.9(a): every writer is an enrolled writer
+    // a fresh enroll(self) enrolls it again and opens the gate
+    expect(await s.settle(s.gov.enroll(r("n1")))).toMatchObject({ kind: "applied", index: 4, noop: false });
+    expect(s.gov.isWritable).toBe(true);
+  });
+
+  it("the gate follows the applied roster: a depart of self applied after the gate opened closes it", async () => {
+    const s = single();
+    expect((await s.settle(s.gov.enroll(r("n1")))).kind).toBe("applied");
+    expect(s.gov.isWritable).toBe(true);
+    // a depart of n1 by another process of it (an old incarnation still running)
+    const zombie = { client: "auto:n1:inc-old", seq: 1 };
+    s.raft.commitRaw(entryOf(zombie, { op: "depart", replica: r("n1") }), zombie);
+    await s.until(() => s.gov.controlView().appliedIndex === 2);
+    expect(s.gov.enrolledReplicas().has(r("n1"))).toBe(false);
+    expect(s.gov.isWritable).toBe(false);
+    expect(s.gov.reserve(s.gov.self as never, 1n)).toMatchObject({ ok: false, refusal: { kind: "not-writable" } });
+  });
+
+  it("at the idempotency window's edge, a call under a key the same step forgets gets its own entry's outcome", async () => {
+    const s = single("inc-A", { idempotencyWindow: 2 });
+    const K = { client: "idem:k", seq: 1 };
+    expect(await s.settle(s.gov.mint(r("h"), 100n, { key: K }))).toMatchObject({ kind: "applied", index: 1, mintId: "mint:idem:k:1" });
+    expect((await s.settle(s.gov.enroll(r("n9"), { key: { client: "ops", seq: 1 } }))).kind).toBe("applied"); // 2
+    s.raft.plan.push("stall", "stall");
+    const mint = s.gov.mint(r("h"), 100n, { key: K }); // 3: replays index 1, whose record this step's pruning forgets
+    const enroll = s.gov.enroll(r("n5"), { key: K }); // 4: another command under K, decided afresh (K is forgotten)
+    await s.run(5);
+    s.raft.commitAll();
+    const [m, en] = await s.settle(Promise.all([mint, enroll]));
+    expect(m).toMatchObject({ kind: "applied", index: 1, mintId: "mint:idem:k:1" });
+    // what index 4 did: it enrolled n5 (a window-expired key is a new act) — and that is the enroll's answer
+    expect(s.gov.enrolledReplicas().has(r("n5"))).toBe(true);
+    expect(en).toEqual({ kind: "applied", index: 4, key: K, noop: false });
+    expect(s.gov.controlView().outcomeOf(K)).toEqual(en);
+    expect(s.gov.controlView().mintedTotal()).toBe(100n);
+  });
+
+  it("an enroll(self) whose own entry applied before its propose answered is answered with that entry's outcome", async () => {
+    const s = single("inc-A", { idempotencyWindow: 2 });
+    const K = { client: "idem:self", seq: 1 };
+    expect(await s.settle(s.gov.enroll(r("n1"), { key: K }))).toMatchObject({ kind: "applied", index: 1 });
+    expect((await s.settle(s.gov.enroll(r("n9"), { key: { client: "ops", seq: 1 } }))).kind).toBe("applied"); // 2
+    s.raft.plan.push("stall");
+    const again = s.gov.enroll(r("n1"), { key: K }); // 3: replays index 1, whose record this step forgets
+    await s.run(5);
+    s.raft.commitAll({ answer: false });
+    await s.until(() => s.gov.controlView().appliedIndex === 3);
+    expect(s.gov.controlView().outcomeOf(K)).toBe("unknown"); // the record is gone: only the step knew the answer
+    s.raft.answerStalled();
+    expect(await s.settle(again, 500)).toMatchObject({ kind: "applied", index: 1 });
+    expect(s.gov.isWritable).toBe(true);
   });
 });

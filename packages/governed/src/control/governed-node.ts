@@ -19,7 +19,7 @@ import { AUTO_CLIENT_PREFIX, amountArg, callOptionsArg, claimsStringArg, edgeArg
 import type { CallOptions, ReleaseOptions } from "./call-arguments.ts";
 import { ControlState, IDEMPOTENCY_CLIENT_PREFIX } from "./control-state.ts";
 import type { AppliedStep, ControlView } from "./control-state.ts";
-import { encodeEnvelope, MAX_CONTROL_ENTRY_BYTES } from "./envelope.ts";
+import { digestOf, encodeEnvelope, MAX_CONTROL_ENTRY_BYTES } from "./envelope.ts";
 import type { ControlCommand, ControlEnvelope } from "./envelope.ts";
 import { ControlPlaneHaltedError, IncarnationReusedError, OutcomeUnknownError, shutdownError } from "./errors.ts";
 import type { Amount, ControlOutcome } from "./outcome.ts";
@@ -179,6 +179,18 @@ interface Waiter {
   readonly key: ProposalKey;
   /** The command this call proposed under `key`: another command applied under the same key is not its answer. */
   readonly cmd: ControlCommand;
+  /** `digestOf(cmd)`: an applied entry under `key` answers this call only when its command has this digest. */
+  readonly digest: string;
+  /**
+   * The index this call's propose committed at, once it answered: an entry this process appended after its boot.
+   * An `open` waiter is answered only there (§3.9 b), never by the replay of an older entry under its key.
+   */
+  own: LogIndex | null;
+  /**
+   * An `open` waiter's answers at indexes applied before its propose answered (`own` still null): the one at `own`
+   * is its answer — the step's own outcome, which the record may no longer give once the window has moved on.
+   */
+  readonly early: Map<LogIndex, ControlOutcome>;
   resolve(o: ControlOutcome): void;
   reject(e: Error): void;
   /** This process's own `enroll(self)` / `depart()`: opens / closes the writer gate when it applies. */
@@ -495,6 +507,9 @@ class GovernedNode implements GovernedHeddleNode {
       const w: Waiter = {
         key,
         cmd,
+        digest: digestOf(cmd),
+        own: null,
+        early: new Map(),
         gate,
         resolve: (outcome) =>
           finish(() => {
@@ -546,7 +561,11 @@ class GovernedNode implements GovernedHeddleNode {
             timers.clear(attemptTimer);
             abort.signal.removeEventListener("abort", stop);
           }
-          // Committed. Usually the apply step of that entry resolves the waiter. But the leader's dedup cache
+          // Committed at `committedAt`: an `open` waiter is answered there and nowhere else (§3.9 b).
+          w.own = committedAt;
+          const early = w.early.get(committedAt);
+          if (early !== undefined) return this.#answer(w, early);
+          // Usually the apply step of that entry resolves the waiter. But the leader's dedup cache
           // (R-D4) answers a retry whose key it remembers with the index of the entry that already carries it, and
           // when this node applied that entry before the retry began, no later step names the key again: once the
           // index is applied here, the outcome recorded for the key is the answer.
@@ -555,7 +574,7 @@ class GovernedNode implements GovernedHeddleNode {
           } catch {
             return; // settled meanwhile (timeout, abort), or the loop halted / shut down: the waiter was told
           }
-          if (!settled) this.#answerFromRecord(key, cmd, committedAt);
+          if (!settled) this.#answerFromRecord(key, cmd, w.digest, committedAt);
           return;
         }
       })();
@@ -563,21 +582,22 @@ class GovernedNode implements GovernedHeddleNode {
   }
 
   /**
-   * Answers the waiters of `key` from the session table once the entry at `index`, which carries `key` and `cmd`, is
-   * applied here (a retry coalesced by the leader's dedup cache, R-D4): exactly what an appended duplicate would have
-   * been answered — the recorded outcome, `stale` below the client's floor, `keyReuse` if the key was recorded for
-   * another command. Nothing recorded cannot follow an applied entry carrying the key; if it did, the waiter is left
-   * to its timeout rather than guessed at.
+   * Answers the waiters of `key` for `cmd` (digest `digest`) from the session table once the entry at `index`, which
+   * carries `key` and `cmd`, is applied here — a retry coalesced by the leader's dedup cache (R-D4), or one whose own
+   * entry applied before its propose answered: exactly what an appended duplicate would have been answered — the
+   * recorded outcome, `stale` below the client's floor, `keyReuse` if the key was recorded for another command.
+   * Nothing recorded cannot follow an applied entry carrying the key; if it did, the waiter is left to its timeout
+   * rather than guessed at.
    */
-  #answerFromRecord(key: ProposalKey, cmd: ControlCommand, index: LogIndex): void {
+  #answerFromRecord(key: ProposalKey, cmd: ControlCommand, digest: string, index: LogIndex): void {
     const o = this.#state.replayOf(key, cmd, index);
-    if (o !== null) return this.#resolve(key, o, index);
+    if (o !== null) return this.#resolve(key, o, index, digest);
     // an idem: outcome forgotten past its window while the leader's cache still pointed the retry at its entry
     // (a Raft node built without `coalesce` excluding idem: keys): say so now rather than at the caller's timeout
     if (key.client.startsWith(IDEMPOTENCY_CLIENT_PREFIX) && index <= this.#state.keyRetention().forgottenThrough) {
       const ws = this.#waiters.get(keyId(key));
       const why = `${cmd.op}: the log leader coalesced this retry with the entry at ${index}, whose outcome is older than the idempotency window (${this.#state.keyRetention().entries} entries) and forgotten; build the Raft node with coalesce excluding "${IDEMPOTENCY_CLIENT_PREFIX}" keys`;
-      for (const w of [...(ws ?? [])]) w.reject(new OutcomeUnknownError(why, key));
+      for (const w of [...(ws ?? [])]) if (w.digest === digest) w.reject(new OutcomeUnknownError(why, key));
     }
   }
 
@@ -711,18 +731,29 @@ class GovernedNode implements GovernedHeddleNode {
     for (const replica of step.enrolled) this.#sink.onEnrolled(replica);
     const key = step.envelope?.key ?? null;
     if (key !== null && key.client === this.#autoClient && key.seq >= this.#nextSeq) this.#tripped = true;
-    if (key !== null && step.outcome !== null) this.#resolve(key, step.outcome, step.index);
+    if (key !== null && step.outcome !== null) this.#resolve(key, step.outcome, step.index, digestOf(step.envelope!.cmd));
 
     if (step.kind === "install") {
       for (const [id, ws] of [...this.#waiters]) {
         const [client, seq] = id.split("\u0000") as [string, string];
-        const o = this.#state.outcomeOf({ client, seq: Number(seq) });
+        const k = { client, seq: Number(seq) };
+        const o = this.#state.outcomeOf(k);
         if (o === "unknown") continue;
-        if (o === "pruned") for (const w of [...ws]) w.reject(new OutcomeUnknownError("the outcome was pruned below its client's ackFloor", { client, seq: Number(seq) }));
-        else this.#resolve({ client, seq: Number(seq) }, o, step.index);
+        if (o === "pruned") {
+          for (const w of [...ws]) w.reject(new OutcomeUnknownError("the outcome was pruned below its client's ackFloor", k));
+          continue;
+        }
+        // the snapshot holds the outcome of whichever command came first under the key: a waiter for another
+        // command is answered by its own entry (or, when the snapshot covers it, from the record once it is applied)
+        for (const w of [...ws]) {
+          const mine = this.#state.replayOf(k, w.cmd, step.index);
+          if (mine !== null && !(mine.kind === "conflict" && mine.conflict.reason === "keyReuse")) this.#resolve(k, mine, step.index, w.digest);
+        }
       }
       this.#lastSnapshot = step.index;
     }
+    // §3.9(a): the gate follows the roster as applied — a depart of this replica (by any process of it) closes it
+    if (this.#writable && (step.kind === "install" || step.envelope?.cmd.op === "depart") && !this.#state.roster.enrolled.has(this.self)) this.#writable = false;
     // deleting the entry being visited is safe in a Set's iteration; nothing is added meanwhile (resolving a
     // promise runs no code until this step returns)
     for (const w of this.#indexWaiters) {
@@ -738,20 +769,34 @@ class GovernedNode implements GovernedHeddleNode {
   }
 
   /**
-   * Answers the waiters of `key` now that an outcome is recorded for it (`outcome`, at `index`). Each waiter is
-   * answered for its own command (§3.10 key misuse): two calls under one key with different commands — concurrent,
-   * or from two processes — must not both get the first one's outcome; the other gets `keyReuse`, as its own entry
-   * will. The writer gate moves only on an applied enroll/depart of this process (§3.9), and opens only while the
-   * roster holds this replica: a replayed old enroll after a depart must not reopen it.
+   * Answers the waiters of `key` whose command has digest `digest` with `outcome`, the answer at `index` to an entry
+   * carrying `key` and that command (§3.3 step 6). A waiter for another command under the same key (§3.10 key
+   * misuse) is not answered here but by its own entry, whose outcome can differ from any answer given now: `keyReuse`
+   * while the key's record stands, but a fresh decision when an `idem:` record is forgotten in between (even in this
+   * very step's window pruning).
+   *
+   * The writer gate (§3.9): an `open` waiter (this process's own `enroll(self)`) is answered only at the index its
+   * own propose committed at — an entry appended after this boot, so every entry committed before the boot is
+   * applied by then (b) — never by the replay of an older entry under its key; it then opens the gate only while the
+   * applied roster holds this replica (a). A `close` waiter (own `depart()`) closes it on any applied answer.
    */
-  #resolve(key: ProposalKey, outcome: ControlOutcome, index: LogIndex): void {
+  #resolve(key: ProposalKey, outcome: ControlOutcome, index: LogIndex, digest: string): void {
     const ws = this.#waiters.get(keyId(key));
     if (ws === undefined) return;
     for (const w of [...ws]) {
-      const o = this.#state.replayOf(key, w.cmd, index) ?? outcome;
-      if (o.kind === "applied" && w.gate !== null) this.#writable = w.gate === "open" && this.#state.roster.enrolled.has(this.self);
-      w.resolve(o);
+      if (w.digest !== digest) continue;
+      if (w.gate === "open" && w.own !== index) {
+        if (w.own === null) w.early.set(index, outcome);
+        continue;
+      }
+      this.#answer(w, outcome);
     }
+  }
+
+  /** Answers one waiter with `outcome`, moving the writer gate first when it is this process's enroll/depart. */
+  #answer(w: Waiter, outcome: ControlOutcome): void {
+    if (outcome.kind === "applied" && w.gate !== null) this.#writable = w.gate === "open" && this.#state.roster.enrolled.has(this.self);
+    w.resolve(outcome);
   }
 
   /** The apply loop stopped for good: every pending and later call fails with `e`. */

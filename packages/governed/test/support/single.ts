@@ -17,9 +17,22 @@ export class Single {
   readonly gov: GovernedHeddleNode;
   #x: HeddleNode | null = null;
 
-  constructor(incarnation = "inc-A") {
+  /**
+   * `o.log` runs on the stub before the governed node starts (a log a previous process left: commit entries with
+   * `raft.commitRaw`, hold the replay back with `raft.replayTo`); `o.idempotencyWindow` is passed through.
+   */
+  constructor(incarnation = "inc-A", o: { log?: (raft: StubRaft) => void; idempotencyWindow?: number } = {}) {
     this.raft = new StubRaft("n1", this.timers);
-    this.gov = heddleGoverned({ seam: this.net.join("n1"), self: r("n1"), root: g("root"), config: testConfig(this.timers, seededRandom(8), memoryStore()), raft: this.raft, incarnation });
+    o.log?.(this.raft);
+    this.gov = heddleGoverned({
+      seam: this.net.join("n1"),
+      self: r("n1"),
+      root: g("root"),
+      config: testConfig(this.timers, seededRandom(8), memoryStore()),
+      raft: this.raft,
+      incarnation,
+      ...(o.idempotencyWindow === undefined ? {} : { idempotencyWindow: o.idempotencyWindow }),
+    });
   }
 
   /** A static peer (empty genesis, as governed peers have) whose `controlSink().publish` gossips any patch. */

@@ -2,7 +2,8 @@
  * A scripted single-member `RaftNode` for control-plane tests that need Raft to misbehave on cue (§5.4 C4, C6, C7):
  * every call is counted; each `propose` follows the next step of a plan — commit, stall (append, never commit or
  * answer until released), append-then-lose (append uncommitted, reject `LeadershipLostError`), or hang (append
- * nothing, never answer). Committed entries reach `committedFrom` in index order, like the real driver.
+ * nothing, never answer). Committed entries reach `committedFrom` in index order, like the real driver — no further
+ * than `replayTo` allows, which stands in for a slow replay after a restart.
  */
 import { WatchCell } from "@heddle/seam";
 import type { Timers } from "@heddle/node";
@@ -27,6 +28,8 @@ export class StubRaft implements RaftNode {
   readonly plan: ProposeStep[] = [];
   readonly snapshots: { throughIndex: LogIndex; state: Uint8Array }[] = [];
   #committed = 0;
+  /** `committedFrom` hands out committed entries only up to this index (see `replayTo`). */
+  #replayThrough = Number.POSITIVE_INFINITY;
   #closed = false;
   readonly #timers: Timers;
   readonly #wake = new Set<() => void>();
@@ -56,11 +59,30 @@ export class StubRaft implements RaftNode {
     return e;
   }
 
-  /** Commits every appended entry (held ones included) and answers stalled proposals. */
-  commitAll(): void {
+  /**
+   * Commits every appended entry (held ones included) and answers stalled proposals — unless `answer` is false:
+   * then they stay unanswered (the commit reached `committedFrom` before the proposer heard of it) until
+   * `answerStalled()`.
+   */
+  commitAll(o: { answer?: boolean } = {}): void {
     this.#committed = this.log.length;
     this.commitIndex.set(this.#committed);
+    if (o.answer !== false) this.answerStalled();
+    for (const w of [...this.#wake]) w();
+    this.#wake.clear();
+  }
+
+  /** Answers every stalled proposal with the index it was appended at. */
+  answerStalled(): void {
     for (const s of this.#stalled.splice(0)) s.resolve({ index: s.index, term: 1 });
+  }
+
+  /**
+   * Lets `committedFrom` hand out committed entries only up to `index` from now on (`Infinity`: all): a replay
+   * that has not caught up with the commit index yet, as after a restart over a long log.
+   */
+  replayTo(index: LogIndex): void {
+    this.#replayThrough = index;
     for (const w of [...this.#wake]) w();
     this.#wake.clear();
   }
@@ -108,7 +130,7 @@ export class StubRaft implements RaftNode {
           async next(): Promise<IteratorResult<Committed>> {
             for (;;) {
               if (self.#closed) return { done: true, value: undefined };
-              if (next <= self.#committed) {
+              if (next <= self.#committed && next <= self.#replayThrough) {
                 const e = self.log[next - 1]!;
                 next++;
                 return { done: false, value: { kind: "entry", entry: e } };
