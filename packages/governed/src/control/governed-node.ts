@@ -12,7 +12,7 @@ import { CLAIM_GUARANTEES } from "@heddle/claims";
 import type { ClaimsOptions, ClaimsTable, TakeRequest } from "@heddle/claims";
 import { heddleStatic, WatchCell } from "@heddle/node";
 import type { ControlSink, HeddleConfig, HeddleNode, Seam, Watch } from "@heddle/node";
-import { LeadershipLostError, NodeShutdownError, NotLeaderError } from "../raft/errors.ts";
+import { LeadershipLostError, NodeShutdownError, NotLeaderError, PayloadTooLargeError } from "../raft/errors.ts";
 import type { ControlLog } from "./control-log.ts";
 import type { Committed, LogIndex, ProposalKey } from "../raft/types.ts";
 import { AUTO_CLIENT_PREFIX, amountArg, callOptionsArg, claimsStringArg, edgeArg, groupArg, recordArg, releaseTokenArg, replicaArg, takeArg } from "./call-arguments.ts";
@@ -28,8 +28,9 @@ import type { RosterView } from "./roster.ts";
 /** How long a control call or `sync()` waits, when the caller gives no `timeoutMs`. */
 export const DEFAULT_CALL_TIMEOUT_MS = 30_000;
 /**
- * Propose attempts per call on a retryable Raft refusal (governed.md §4.1 `proposeRetries`), counted per distinct
- * leader: re-proposing to the same leader (or while none is known) waits, with backoff, and does not use one up.
+ * Propose attempts per call (governed.md §3.10 "up to 5 attempts", §4.1 `proposeRetries`): every propose counts —
+ * refused as retryable or left unanswered for {@link PROPOSE_ATTEMPT_TIMEOUT_MS} — whichever leader it went to; when
+ * the last one fails the call rejects `OutcomeUnknownError` (retry with its key).
  */
 export const PROPOSE_ATTEMPTS = 5;
 /**
@@ -528,17 +529,11 @@ class GovernedNode implements GovernedHeddleNode {
       // a keyed retry proposes again even when its outcome is already applied here: the duplicate entry is
       // ordered after this call began and applies as a replay of the recorded outcome (§3.3 step 5)
       void (async () => {
-        // Attempts are counted per leader: a re-proposal to the leader that just refused (or to none) waits and
-        // retries without using one up, so a minority member keeps its call pending instead of burning its
-        // attempts on bounces; PROPOSE_ATTEMPTS distinct leaders losing it ends the call as unknown.
-        let attempts = 0;
-        let counted: string | null = null;
-        for (let round = 0; !settled; round++) {
-          const leader = this.#raft.leader.get();
-          if (attempts === 0 || (leader !== null && leader !== counted)) {
-            attempts++;
-            counted = leader;
-          }
+        // Every propose is an attempt (§3.10: up to PROPOSE_ATTEMPTS), whichever leader it reached: a member cut
+        // off in a minority ends its call as unknown once they are spent rather than re-proposing until its timeout.
+        // `landed`: an earlier attempt may have appended the entry (refused as retryable, or never answered).
+        let landed = false;
+        for (let attempt = 1; !settled; attempt++) {
           // one attempt: a forward lost on the way (or its answer) never answers, so an attempt is bounded too
           const attemptAbort = new AbortController();
           const stop = (): void => attemptAbort.abort(CALL_SETTLED);
@@ -551,11 +546,18 @@ class GovernedNode implements GovernedHeddleNode {
             if (settled) return;
             if (this.#shut) return w.reject(shutdownError(key));
             const unanswered = attemptAbort.signal.aborted && !abort.signal.aborted;
-            if (!(unanswered || e instanceof LeadershipLostError || e instanceof NotLeaderError)) return unknown(`propose failed (${(e as Error).name}: ${(e as Error).message})`, e);
-            if (attempts >= PROPOSE_ATTEMPTS && this.#raft.leader.get() !== counted && this.#raft.leader.get() !== null) {
-              return unknown(`${PROPOSE_ATTEMPTS} leaders in turn lost the proposal`, e);
+            if (e instanceof PayloadTooLargeError && !landed) {
+              // refused before anything was appended (R-R7), and the bytes never change: a definite refusal, so the
+              // seq this call allocated no longer holds the ackFloor down
+              if (auto) this.#openSeqs.delete(key.seq);
+              return w.reject(
+                new PayloadTooLargeError(`${cmd.op}: the ${bytes.length}-byte entry cannot fit one frame of the control log's transport; nothing was appended — make the command smaller, or raise the Raft node's message size limit`, { cause: e }),
+              );
             }
-            if (!unanswered) await new Promise<void>((r) => timers.set(r, Math.min(PROPOSE_RETRY_BACKOFF_MS * 2 ** Math.min(round, 6), PROPOSE_ATTEMPT_TIMEOUT_MS)));
+            if (!(unanswered || e instanceof LeadershipLostError || e instanceof NotLeaderError)) return unknown(`propose failed (${(e as Error).name}: ${(e as Error).message})`, e);
+            landed = true;
+            if (attempt >= PROPOSE_ATTEMPTS) return unknown(`all ${PROPOSE_ATTEMPTS} propose attempts were refused or went unanswered`, e);
+            if (!unanswered) await new Promise<void>((r) => timers.set(r, Math.min(PROPOSE_RETRY_BACKOFF_MS * 2 ** Math.min(attempt - 1, 6), PROPOSE_ATTEMPT_TIMEOUT_MS)));
             continue; // re-propose under the same key
           } finally {
             timers.clear(attemptTimer);

@@ -37,8 +37,11 @@ export class LeadershipTransferError extends Error {
   }
 }
 
-/** The command cannot fit one frame; raised before anything is appended (R-R7). */
-export class PayloadTooLargeError extends Error {
+/**
+ * The command cannot fit one frame; raised before anything is appended (R-R7). A `RangeError`: like an argument
+ * refused before proposing (governed.md §2.2), it is a definite "not applied" — make the command smaller.
+ */
+export class PayloadTooLargeError extends RangeError {
   override readonly name = "PayloadTooLargeError";
 }
 

@@ -1,17 +1,18 @@
 /**
  * A scripted single-member `RaftNode` for control-plane tests that need Raft to misbehave on cue (§5.4 C4, C6, C7):
  * every call is counted; each `propose` follows the next step of a plan — commit, stall (append, never commit or
- * answer until released), append-then-lose (append uncommitted, reject `LeadershipLostError`), or hang (append
- * nothing, never answer). Committed entries reach `committedFrom` in index order, like the real driver — no further
- * than `replayTo` allows, which stands in for a slow replay after a restart.
+ * answer until released), append-then-lose (append uncommitted, reject `LeadershipLostError`), hang (append
+ * nothing, never answer), or too-large (append nothing, reject `PayloadTooLargeError`). Committed entries reach
+ * `committedFrom` in index order, like the real driver — no further than `replayTo` allows, which stands in for a
+ * slow replay after a restart.
  */
 import { WatchCell } from "@heddle/seam";
 import type { Timers } from "@heddle/node";
-import { LeadershipLostError, NodeShutdownError, ProposalAbortedError } from "../../src/index.ts";
+import { LeadershipLostError, NodeShutdownError, PayloadTooLargeError, ProposalAbortedError } from "../../src/index.ts";
 import type { ClusterConfig, Committed, LogEntry, LogIndex, ProposalKey, RaftNode, RaftTraceEvent, Role } from "../../src/index.ts";
 
 /** What the next `propose` does. */
-export type ProposeStep = "commit" | "stall" | "append-then-lose" | "hang";
+export type ProposeStep = "commit" | "stall" | "append-then-lose" | "hang" | "too-large";
 
 export class StubRaft implements RaftNode {
   readonly id: string;
@@ -116,6 +117,8 @@ export class StubRaft implements RaftNode {
           return reject(new LeadershipLostError("leadership was lost before the request was confirmed; it may still commit"));
         case "hang":
           return;
+        case "too-large":
+          return reject(new PayloadTooLargeError("the command cannot fit one frame"));
       }
     });
   }

@@ -1,0 +1,61 @@
+/**
+ * A control call's propose attempts (governed.md §3.10 "up to 5 attempts", §4.1 `proposeRetries`), on one member
+ * over a stub log. Found in review (2026-12-04), each test failing on the code before its fix:
+ * - attempts were counted per distinct leader, so a member whose leader never changed re-proposed until the call's
+ *   timeout; now every attempt counts and the fifth failure ends the call as unknown;
+ * - a `PayloadTooLargeError` from the log (refused before anything was appended, R-R7) was reported as
+ *   `OutcomeUnknownError` and left the auto seq open, holding every later entry's ackFloor down for good.
+ */
+import { afterEach, describe, expect, it } from "vitest";
+import { decodeEntry, OutcomeUnknownError, PayloadTooLargeError, PROPOSE_ATTEMPTS, PROPOSE_ATTEMPT_TIMEOUT_MS } from "../src/index.ts";
+import type { ControlEnvelope } from "../src/index.ts";
+import { r } from "./support/governed-cluster.ts";
+import { Single } from "./support/single.ts";
+
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const f of cleanups.splice(0)) await f();
+});
+const single = (): Single => {
+  const s = new Single();
+  cleanups.push(() => s.shutdown());
+  return s;
+};
+
+const envelopeAt = (s: Single, index: number): ControlEnvelope => {
+  const d = decodeEntry(s.raft.log[index - 1]!.command);
+  if (d.kind !== "control") throw new Error(`entry ${index} is not a control entry`);
+  return d.envelope;
+};
+
+describe("propose attempts (§3.10)", () => {
+  it(`a call whose every attempt goes unanswered ends as unknown after ${PROPOSE_ATTEMPTS} attempts, the leader unchanged`, async () => {
+    const s = single();
+    for (let i = 0; i < PROPOSE_ATTEMPTS + 3; i++) s.raft.plan.push("hang");
+    const timeoutMs = 10 * PROPOSE_ATTEMPTS * PROPOSE_ATTEMPT_TIMEOUT_MS;
+    const call = s.gov.mint(r("h"), 100n, { timeoutMs });
+    const start = s.timers.now();
+    const err = await s.settle(call, timeoutMs + 1_000).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(OutcomeUnknownError);
+    expect((err as OutcomeUnknownError).key).toMatchObject({ seq: 1 });
+    expect(s.raft.calls.get("propose")).toBe(PROPOSE_ATTEMPTS);
+    // ended by the spent attempts, long before the call's own timeout
+    expect(s.timers.now() - start).toBeLessThan(timeoutMs / 2);
+    expect(s.raft.leader.get()).toBe("n1");
+  });
+
+  it("a PayloadTooLargeError from the log is a definite refusal that frees the auto seq", async () => {
+    const s = single();
+    s.raft.plan.push("too-large");
+    const err = await s.settle(s.gov.mint(r("h"), 100n)).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(PayloadTooLargeError);
+    expect(err).not.toBeInstanceOf(OutcomeUnknownError);
+    expect(err).toBeInstanceOf(RangeError); // what §2.2 (and the daemon's 400) make of an act refused before proposing
+    expect(s.raft.calls.get("propose")).toBe(1); // not retried
+    expect(s.raft.log).toHaveLength(0);
+    // the next call's ackFloor is its own seq: seq 1 no longer holds it down
+    expect(await s.settle(s.gov.mint(r("h"), 100n))).toMatchObject({ kind: "applied", index: 1 });
+    expect(envelopeAt(s, 1)).toMatchObject({ key: { seq: 2 }, ackFloor: 2 });
+    expect(s.gov.controlView().mintedTotal()).toBe(100n);
+  });
+});
