@@ -2,12 +2,13 @@
  * A control call's propose attempts (governed.md §3.10 "up to 5 attempts", §4.1 `proposeRetries`), on one member
  * over a stub log. Found in review (2026-12-04), each test failing on the code before its fix:
  * - attempts were counted per distinct leader, so a member whose leader never changed re-proposed until the call's
- *   timeout; now every attempt counts and the fifth failure ends the call as unknown;
+ *   timeout; now every attempt counts and the fifth failure ends the call as unknown — with refusals from a leader
+ *   that stays the known one spaced like unanswered attempts, so bounces do not spend them in milliseconds;
  * - a `PayloadTooLargeError` from the log (refused before anything was appended, R-R7) was reported as
  *   `OutcomeUnknownError` and left the auto seq open, holding every later entry's ackFloor down for good.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { decodeEntry, OutcomeUnknownError, PayloadTooLargeError, PROPOSE_ATTEMPTS, PROPOSE_ATTEMPT_TIMEOUT_MS } from "../src/index.ts";
+import { decodeEntry, OutcomeUnknownError, PayloadTooLargeError, PROPOSE_ATTEMPTS, PROPOSE_ATTEMPT_TIMEOUT_MS, PROPOSE_RETRY_BACKOFF_MS } from "../src/index.ts";
 import type { ControlEnvelope } from "../src/index.ts";
 import { r } from "./support/governed-cluster.ts";
 import { Single } from "./support/single.ts";
@@ -42,6 +43,34 @@ describe("propose attempts (§3.10)", () => {
     // ended by the spent attempts, long before the call's own timeout
     expect(s.timers.now() - start).toBeLessThan(timeoutMs / 2);
     expect(s.raft.leader.get()).toBe("n1");
+  });
+
+  it("refusals from a leader that stays the known one are spaced by the attempt timeout, and still end after the cap", async () => {
+    const s = single();
+    for (let i = 0; i < PROPOSE_ATTEMPTS + 3; i++) s.raft.plan.push("append-then-lose");
+    const start = s.timers.now();
+    const call = s.gov.mint(r("h"), 100n, { timeoutMs: 20 * PROPOSE_ATTEMPT_TIMEOUT_MS });
+    void call.catch(() => {});
+    await s.run(PROPOSE_ATTEMPT_TIMEOUT_MS / 2);
+    expect(s.raft.calls.get("propose")).toBe(1); // not re-proposed every backoff step
+    const err = await s.settle(call, 20 * PROPOSE_ATTEMPT_TIMEOUT_MS).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(OutcomeUnknownError);
+    expect(s.raft.calls.get("propose")).toBe(PROPOSE_ATTEMPTS);
+    expect(s.timers.now() - start).toBeGreaterThanOrEqual((PROPOSE_ATTEMPTS - 1) * PROPOSE_ATTEMPT_TIMEOUT_MS);
+  });
+
+  it("after a refusal, a newly known leader gets the retry at once", async () => {
+    const s = single();
+    s.raft.plan.push("append-then-lose");
+    const call = s.gov.mint(r("h"), 100n);
+    await s.run(1);
+    expect(s.raft.calls.get("propose")).toBe(1);
+    s.raft.leader.set("n2"); // (the stub still appends and commits the retry itself)
+    await s.run(2 * PROPOSE_RETRY_BACKOFF_MS);
+    expect(s.raft.calls.get("propose")).toBe(2);
+    // the first attempt's entry commits too: both apply, the second as a replay
+    expect(await s.settle(call)).toMatchObject({ kind: "applied", index: 1 });
+    expect(s.gov.controlView().mintedTotal()).toBe(100n);
   });
 
   it("a PayloadTooLargeError from the log is a definite refusal that frees the auto seq", async () => {

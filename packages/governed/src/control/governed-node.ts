@@ -30,7 +30,8 @@ export const DEFAULT_CALL_TIMEOUT_MS = 30_000;
 /**
  * Propose attempts per call (governed.md §3.10 "up to 5 attempts", §4.1 `proposeRetries`): every propose counts —
  * refused as retryable or left unanswered for {@link PROPOSE_ATTEMPT_TIMEOUT_MS} — whichever leader it went to; when
- * the last one fails the call rejects `OutcomeUnknownError` (retry with its key).
+ * the last one fails the call rejects `OutcomeUnknownError` (retry with its key). Not counted: one that fails while
+ * the log reports itself unreachable (`ControlLog.available` false), which reached no leader.
  */
 export const PROPOSE_ATTEMPTS = 5;
 /**
@@ -38,7 +39,10 @@ export const PROPOSE_ATTEMPTS = 5;
  * forward lost on the way is never answered, R-F4). The duplicate, if both commit, applies as a replay.
  */
 export const PROPOSE_ATTEMPT_TIMEOUT_MS = 2_000;
-/** First pause before re-proposing after a retryable refusal; doubles per round, capped at the attempt timeout. */
+/**
+ * Shortest pause before re-proposing after a retryable refusal; longer while the leader that refused is still the one
+ * known (up to the attempt timeout since that attempt began, see `#retryPause`).
+ */
 export const PROPOSE_RETRY_BACKOFF_MS = 25;
 /**
  * Applied indexes between two `ControlState` snapshots (R-S4) by default. The control log is low-rate, so a
@@ -529,11 +533,16 @@ class GovernedNode implements GovernedHeddleNode {
       // a keyed retry proposes again even when its outcome is already applied here: the duplicate entry is
       // ordered after this call began and applies as a replay of the recorded outcome (§3.3 step 5)
       void (async () => {
-        // Every propose is an attempt (§3.10: up to PROPOSE_ATTEMPTS), whichever leader it reached: a member cut
-        // off in a minority ends its call as unknown once they are spent rather than re-proposing until its timeout.
+        // Every failed propose is an attempt (§3.10: up to PROPOSE_ATTEMPTS), whichever leader it went to, so a
+        // member cut off in a minority ends its call as unknown once they are spent instead of re-proposing until
+        // its timeout — except one made while the log reports it cannot reach its consensus service at all
+        // (`available` false, etcd): that reached no leader, and the call rides the outage out until its timeout.
         // `landed`: an earlier attempt may have appended the entry (refused as retryable, or never answered).
         let landed = false;
-        for (let attempt = 1; !settled; attempt++) {
+        let attempts = 0;
+        while (!settled) {
+          const target = this.#raft.leader.get();
+          const began = timers.now();
           // one attempt: a forward lost on the way (or its answer) never answers, so an attempt is bounded too
           const attemptAbort = new AbortController();
           const stop = (): void => attemptAbort.abort(CALL_SETTLED);
@@ -556,8 +565,10 @@ class GovernedNode implements GovernedHeddleNode {
             }
             if (!(unanswered || e instanceof LeadershipLostError || e instanceof NotLeaderError)) return unknown(`propose failed (${(e as Error).name}: ${(e as Error).message})`, e);
             landed = true;
-            if (attempt >= PROPOSE_ATTEMPTS) return unknown(`all ${PROPOSE_ATTEMPTS} propose attempts were refused or went unanswered`, e);
-            if (!unanswered) await new Promise<void>((r) => timers.set(r, Math.min(PROPOSE_RETRY_BACKOFF_MS * 2 ** Math.min(attempt - 1, 6), PROPOSE_ATTEMPT_TIMEOUT_MS)));
+            if (this.#raft.available?.get() !== false && ++attempts >= PROPOSE_ATTEMPTS) {
+              return unknown(`all ${PROPOSE_ATTEMPTS} propose attempts were refused or went unanswered`, e);
+            }
+            if (!unanswered) await this.#retryPause(target, began, abort.signal);
             continue; // re-propose under the same key
           } finally {
             timers.clear(attemptTimer);
@@ -580,6 +591,38 @@ class GovernedNode implements GovernedHeddleNode {
           return;
         }
       })();
+    });
+  }
+
+  /**
+   * The pause before re-proposing after a retryable refusal of an attempt that began at `began` and went to
+   * `refused` (the leader known then): at least {@link PROPOSE_RETRY_BACKOFF_MS}; then at once if another leader is
+   * known (or the log just became reachable again), else until one is or the attempt's
+   * {@link PROPOSE_ATTEMPT_TIMEOUT_MS} has passed — so bounces off a leader that keeps refusing (or a stale one) are
+   * spaced like unanswered attempts and do not spend the call's attempts in a few milliseconds. Ends early on abort.
+   */
+  #retryPause(refused: string | null, began: number, signal: AbortSignal): Promise<void> {
+    const timers = this.#opts.config.timers;
+    const moved = (): boolean => {
+      const l = this.#raft.leader.get();
+      return l !== null && l !== refused;
+    };
+    return new Promise<void>((resolve) => {
+      const offs: (() => void)[] = [];
+      let timer = timers.set(() => {
+        if (moved()) return done();
+        timer = timers.set(done, Math.max(0, began + PROPOSE_ATTEMPT_TIMEOUT_MS - timers.now()));
+        offs.push(this.#raft.leader.subscribe(() => (moved() ? done() : undefined)));
+        if (this.#raft.available !== undefined) offs.push(this.#raft.available.subscribe((up) => (up ? done() : undefined)));
+      }, PROPOSE_RETRY_BACKOFF_MS);
+      function done(): void {
+        timers.clear(timer);
+        for (const off of offs.splice(0)) off();
+        signal.removeEventListener("abort", done);
+        resolve();
+      }
+      if (signal.aborted) return done();
+      signal.addEventListener("abort", done, { once: true });
     });
   }
 
