@@ -203,6 +203,8 @@ export class Node implements HeddleNode {
   readonly #channels: Seam[];
   readonly #table: ReservationTable;
   readonly #events = new EventChannel<NodeEvent>();
+  /** A store failure whose `persist-failed` event is not emitted yet (see #failClosed). */
+  #failure: { readonly error: unknown } | null = null;
   readonly #enrolled = new Set<ReplicaId>();
   readonly #offsets = new Map<AttachmentId, { parent: GroupId; offset: Rational }>();
   readonly #observed = new Map<AttachmentId, { parent: GroupId; demanding: boolean }>();
@@ -567,8 +569,11 @@ export class Node implements HeddleNode {
    */
   #apply(e: Effect): boolean {
     const own: PatchRow[] = e.patch === null ? [] : [{ origin: "own", body: patchBytes(e.patch) }];
-    if (!this.#commit({ patches: own, ...(e.reservations?.transaction ?? {}) })) {
+    if (!this.#commit({ patches: own, ...(e.reservations?.transaction ?? {}) }, { deferFailure: true })) {
+      // roll back before anyone hears of the failure: a persist-failed listener that reads the ledger (or throws)
+      // must find the node as it was, not inside the failed transaction (§9.4: failing closed installs nothing)
       e.tx?.rollback();
+      this.#emitFailure();
       return false;
     }
     e.tx?.commit();
@@ -586,7 +591,7 @@ export class Node implements HeddleNode {
    * One durable store transaction with `tx` plus the inbound values merged since the last commit (as one
    * `merged` row holding their effective deltas — never the whole state). On failure the node fails closed.
    */
-  #commit(tx: StoreTx): boolean {
+  #commit(tx: StoreTx, o: { deferFailure?: boolean } = {}): boolean {
     if (this.#failed || this.#shut) return false;
     const patches: PatchRow[] = [...(tx.patches ?? [])];
     const merged = this.#merged;
@@ -596,6 +601,7 @@ export class Node implements HeddleNode {
       this.#p.store.commit({ ...tx, patches });
     } catch (error) {
       this.#failClosed(error);
+      if (o.deferFailure !== true) this.#emitFailure();
       return false;
     }
     this.#merged = null;
@@ -621,6 +627,7 @@ export class Node implements HeddleNode {
       this.#p.store.compact(state);
     } catch (error) {
       this.#failClosed(error);
+      this.#emitFailure();
       return;
     }
     this.#merged = null;
@@ -630,11 +637,20 @@ export class Node implements HeddleNode {
     this.#counters.compactions++;
   }
 
+  /** Fails the node closed; the `persist-failed` event waits for {@link HeddleNode.#emitFailure}, once nothing is half done. */
   #failClosed(error: unknown): void {
     this.#counters.commitFailures++;
     if (this.#failed) return;
     this.#failed = true;
-    this.#events.emit({ kind: "persist-failed", error });
+    this.#failure = { error };
+  }
+
+  /** Emits the `persist-failed` event of a failure not yet told (once). */
+  #emitFailure(): void {
+    const f = this.#failure;
+    if (f === null) return;
+    this.#failure = null;
+    this.#events.emit({ kind: "persist-failed", error: f.error });
   }
 
   // ---- replication events ----------------------------------------------------------------------
