@@ -4,7 +4,8 @@ import type { RejectReason } from "../rejection.ts";
 import type { AckInfo, DeltaMessage, LedgerMessage, StateMessage } from "./messages.ts";
 
 /**
- * The ledger channel's frames (node.md §4.1 ⟨1.1⟩): a compact, versioned binary encoding. The ledger's
+ * The ledger channel's frames: a compact, versioned binary encoding — a deliberate deviation from node.md §4.1,
+ * which specifies canonical JSON frames with `v: 1` (see the package README: no ⟨1.1⟩ amendment covers it). The ledger's
  * canonical JSON stays the format for storage and hashing; on the wire every frame is
  *
  *     u8 version=2 · u8 kind · 8 bytes genesis digest · 4 bytes author tag · fields (LEB128 varints) · [ledger value]
