@@ -75,6 +75,18 @@ export class Rational {
     return l < r ? -1 : l > r ? 1 : 0;
   }
 
+  /**
+   * Compares by the exact (unchecked) cross products; never throws. For the gauge join (ledger.md
+   * §3.8) and anything else that only picks one of two existing values: no new number is created,
+   * so there is nothing to overflow, and a join that threw on some operands would depend on merge
+   * order (README "Deviations"). Arithmetic that creates a value keeps the checked `compare`.
+   */
+  compareExact(o: Rational): -1 | 0 | 1 {
+    const l = this.num * o.den;
+    const r = o.num * this.den;
+    return l < r ? -1 : l > r ? 1 : 0;
+  }
+
   /** Field equality; never throws. */
   equals(o: Rational): boolean {
     return this.num === o.num && this.den === o.den;
@@ -95,6 +107,11 @@ export class Rational {
   /** `a` if `a ≥ b`, else `b` (may throw on overflow, like `compare`). */
   static max(a: Rational, b: Rational): Rational {
     return a.compare(b) >= 0 ? a : b;
+  }
+
+  /** `a` if `a ≥ b`, else `b`, compared exactly (`compareExact`); never throws. The gauge join's max. */
+  static maxExact(a: Rational, b: Rational): Rational {
+    return a.compareExact(b) >= 0 ? a : b;
   }
 
   /** `u` service units as virtual time at weight `w`: `of(u × w.den, w.num)`, checked. */

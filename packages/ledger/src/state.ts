@@ -133,9 +133,14 @@ export function unionRecords(
   return added ? Object.freeze(out) : a;
 }
 
-/** Componentwise gauge join (ledger.md §3.8); returns `a` when `b` adds nothing. */
+/**
+ * Componentwise gauge join (ledger.md §3.8); returns `a` when `b` adds nothing. The floors are
+ * compared exactly, not with §3.4's checked `compare`: the join only picks an operand, and a checked
+ * compare throws on some in-range pairs (2^40 vs 1/2^40) but not others, which made the join
+ * non-associative and merge-order dependent (README "Deviations"). Never throws.
+ */
 export function joinGauges(a: Gauge, b: Gauge): Gauge {
-  const floor = Rational.max(a.floor, b.floor);
+  const floor = Rational.maxExact(a.floor, b.floor);
   const folded = a.folded >= b.folded ? a.folded : b.folded;
   if (floor === a.floor && folded === a.folded) return a;
   if (floor === b.floor && folded === b.folded) return b;
@@ -185,8 +190,9 @@ export function joinInto(dst: State, src: State, owned: Set<object> | "all", obs
     return m;
   };
 
-  // Gauge joins compare rationals, which can throw LedgerOverflowError; compute them before any
-  // write so a throwing join leaves `dst` untouched (ledger.md §2.3).
+  // Gauge joins are computed first and written last. They no longer throw (floors compare exactly),
+  // so the join as a whole is total; the order is kept so nothing else needs to change if a
+  // component ever gains a join that can fail.
   const gaugeUpdates: [AttachmentId, Gauge, Gauge | undefined][] = [];
   for (const [id, g] of src.gauges) {
     const cur = dst.gauges.get(id);

@@ -239,7 +239,37 @@ const recordArb: fc.Arbitrary<RecordSpec> = fc
   .filter(([p, c]) => p !== c)
   .map(([p, c, [n, d]]) => [p, c, n, d] as const);
 
-function stateSpecWith(units: fc.Arbitrary<bigint>): fc.Arbitrary<StateSpec> {
+/** The small floors of §12's pools: numerators −50…1000 over denominators 1…6 (reads stay in range). */
+const smallFloor: fc.Arbitrary<readonly [bigint, bigint]> = fc.tuple(
+  fc.bigInt({ min: -50n, max: 1000n }),
+  fc.bigInt({ min: 1n, max: 6n }),
+);
+
+/**
+ * Floors across the whole decodable range (§2.1: num −MAX…MAX, den 1…MAX): small ones, int64-sized
+ * numerators and denominators, powers of two whose cross products leave I64, and near neighbours
+ * (2^40 vs 1/2^40 is the case where a checked compare throws in one merge order only). Any pair of
+ * these must still join (§3.8, README "Deviations").
+ */
+export const extremeFloorArb: fc.Arbitrary<readonly [bigint, bigint]> = fc.oneof(
+  smallFloor,
+  fc.tuple(
+    fc.oneof(
+      fc.constantFrom(0n, 1n, -1n, 2n, MAX_I64, -MAX_I64, MAX_I64 - 1n, 1n << 40n, -(1n << 40n), 1n << 62n, -(1n << 62n)),
+      fc.bigInt({ min: -MAX_I64, max: MAX_I64 }),
+    ),
+    fc.oneof(
+      fc.constantFrom(1n, 2n, 3n, 1n << 40n, 1n << 62n, MAX_I64, MAX_I64 - 1n),
+      fc.bigInt({ min: 1n, max: MAX_I64 }),
+    ),
+  ),
+);
+
+function stateSpecWith(
+  units: fc.Arbitrary<bigint>,
+  floor: fc.Arbitrary<readonly [bigint, bigint]> = smallFloor,
+  folded: fc.Arbitrary<bigint> = smallUnits,
+): fc.Arbitrary<StateSpec> {
   return fc.record({
     records: fc.dictionary(oneOf(POOL.edges), fc.array(recordArb, { minLength: 1, maxLength: 2 }), {
       maxKeys: 3,
@@ -257,7 +287,7 @@ function stateSpecWith(units: fc.Arbitrary<bigint>): fc.Arbitrary<StateSpec> {
     lifecycle: fc.dictionary(oneOf(POOL.edges), oneOf(LIFECYCLES), { maxKeys: 3 }),
     gauges: fc.dictionary(
       oneOf(POOL.edges),
-      fc.tuple(fc.bigInt({ min: -50n, max: 1000n }), fc.bigInt({ min: 1n, max: 6n }), smallUnits),
+      fc.tuple(floor, folded).map(([[n, d], f]) => [n, d, f] as const),
       { maxKeys: 3 },
     ),
   });
@@ -272,6 +302,15 @@ export const stateSpecArb: fc.Arbitrary<StateSpec> = stateSpecWith(smallUnits);
 
 /** Random states whose counters and mints are often near 2^63 − 1. */
 export const bigStateSpecArb: fc.Arbitrary<StateSpec> = stateSpecWith(bigUnits);
+
+/**
+ * Random states whose gauge floors span the whole decodable range (`extremeFloorArb`) and whose
+ * counters are often near 2^63 − 1: the join must stay total and a semilattice on all of them.
+ */
+export const extremeStateSpecArb: fc.Arbitrary<StateSpec> = stateSpecWith(bigUnits, extremeFloorArb, bigUnits);
+
+/** A random ledger from `extremeStateSpecArb`. */
+export const extremeLedgerArb: fc.Arbitrary<EntitlementLedger> = extremeStateSpecArb.map(state);
 
 /** A random ledger built by decoding the canonical text of a random state description. */
 export const ledgerArb: fc.Arbitrary<EntitlementLedger> = stateSpecArb.map(state);

@@ -182,18 +182,24 @@ describe("LedgerReplica mutators agree with the immutable value (§4.4 threading
   });
 });
 
-describe("§2.3 a LedgerOverflowError leaves the state untouched", () => {
-  // floor (2^62)/1 joined with floor 1/2: compare's cross product 2^62 × 2 leaves I64 (§3.4),
-  // so the gauge join — and with it the whole join — throws.
+describe("§3.8 the gauge join is total (README 'Deviations')", () => {
+  // floor (2^62)/1 joined with floor 1/2: a checked compare's cross product 2^62 × 2 leaves I64
+  // (§3.4). This used to make the whole join throw — pinned here as intended — but whether a
+  // checked compare throws depends on which operands meet first (2^40 vs 1/2^40 throws, 2 vs
+  // either does not), so the join was not associative and replicas that merged the same frames in
+  // different orders split for good. The join only picks an operand, so it now compares exactly.
   const base = `{${F},"issued":[["e",[["alice","1"]]]],"gauges":[["e",["${1n << 62n}","1","0"]]]}`;
   const patch = `{${F},"issued":[["e",[["alice","7"]]]],"gauges":[["e",["1","2","0"]]]}`;
+  const want = `{${F},"issued":[["e",[["alice","7"]]]],"gauges":[["e",["${1n << 62n}","1","0"]]]}`;
 
-  it("§2.3 the immutable join throws and its operands are unchanged (reference behaviour)", () => {
+  it("§3.8 the immutable join keeps the larger floor in either order and leaves its operands unchanged", () => {
     const a = decode(base);
-    expect(() => a.join(decode(patch))).toThrow(LedgerOverflowError);
+    const b = decode(patch);
+    expect(a.join(b).encode()).toBe(want);
+    expect(b.join(a).encode()).toBe(want);
     expect(a.encode()).toBe(decode(base).encode());
+    expect(b.encode()).toBe(decode(patch).encode());
   });
-
 });
 
 describe("§11 read contract", () => {
@@ -549,7 +555,9 @@ function expectedPatch(view: EntitlementLedger, op: readonly unknown[], captured
   };
   const putG = (e: string, g: { floor: Rational; folded: bigint }): void => {
     const cur = gauges.get(e);
-    gauges.set(e, cur === undefined ? g : { floor: Rational.max(cur.floor, g.floor), folded: cur.folded > g.folded ? cur.folded : g.folded });
+    // §3.8 join, floors compared by exact cross products (README "Deviations": the join never throws)
+    const floor = cur === undefined || g.floor.num * cur.floor.den > cur.floor.num * g.floor.den ? g.floor : cur.floor;
+    gauges.set(e, cur === undefined ? g : { floor, folded: cur.folded > g.folded ? cur.folded : g.folded });
   };
   const sl = (f: keyof typeof cnt, e: string, r: string): bigint => O.c[f].get(e)?.get(r) ?? 0n;
   const T = (k: string, d: string, x: string): bigint => O.t.get(k)?.get(d)?.get(x) ?? 0n;
@@ -916,34 +924,47 @@ describe("LedgerReplica index (§5.1)", () => {
 });
 
 describe("§2.3 LedgerOverflowError leaves LedgerReplica untouched", () => {
-  // floor (2^62)/1 joined with floor 1/2: compare's cross product 2^62 × 2 leaves I64 (§3.4),
-  // so the gauge join — and with it the whole join — throws.
+  // floor (2^62)/1 joined with floor 1/2: a checked compare's cross product 2^62 × 2 leaves I64
+  // (§3.4). Applying this patch used to throw (pinned here as intended); the gauge join now compares
+  // floors exactly, because a join that throws in some merge orders only splits replicas for good
+  // (README "Deviations"). The replica's apply must agree with the immutable join.
   const base = `{${F},"issued":[["e",[["alice","1"]]]],"gauges":[["e",["${1n << 62n}","1","0"]]]}`;
   const patch = `{${F},"issued":[["e",[["alice","7"]]]],"gauges":[["e",["1","2","0"]]]}`;
 
-  it("§2.3 LedgerReplica.apply of a patch whose join throws LedgerOverflowError leaves the replica unchanged", () => {
+  it("§3.8 LedgerReplica.apply of a patch whose floors a checked compare cannot order joins like the immutable join", () => {
     const rep = new LedgerReplica(decode(base));
+    rep.apply(decode(patch));
+    expect(rep.encode()).toBe(decode(base).join(decode(patch)).encode());
+    expect(rep.encode()).toBe(`{${F},"issued":[["e",[["alice","7"]]]],"gauges":[["e",["${1n << 62n}","1","0"]]]}`);
+  });
+
+  it("§2.3/§7.6 a LedgerReplica delegate that throws LedgerOverflowError leaves the replica unchanged (no issued bump without its checkpoint)", () => {
+    // weight 2/1 so a grant of 1 advances the floor by 1/2; floor MAX/3: the checkpoint
+    // MAX/3 + 1/2 = (MAX×2 + 1×3)/6 leaves I64 at MAX×2 (§2.1), so the mutator itself throws.
+    // (Before the gauge join compared exactly, this test used floor n/3 with 6n > MAX ≥ 2n + 3,
+    // where only the join of the checkpoint threw; that join now succeeds.)
+    const text =
+      `{${F},"records":[["e",[["root","c","2","1"]]]],"mints":[["m",["root","alice","10"]]],` +
+      `"lifecycle":[["e","ACTIVE"]],"gauges":[["e",["${MAX}","3","0"]]]}`;
+    const view = decode(text);
+    expect(() => view.delegate(R("alice"), E("e"), 1n)).toThrow(LedgerOverflowError);
+    const rep = new LedgerReplica(view);
     const before = rep.encode();
-    expect(() => rep.apply(decode(patch))).toThrow(LedgerOverflowError);
+    expect(() => rep.delegate(R("alice"), E("e"), 1n)).toThrow(LedgerOverflowError);
     expect(rep.encode()).toBe(before);
   });
 
-
-  it("§2.3/§7.6 a LedgerReplica delegate that throws LedgerOverflowError leaves the replica unchanged (no issued bump without its checkpoint)", () => {
-    // weight 2/1 so a grant of 1 advances the floor by 1/2; floor n/3 with 6n > MAX ≥ 2n + 3:
-    // the checkpoint (2n+3)/6 exists, but comparing it with n/3 overflows (n×6).
+  it("§3.8/§7.6 a checkpoint the old checked join could not order with the seated floor now lands: floor n/3 → (2n+3)/6", () => {
     const n = (MAX / 4n) | 1n;
     const text =
       `{${F},"records":[["e",[["root","c","2","1"]]]],"mints":[["m",["root","alice","10"]]],` +
       `"lifecycle":[["e","ACTIVE"]],"gauges":[["e",["${n}","3","0"]]]}`;
     const view = decode(text);
-    // immutable reference: the checkpoint patch is produced, joining it throws
-    const p = ok(view.delegate(R("alice"), E("e"), 1n));
-    expect(() => view.join(p)).toThrow(LedgerOverflowError);
+    const joined = view.join(ok(view.delegate(R("alice"), E("e"), 1n)));
+    expect(joined.gauge(E("e"))!.floor.toString()).toBe(`${2n * n + 3n}/6`);
     const rep = new LedgerReplica(view);
-    const before = rep.encode();
-    expect(() => rep.delegate(R("alice"), E("e"), 1n)).toThrow(LedgerOverflowError);
-    expect(rep.encode()).toBe(before);
+    rep.delegate(R("alice"), E("e"), 1n);
+    expect(rep.encode()).toBe(joined.encode());
   });
 });
 
