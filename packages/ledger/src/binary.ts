@@ -305,13 +305,25 @@ export function decodeStateBinary(r: ByteReader, known: readonly string[], maxId
   const noDup = (m: Map<string, unknown>, k: string, what: string) => {
     if (m.has(k)) fail(`${what}: duplicate key ${JSON.stringify(k)}`);
   };
+  // A zero slot or an empty inner list is dropped rather than stored, so its key is remembered in a
+  // `dropped` set (made only when something is dropped: an encoder never writes one) and a key repeated
+  // next to a dropped entry is refused as the JSON decoder refuses it (§10: duplicate keys at any map
+  // level, whatever the repair keeps).
+  const noDupOrDropped = (m: Map<string, unknown>, dropped: Set<string> | undefined, k: string, what: string) => {
+    if (m.has(k) || dropped?.has(k) === true) fail(`${what}: duplicate key ${JSON.stringify(k)}`);
+  };
+  const drop = (dropped: Set<string> | undefined, k: string): Set<string> => (dropped ?? new Set<string>()).add(k);
   if (has("records")) {
     const ne = r.count(2);
+    let dropped: Set<string> | undefined;
     for (let i = 0; i < ne; i++) {
       const e = id<AttachmentId>("record edge");
-      noDup(s.records, e, "records");
+      noDupOrDropped(s.records, dropped, e, "records");
       const nr = r.count(4);
-      if (nr === 0) continue;
+      if (nr === 0) {
+        dropped = drop(dropped, e);
+        continue;
+      }
       const recs: AttachmentRecord[] = [];
       for (let j = 0; j < nr; j++) {
         const parent = id<GroupId>("record parent");
@@ -343,42 +355,52 @@ export function decodeStateBinary(r: ByteReader, known: readonly string[], maxId
   for (const fam of COUNTER_FAMILIES) {
     if (!has(fam)) continue;
     const ne = r.count(2);
+    let droppedEdges: Set<string> | undefined;
     for (let i = 0; i < ne; i++) {
       const e = id<AttachmentId>(`${fam} edge`);
-      noDup(s[fam], e, fam);
+      noDupOrDropped(s[fam], droppedEdges, e, fam);
       const slots = new Map<ReplicaId, bigint>();
+      let droppedSlots: Set<string> | undefined;
       const ns = r.count(2);
       for (let j = 0; j < ns; j++) {
         const rep = id<ReplicaId>(`${fam} replica`);
-        noDup(slots, rep, fam);
+        noDupOrDropped(slots, droppedSlots, rep, fam);
         const v = units(r.ubig(), `${fam} value`);
         if (v !== 0n) slots.set(rep, v);
+        else droppedSlots = drop(droppedSlots, rep);
       }
       if (slots.size > 0) s[fam].set(e, slots);
+      else droppedEdges = drop(droppedEdges, e);
     }
   }
   if (has("transfers")) {
     const nk = r.count(2);
+    let droppedKeys: Set<string> | undefined;
     for (let i = 0; i < nk; i++) {
       const k = str("transfer key") as PathKey;
       if (k !== "" && !isValidId(k)) fail("transfer key: expected an edge id or the root key");
-      noDup(s.transfers, k, "transfers");
+      noDupOrDropped(s.transfers, droppedKeys, k, "transfers");
       const rows = new Map<ReplicaId, Map<ReplicaId, bigint>>();
+      let droppedRows: Set<string> | undefined;
       const nd = r.count(2);
       for (let j = 0; j < nd; j++) {
         const d = id<ReplicaId>("donor");
-        noDup(rows, d, "transfer rows");
+        noDupOrDropped(rows, droppedRows, d, "transfer rows");
         const row = new Map<ReplicaId, bigint>();
+        let droppedSlots: Set<string> | undefined;
         const nx = r.count(2);
         for (let q = 0; q < nx; q++) {
           const x = id<ReplicaId>("recipient");
-          noDup(row, x, "transfer row");
+          noDupOrDropped(row, droppedSlots, x, "transfer row");
           const v = units(r.ubig(), "transfer value");
           if (v !== 0n) row.set(x, v);
+          else droppedSlots = drop(droppedSlots, x);
         }
         if (row.size > 0) rows.set(d, row);
+        else droppedRows = drop(droppedRows, d);
       }
       if (rows.size > 0) s.transfers.set(k, rows);
+      else droppedKeys = drop(droppedKeys, k);
     }
   }
   if (has("lifecycle")) {

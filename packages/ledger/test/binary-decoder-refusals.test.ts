@@ -137,3 +137,49 @@ it("a gauge floor of (2^63 − 1)/1 is in range", () => {
   const bytes = frame(["e"], 256, (w) => w.uint(1).uint(0).zbig(MAX).ubig(1n).ubig(0n));
   expect(decoded(bytes)).toBe(canon(`{"format":"heddle-ledger/1","gauges":[["e",["${MAX}","1","0"]]]}`));
 });
+
+describe("§10 a key repeated next to an entry that decodes to nothing is refused, as the JSON decoder refuses it", () => {
+  // A zero slot or an empty inner list is never stored, so a duplicate check that only looks at what
+  // was stored let `[r 0, r 5]` through in binary while JSON refused it: "duplicate keys at any map
+  // level" is about the input, not about what survives the repair. Both orders of each pair.
+  const F = '"format":"heddle-ledger/1"';
+  type W = (w: ByteWriter) => ByteWriter;
+  const slot = (r: number, v: bigint): W => (w) => w.uint(r).ubig(v);
+  /** One counter edge (string index 0) with the given slots. */
+  const edge = (...slots: W[]): W => (w) => slots.reduce((acc, s) => s(acc), w.uint(0).uint(slots.length));
+  const rec: W = (w) => w.uint(1).uint(2).ubig(1n).ubig(1n);
+  const recEdge = (...recs: W[]): W => (w) => recs.reduce((acc, r) => r(acc), w.uint(0).uint(recs.length));
+  /** transfers: one key "k" (index 0), donors and recipients by index. */
+  const row = (d: number, ...xs: W[]): W => (w) => xs.reduce((acc, x) => x(acc), w.uint(d).uint(xs.length));
+  const tkey = (...rows: W[]): W => (w) => rows.reduce((acc, r) => r(acc), w.uint(0).uint(rows.length));
+  const many = (...xs: W[]): ((w: ByteWriter) => void) => (w) => void xs.reduce((acc, x) => x(acc), w.uint(xs.length));
+  const cases: [string, Uint8Array, string, string][] = [
+    ["issued slots: a zero slot, then the same replica", frame(["e", "r"], 4, many(edge(slot(1, 0n), slot(1, 5n)))), `{${F},"issued":[["e",[["r","0"],["r","5"]]]]}`, 'issued: duplicate key "r"'],
+    ["issued slots: a slot, then the same replica at zero", frame(["e", "r"], 4, many(edge(slot(1, 5n), slot(1, 0n)))), `{${F},"issued":[["e",[["r","5"],["r","0"]]]]}`, 'issued: duplicate key "r"'],
+    ["returned slots: two zero slots of one replica", frame(["e", "r"], 8, many(edge(slot(1, 0n), slot(1, 0n)))), `{${F},"returned":[["e",[["r","0"],["r","0"]]]]}`, 'returned: duplicate key "r"'],
+    ["leafSpent edges: an empty edge, then the same edge", frame(["e", "r"], 16, many(edge(), edge(slot(1, 5n)))), `{${F},"leafSpent":[["e",[]],["e",[["r","5"]]]]}`, 'leafSpent: duplicate key "e"'],
+    ["rollupSpent edges: an edge, then the same edge empty", frame(["e", "r"], 32, many(edge(slot(1, 5n)), edge())), `{${F},"rollupSpent":[["e",[["r","5"]]],["e",[]]]}`, 'rollupSpent: duplicate key "e"'],
+    ["issued edges: an all-zero edge, then the same edge", frame(["e", "r"], 4, many(edge(slot(1, 0n)), edge(slot(1, 5n)))), `{${F},"issued":[["e",[["r","0"]]],["e",[["r","5"]]]]}`, 'issued: duplicate key "e"'],
+    ["records: an empty set, then the same edge", frame(["e", "p", "c"], 1, many(recEdge(), recEdge(rec))), `{${F},"records":[["e",[]],["e",[["p","c","1","1"]]]]}`, 'records: duplicate key "e"'],
+    ["records: a set, then the same edge empty", frame(["e", "p", "c"], 1, many(recEdge(rec), recEdge())), `{${F},"records":[["e",[["p","c","1","1"]]],["e",[]]]}`, 'records: duplicate key "e"'],
+    ["records: two empty sets", frame(["e", "p", "c"], 1, many(recEdge(), recEdge())), `{${F},"records":[["e",[]],["e",[]]]}`, 'records: duplicate key "e"'],
+    ["transfer keys: an empty key, then the same key", frame(["k", "d", "x"], 64, many(tkey(), tkey(row(1, slot(2, 5n))))), `{${F},"transfers":[["k",[]],["k",[["d",[["x","5"]]]]]]}`, 'transfers: duplicate key "k"'],
+    ["transfer keys: a key, then the same key with only a zero row", frame(["k", "d", "x"], 64, many(tkey(row(1, slot(2, 5n))), tkey(row(1, slot(2, 0n))))), `{${F},"transfers":[["k",[["d",[["x","5"]]]]],["k",[["d",[["x","0"]]]]]]}`, 'transfers: duplicate key "k"'],
+    ["transfer donors: an empty row, then the same donor", frame(["k", "d", "x"], 64, many(tkey(row(1), row(1, slot(2, 5n))))), `{${F},"transfers":[["k",[["d",[]],["d",[["x","5"]]]]]]}`, 'transfer rows: duplicate key "d"'],
+    ["transfer donors: a row, then the same donor empty", frame(["k", "d", "x"], 64, many(tkey(row(1, slot(2, 5n)), row(1)))), `{${F},"transfers":[["k",[["d",[["x","5"]]],["d",[]]]]]}`, 'transfer rows: duplicate key "d"'],
+    ["transfer recipients: a zero slot, then the same recipient", frame(["k", "d", "x"], 64, many(tkey(row(1, slot(2, 0n), slot(2, 5n))))), `{${F},"transfers":[["k",[["d",[["x","0"],["x","5"]]]]]]}`, 'transfer row: duplicate key "x"'],
+    ["transfer recipients: a slot, then the same recipient at zero", frame(["k", "d", "x"], 64, many(tkey(row(1, slot(2, 5n), slot(2, 0n))))), `{${F},"transfers":[["k",[["d",[["x","5"],["x","0"]]]]]]}`, 'transfer row: duplicate key "x"'],
+  ];
+  for (const [name, bytes, json, reason] of cases) {
+    it(`${name}: "${reason}" from both decoders`, () => {
+      expect(thrown(() => EntitlementLedger.decode(json))).toBe(`LedgerDecodeError: ${reason}`);
+      expect(thrown(() => EntitlementLedger.decodeBinary(bytes))).toBe(`LedgerDecodeError: ${reason}`);
+    });
+  }
+
+  it("entries that decode to nothing under distinct keys are still dropped, not refused (the repair of §10)", () => {
+    const bytes = frame(["e", "r", "s"], 4, many(edge(slot(1, 0n), slot(2, 0n))));
+    expect(decoded(bytes)).toBe(canon(`{${F},"issued":[["e",[["r","0"],["s","0"]]]]}`));
+    expect(decoded(bytes)).toBe(EMPTY);
+  });
+});
