@@ -10,7 +10,7 @@
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { EntitlementLedger } from "../src/index.ts";
+import { AttachmentId, EntitlementLedger, GroupId, Rational, ReplicaId, Weight } from "../src/index.ts";
 import { params, RUNS } from "./arbitraries.ts";
 import { conservationApplies, conservationSides, Simulation, topologyAndMints } from "./simulation.ts";
 import type { SimConfig } from "./simulation.ts";
@@ -126,4 +126,36 @@ describe("I-21 partial views are safe", () => {
     expect(total.clean).toBeGreaterThan(RUNS / 2);
     expect(total.identity).toBeGreaterThan(RUNS / 2);
   }, TIMEOUT_MS);
+});
+
+describe("I-21's 'every retire patch alone on EMPTY validates empty' needs §7.4's 'without transfers' (README 'Deviations')", () => {
+  // The drain witness carries the edge's counters, its gauge and the mints of its writers (⟨1.1⟩),
+  // not the transfer rows that funded a writer, so a writer whose funds came by `transfer` shows,
+  // in the patch alone, more issued at the root than its mints: §7.4's own reasoning ("without
+  // transfers Lf(e, r) ≤ mints(r)") and the reason the property above runs with transfers off.
+  // Pinned so a change to the witness, or to the spec's wording, is a conscious one.
+  it("I-21 mint alice 10, alice → bob 5, bob delegates and spends 5, close, retire: the full ledger is clean, the retire patch alone reports a ConservationViolation (minted 0, leaf-spent 5)", () => {
+    const root = GroupId("root");
+    const g = GroupId("g");
+    const [alice, bob] = [ReplicaId("alice"), ReplicaId("bob")];
+    const e1 = AttachmentId("e1");
+    let s = EntitlementLedger.bootstrap(root, new Map([[alice, 10n]]), "n");
+    const step = (r: ReturnType<EntitlementLedger["retire"]>): EntitlementLedger => {
+      if (!r.ok) throw new Error(`${r.refusal.kind}: ${r.refusal.message}`);
+      s = s.join(r.patch);
+      return r.patch;
+    };
+    step(s.prepare({ id: e1, parent: root, child: g, weight: Weight.ONE }));
+    step(s.activate(e1));
+    step(s.seat(e1, Rational.ZERO));
+    step(s.transfer(root, alice, bob, 5n));
+    step(s.delegate(bob, e1, 5n));
+    step(s.spend(bob, g, 5n));
+    step(s.close(e1));
+    const retire = step(s.retire(e1));
+    expect(s.validate()).toEqual([]);
+    const alone = EntitlementLedger.EMPTY.join(retire).validate();
+    // bob, the only writer, holds no mint: the patch carries no mint, and bob's spend has no source in it
+    expect(show(alone)).toBe('[{"kind":"ConservationViolation","leafSpentTotal":"5","mintedTotal":"0"}]');
+  });
 });
