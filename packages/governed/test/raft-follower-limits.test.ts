@@ -166,3 +166,30 @@ describe("a follower whose transport drops frames above its byte limit", () => {
     expect(Math.min(...chunks)).toBeLessThan(LIMIT);
   });
 });
+
+describe("an idle, healthy follower is not taken for a silent one (found in review)", () => {
+  // Idle heartbeats are answered with replies that move nothing, which do not count as answers to frames with
+  // entries; they counted as silent periods all the same, so after an idle spell the first burst whose answer came
+  // back just after the next heartbeat tick halved a healthy follower's batch, and held it there for 10 periods.
+  function batchAfterBurst(idleMs: number): number {
+    const s = new Script(ABC, { maxEntriesPerMessage: LEADER_MAX });
+    s.elect("a");
+    s.stabilize();
+    const a = s.core("a");
+    s.advance(idleMs); // every heartbeat of the idle spell answered
+    for (let i = 0; i < 10; i++) s.propose("a", put(i), { client: "w", seq: i + 1 });
+    s.flush("a"); // the burst goes out, and its answers are still on the way when the next heartbeats tick
+    for (let t = 0; t < 60; t += 10) {
+      s.now += 10;
+      a.tick(s.now);
+      s.flush("a");
+    }
+    s.stabilize();
+    return a.progress.get("c")!.batch;
+  }
+  it("keeps the full batch after an idle spell, as without one", () => {
+    expect(batchAfterBurst(0)).toBe(LEADER_MAX);
+    expect(batchAfterBurst(500)).toBe(LEADER_MAX);
+    expect(batchAfterBurst(5_000)).toBe(LEADER_MAX);
+  });
+});

@@ -1195,7 +1195,10 @@ export class RaftCore {
     for (const [peer, pr] of this.#progress) {
       // whole periods without a word from the follower: what was sent may be more than it takes (see `batch`); one
       // such period is as likely a lost frame, which the resend below mends
-      pr.silentPeriods = pr.answered ? 0 : pr.silentPeriods + 1;
+      // a period counts only while something that wants an answer was out: an idle follower answers heartbeats
+      // with replies that move nothing (not counted as `answered`), and must not look silent for it (found in review)
+      const outstanding = pr.state === "snapshot" || (pr.state === "probe" && pr.probeOutstanding) || (pr.state === "replicate" && pr.inflight.length > 0);
+      pr.silentPeriods = pr.answered || !outstanding ? 0 : pr.silentPeriods + 1;
       const silent = pr.silentPeriods >= SILENT_PERIODS_BEFORE_SHRINK;
       pr.answered = false;
       if (pr.state === "snapshot") {
