@@ -1,5 +1,5 @@
 // A typed client of the heddle daemon's HTTP API over node:http(s) with kept-alive connections.
-import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from "node:http";
+import { Agent as HttpAgent, request as httpRequest, type ClientRequest, type IncomingMessage } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 
 /** An amount as the API takes it: a bigint, a safe integer, or a decimal string. */
@@ -175,7 +175,8 @@ export class HeddleClient {
 
   /**
    * One raw call: `path` starts with `/` (after the base URL's own path, if any); `body` is sent as JSON. Resolves
-   * with status, parsed body and text; rejects only with {@link DaemonUnreachableError} (or its {@link BadResponseError}).
+   * with status, parsed body and text; rejects only with {@link DaemonUnreachableError} (or its {@link BadResponseError}),
+   * or {@link ClientOptionError} (`option` "request") when Node.js refuses to send what it was given.
    * Sends what it is given, a bad `idempotencyKey` too (for testing the daemon's checks). `timeoutMs` bounds the whole
    * call, connecting and reading the answer included.
    */
@@ -197,7 +198,9 @@ export class HeddleClient {
         req.destroy();
         reject(e);
       };
-      const req = this.#request(
+      let req: ClientRequest;
+      try {
+        req = this.#request(
         { protocol: this.#base.protocol, hostname: this.#base.hostname.replace(/^\[|\]$/g, ""), port: this.#base.port, path: `${this.#prefix}${path}`, method, headers, agent: this.#agent },
         (res: IncomingMessage) => {
           const chunks: Buffer[] = [];
@@ -236,7 +239,13 @@ export class HeddleClient {
             if (!res.complete) fail(new DaemonUnreachableError(this.url, "ERESPONSE", `the connection to ${this.url} broke before the answer to ${method} ${path} was complete`));
           });
         },
-      );
+        );
+      } catch (e) {
+        // Node refuses to send some requests outright (a header value with a line break, a path with spaces): a
+        // bare TypeError from inside the executor would break raw()'s promise of DaemonUnreachableError only
+        settled = true;
+        return reject(new ClientOptionError("request", `Node.js refused to send ${method} ${JSON.stringify(path)}: ${(e as Error).message}`));
+      }
       // One deadline for the whole call: an idle-socket timeout alone lets an answer that trickles in run forever.
       const deadline = setTimeout(
         () => fail(new DaemonUnreachableError(this.url, "ETIMEDOUT", `${this.url} did not answer ${method} ${path} within ${this.#timeoutMs} ms`)),

@@ -83,6 +83,18 @@ describe("HeddleClient: options are checked before anything is sent", () => {
 });
 
 describe("HeddleClient: requests", () => {
+  it("raw() with a header Node will not send (a line break in it) rejects with ClientOptionError, nothing sent", async () => {
+    let calls = 0;
+    const url = await serve((_q, res) => {
+      calls += 1;
+      json(res, 200, {});
+    });
+    const e = await client(url).raw("POST", "/v1/reservations", { leaf: "x", maximumCost: 1 }, { idempotencyKey: "a\r\nx-injected: 1" }).catch((x: unknown) => x);
+    expect(e).toBeInstanceOf(ClientOptionError);
+    expect((e as ClientOptionError).option).toBe("request");
+    expect(calls).toBe(0);
+  });
+
   it("sends the bearer token, the JSON body, amounts as decimal strings and the Idempotency-Key", async () => {
     const seen: { method?: string; url?: string; auth?: string; key?: string; type?: string; body?: string }[] = [];
     const url = await serve((req, res, body) => {
