@@ -725,7 +725,7 @@ export function argumentField(message: string): string {
  * one (an `auto:` key the caller cannot send back) is told to look its outcome up first, since a plain retry
  * may apply the act twice.
  */
-export function outcomeUnknownAnswer(key: unknown): { error: "outcome-unknown"; message: string; key: unknown } {
+export function outcomeUnknownAnswer(key: unknown, cause?: unknown): { error: "outcome-unknown"; message: string; key: unknown; cause?: string } {
   const k = key as { client?: unknown; seq?: unknown } | null | undefined;
   const keyed = typeof k?.client === "string" && k.client.startsWith(IDEMPOTENCY_CLIENT_PREFIX);
   const lookup = typeof k?.client === "string" && typeof k.seq === "number" ? `GET /v1/control/outcome?client=${encodeURIComponent(k.client)}&seq=${k.seq}` : "GET /v1/control/outcome";
@@ -735,6 +735,9 @@ export function outcomeUnknownAnswer(key: unknown): { error: "outcome-unknown"; 
       ? "the act was proposed but did not apply in time; it may still commit. Retry with the same Idempotency-Key to apply it at most once"
       : `the act was proposed but did not apply in time; it may still commit. This call had no Idempotency-Key, so a plain retry may apply it twice: check ${lookup} first, and send an Idempotency-Key to make retries safe`,
     key: toWire(key ?? null),
+    // what the control log said, when it said something (e.g. etcd refusing the peer's user on the prefix): a
+    // retry will not help until the operator fixes that
+    ...(cause instanceof Error ? { cause: `${cause.name}: ${cause.message}` } : {}),
   };
 }
 
@@ -771,7 +774,7 @@ function sendControlError(reply: FastifyReply, e: unknown, logger: Logger, contr
     case "LeadershipTransferError":
       return reply.code(409).send({ error: "refused", message: err.message, refusal: { kind: "transfer-failed", reason: (err as { reason?: string }).reason ?? null } });
     case CONTROL_ERRORS.outcomeUnknown:
-      return reply.code(504).send(outcomeUnknownAnswer(err.key));
+      return reply.code(504).send(outcomeUnknownAnswer(err.key, (err as { cause?: unknown }).cause));
     case CONTROL_ERRORS.notProposed:
       // a definite "not applied": the call's time ran out (or it aborted) before anything was proposed
       return reply.code(503).send({ error: "unavailable", message: err.message, committed: false, index: null, key: null });

@@ -147,6 +147,10 @@ describe("HTTP API: governed control plane", () => {
     expect(auto.message).toContain("GET /v1/control/outcome?client=auto%3An1%3Aabc&seq=7");
     expect(auto.message).not.toMatch(/Retry with the same Idempotency-Key/);
     expect(auto.key).toEqual({ client: "auto:n1:abc", seq: 7 });
+    // what the control log said travels with it (e.g. etcd refusing this peer's user), when it said something
+    expect(keyed).not.toHaveProperty("cause");
+    const denied = outcomeUnknownAnswer(proposalKeyOf("supply-9"), Object.assign(new Error("etcd refused the call (permission denied): check the etcd user's role"), { name: "EtcdRefusedError" }));
+    expect(denied.cause).toBe("EtcdRefusedError: etcd refused the call (permission denied): check the etcd user's role");
   });
 
   it("reports available and earmarked holdings as a static peer does (found in review: null on a governed peer, so heddle bench waited for entitlement it could not see)", async () => {

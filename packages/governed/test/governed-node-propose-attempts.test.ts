@@ -8,7 +8,7 @@
  *   `OutcomeUnknownError` and left the auto seq open, holding every later entry's ackFloor down for good.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { decodeEntry, OutcomeUnknownError, PayloadTooLargeError, PROPOSE_ATTEMPTS, PROPOSE_ATTEMPT_TIMEOUT_MS, PROPOSE_RETRY_BACKOFF_MS } from "../src/index.ts";
+import { decodeEntry, EtcdRefusedError, OutcomeUnknownError, PayloadTooLargeError, PROPOSE_ATTEMPTS, PROPOSE_ATTEMPT_TIMEOUT_MS, PROPOSE_RETRY_BACKOFF_MS } from "../src/index.ts";
 import type { ControlEnvelope } from "../src/index.ts";
 import { r } from "./support/governed-cluster.ts";
 import { Single } from "./support/single.ts";
@@ -86,5 +86,25 @@ describe("propose attempts (§3.10)", () => {
     expect(await s.settle(s.gov.mint(r("h"), 100n))).toMatchObject({ kind: "applied", index: 1 });
     expect(envelopeAt(s, 1)).toMatchObject({ key: { seq: 2 }, ackFloor: 2 });
     expect(s.gov.controlView().mintedTotal()).toBe(100n);
+  });
+
+  it("etcd refusing the entry as too large is the same definite refusal; its other refusals stay unknown, with etcd's words as the cause (found in review)", async () => {
+    const s = single();
+    const propose = s.raft.propose.bind(s.raft);
+    const refusals = [new EtcdRefusedError("too-large", "etcd refused the call (request is too large)"), new EtcdRefusedError("permission", "etcd refused the call (permission denied)")];
+    (s.raft as { propose: typeof propose }).propose = (c, k, sig) => {
+      const next = refusals.shift();
+      return next === undefined ? propose(c, k, sig) : Promise.reject(next);
+    };
+    const tooLarge = await s.settle(s.gov.mint(r("h"), 100n)).catch((e: unknown) => e);
+    expect(tooLarge).toBeInstanceOf(PayloadTooLargeError);
+    expect((tooLarge as Error).message).toMatch(/--max-request-bytes/);
+    // a permission refusal may follow an attempt that timed out and landed: unknown, saying what etcd said
+    const denied = await s.settle(s.gov.mint(r("h"), 7n)).catch((e: unknown) => e);
+    expect(denied).toBeInstanceOf(OutcomeUnknownError);
+    expect(((denied as Error).cause as Error).message).toMatch(/permission denied/);
+    // the too-large call's seq 1 was freed; the permission-refused seq 2 stays open (it may yet commit)
+    expect(await s.settle(s.gov.mint(r("h"), 100n))).toMatchObject({ kind: "applied", index: 1 });
+    expect(envelopeAt(s, 1)).toMatchObject({ key: { seq: 3 }, ackFloor: 2 });
   });
 });

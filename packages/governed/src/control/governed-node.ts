@@ -555,12 +555,20 @@ class GovernedNode implements GovernedHeddleNode {
             if (settled) return;
             if (this.#shut) return w.reject(shutdownError(key));
             const unanswered = attemptAbort.signal.aborted && !abort.signal.aborted;
-            if (e instanceof PayloadTooLargeError && !landed) {
+            // etcd refusing the entry as too large answers every attempt alike, so nothing was appended (its other
+            // refusals may follow an attempt that timed out and landed: those stay unknown, with etcd's words as the cause)
+            const tooLarge = e instanceof PayloadTooLargeError || ((e as Error).name === "EtcdRefusedError" && (e as { reason?: string }).reason === "too-large");
+            if (tooLarge && !landed) {
               // refused before anything was appended (R-R7), and the bytes never change: a definite refusal, so the
               // seq this call allocated no longer holds the ackFloor down
               if (auto) this.#openSeqs.delete(key.seq);
               return w.reject(
-                new PayloadTooLargeError(`${cmd.op}: the ${bytes.length}-byte entry cannot fit one frame of the control log's transport; nothing was appended — make the command smaller, or raise the Raft node's message size limit`, { cause: e }),
+                new PayloadTooLargeError(
+                  e instanceof PayloadTooLargeError
+                    ? `${cmd.op}: the ${bytes.length}-byte entry cannot fit one frame of the control log's transport; nothing was appended — make the command smaller, or raise the Raft node's message size limit`
+                    : `${cmd.op}: the ${bytes.length}-byte entry is larger than the etcd cluster accepts; nothing was appended — make the command smaller, or run etcd with a larger --max-request-bytes (${(e as Error).message})`,
+                  { cause: e },
+                ),
               );
             }
             if (!(unanswered || e instanceof LeadershipLostError || e instanceof NotLeaderError)) return unknown(`propose failed (${(e as Error).name}: ${(e as Error).message})`, e);
