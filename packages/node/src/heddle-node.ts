@@ -1,4 +1,4 @@
-import { EntitlementLedger, LedgerReplica } from "@heddle/ledger";
+import { EntitlementLedger, LedgerOverflowError, LedgerReplica } from "@heddle/ledger";
 import type { AttachmentId, AttachmentRecord, GroupId, LedgerConflict, LedgerTransaction, MutationResult, Rational, Refusal, ReplicaId } from "@heddle/ledger";
 import { HeddlePolicy, type Demand } from "@heddle/policy";
 import { ChannelTag, EventChannel, muxSeam, sortedIds, type EventStream, type PeerId, type Seam, type Watch } from "@heddle/seam";
@@ -35,7 +35,13 @@ export type NodeEvent =
   | FrameRejected
   | ValueTooLarge
   | { kind: "conflicts"; conflicts: LedgerConflict[] }
-  | { kind: "persist-failed"; error: unknown };
+  | { kind: "persist-failed"; error: unknown }
+  /**
+   * Something the node caught so it would not escape into a timer or the network path, reported once per
+   * `where` (each occurrence is counted in `metrics()`): `validate` — the anti-entropy tick's `validate()` left
+   * int64 (a state the join check should have refused); `ledger-subscriber` — a `ledger.subscribe` callback threw.
+   */
+  | { kind: "internal-error"; where: "validate" | "ledger-subscriber"; error: unknown };
 
 /** Counters of the networking layer of a node: ledger replication, demand board, liveness, rejections. */
 export interface PeerMetrics {
@@ -67,6 +73,10 @@ export interface NodeMetrics {
   readonly commitFailures: number;
   readonly lastCommitMs: number;
   readonly compactions: number;
+  /** Anti-entropy ticks whose `validate()` threw `LedgerOverflowError` (caught; see the `internal-error` event). */
+  readonly validateOverflows: number;
+  /** Errors thrown by `ledger.subscribe` callbacks (caught; see the `internal-error` event). */
+  readonly subscriberErrors: number;
 }
 
 /** The public surface of one peer (node.md §1). */
@@ -155,9 +165,12 @@ interface Effect {
 class ReplicaWatch implements Watch<EntitlementLedger> {
   readonly #replica: LedgerReplica;
   readonly #subscribers = new Set<(v: EntitlementLedger) => void>();
+  readonly #onError: (error: unknown) => void;
 
-  constructor(replica: LedgerReplica) {
+  /** `onError` gets what a subscriber throws: it never reaches the caller (a frame handler, a timer, an API call). */
+  constructor(replica: LedgerReplica, onError: (error: unknown) => void) {
     this.#replica = replica;
+    this.#onError = onError;
   }
 
   get(): EntitlementLedger {
@@ -175,7 +188,13 @@ class ReplicaWatch implements Watch<EntitlementLedger> {
   changed(): void {
     if (this.#subscribers.size === 0) return;
     const v = this.#replica.snapshot();
-    for (const fn of [...this.#subscribers]) fn(v);
+    for (const fn of [...this.#subscribers]) {
+      try {
+        fn(v);
+      } catch (error) {
+        this.#onError(error);
+      }
+    }
   }
 }
 
@@ -220,7 +239,8 @@ export class Node implements HeddleNode {
   #snapshotBytes: number;
   #conflictsAt = -1;
   #conflictsKey = "[]";
-  #counters = { schedules: 0, grants: 0, grantedUnits: 0n, delegateRefusals: 0, commits: 0, commitFailures: 0, lastCommitMs: 0, compactions: 0 };
+  #counters = { schedules: 0, grants: 0, grantedUnits: 0n, delegateRefusals: 0, commits: 0, commitFailures: 0, lastCommitMs: 0, compactions: 0, validateOverflows: 0, subscriberErrors: 0 };
+  readonly #reported = new Set<string>();
 
   constructor(p: NodeParts) {
     const c = p.config;
@@ -233,7 +253,10 @@ export class Node implements HeddleNode {
     this.#rowBytes = p.rowBytesAtBoot;
     this.#snapshotBytes = p.snapshotBytesAtBoot;
     this.#replica = new LedgerReplica(p.initial);
-    this.#ledger = new ReplicaWatch(this.#replica);
+    this.#ledger = new ReplicaWatch(this.#replica, (error) => {
+      this.#counters.subscriberErrors++;
+      this.#reportOnce("ledger-subscriber", error);
+    });
     this.#table = new ReservationTable({ self: p.self, epoch: p.epoch, restored: p.restored });
     this.#rejections = new RejectionCounter(c.timers, c.rejectLogIntervalMs, (e) => this.#events.emit(e));
     const mux = muxSeam(p.seam);
@@ -637,6 +660,12 @@ export class Node implements HeddleNode {
     this.#counters.compactions++;
   }
 
+  #reportOnce(where: "validate" | "ledger-subscriber", error: unknown): void {
+    if (this.#reported.has(where)) return;
+    this.#reported.add(where);
+    this.#events.emit({ kind: "internal-error", where, error });
+  }
+
   /** Fails the node closed; the `persist-failed` event waits for {@link HeddleNode.#emitFailure}, once nothing is half done. */
   #failClosed(error: unknown): void {
     this.#counters.commitFailures++;
@@ -670,7 +699,16 @@ export class Node implements HeddleNode {
         if (this.#merged !== null && !this.#failed && this.#commit({})) this.#compactOnce();
         if (this.#replica.changes !== this.#conflictsAt) {
           this.#conflictsAt = this.#replica.changes;
-          const conflicts = this.#replica.validate();
+          let conflicts: LedgerConflict[];
+          try {
+            conflicts = this.#replica.validate();
+          } catch (error) {
+            // The join check refuses every value that would make this throw; never let it out of a timer.
+            if (!(error instanceof LedgerOverflowError)) throw error;
+            this.#counters.validateOverflows++;
+            this.#reportOnce("validate", error);
+            return;
+          }
           const key = JSON.stringify(conflicts, (_k, v) => (typeof v === "bigint" ? v.toString() : v));
           if (key !== this.#conflictsKey) {
             this.#conflictsKey = key;

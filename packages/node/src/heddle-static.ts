@@ -1,8 +1,9 @@
-import { EntitlementLedger, fnv1a64 } from "@heddle/ledger";
+import { EntitlementLedger, fnv1a64, LedgerOverflowError } from "@heddle/ledger";
 import type { AttachmentRecord, GroupId, ReplicaId } from "@heddle/ledger";
 import type { Seam } from "@heddle/seam";
 import { resolveHeddleConfig, type HeddleConfig } from "./heddle-config.ts";
 import { Node, type HeddleNode } from "./heddle-node.ts";
+import { checkAllReads } from "./replication/read-check.ts";
 import { restoreLedger } from "./store.ts";
 import { prepareAndActivate } from "./topology-builder.ts";
 
@@ -131,8 +132,20 @@ export function heddleStatic(opts: StaticOptions): HeddleNode {
   let initial: EntitlementLedger;
   try {
     initial = restoreLedger(genesis, persisted);
+    checkAllReads(initial);
   } catch (e) {
     store.close();
+    if (e instanceof LedgerOverflowError) {
+      // Refused rather than repaired (node.md §9.3: the state is genesis ⊔ snapshot ⊔ every row; a snapshot
+      // cannot be split, and dropping rows could drop this replica's own writes and let it spend them twice).
+      throw new BootstrapError(
+        `store: the restored ledger makes a ledger-wide read leave int64 (${e.message}); it holds an inbound value ` +
+          "that a version before the join's total check accepted. Restore the store from a backup made before that " +
+          "value arrived, or move it aside and start from an empty store (this replica's own writes that never reached " +
+          "a peer are then lost; the rest come back from peers running this version, which refuse the value)",
+        { cause: e },
+      );
+    }
     throw e;
   }
   const restarted = epoch > 1 || persisted.snapshot !== null || persisted.patches.length > 0 || persisted.reservations.length > 0;

@@ -5,6 +5,7 @@ import { checkReplicationConfig, type ReplicationConfig } from "./config.ts";
 import { InboundCursors } from "./inbound.ts";
 import type { AckInfo, DeltaMessage, DigestMessage, LedgerMessage, ResendMessage, StateMessage } from "./messages.ts";
 import { OutboundDeltas } from "./outbound.ts";
+import { checkReadsAfterJoin, LeafSpentTotal } from "./read-check.ts";
 import { StateTransfers } from "./state-transfer.ts";
 
 /** Everything a {@link ReplicationCore} starts from. */
@@ -109,6 +110,8 @@ export class ReplicationCore {
   /** Last full state served per peer (known or not): at most one per `antiEntropyIntervalMs`. */
   readonly #stateServedAt = new Map<PeerId, number>();
   readonly #tooLargeSeen = new Set<string>();
+  /** The ledger-wide leaf-spent total the join check compares with int64 (kept per edge, see {@link LeafSpentTotal}). */
+  readonly #leafSpent: LeafSpentTotal;
   /** Peers with a handshake being repeated (so a tick never scans every known peer for them). */
   readonly #handshaking = new Set<PeerId>();
   /** When some peer's unacked tail is next due for a re-offer (known peers are scanned only then). */
@@ -138,6 +141,7 @@ export class ReplicationCore {
     this.#random = o.random;
     this.#restarted = o.restarted;
     this.#valueBudget = o.valueBudget;
+    this.#leafSpent = new LeafSpentTotal(o.replica);
     this.#known = [o.self];
     this.#out = new OutboundDeltas(o.config.maxPendingDeltas);
     this.#in = new InboundCursors(o.config);
@@ -149,6 +153,7 @@ export class ReplicationCore {
 
   /** A committed local patch (node.md §5.1 step 4): staged, and published as a delta when the batch closes. */
   publish(patch: EntitlementLedger, now: number): void {
+    this.#leafSpent.observe(this.#replica, patch);
     this.#soon(this.#out.stage(patch, now, this.#c.deltaBatchMs));
   }
 
@@ -318,19 +323,22 @@ export class ReplicationCore {
   // ---- receiving ------------------------------------------------------------------------------------
 
   /**
-   * Joins an inbound value, unless the join would make a read of what it touched leave int64 (ledger.md
-   * I-15: each slot of a value may be in range while a sum over replicas is not, e.g. a peer's own
-   * `issued` at 2^63 − 1 on an edge others issue on too). Such a value is refused whole: the replica is
-   * rolled back and the frame counted as `bad-value`, so no later read on this node throws for it. The
-   * check costs the value: the summaries of the edges it touches and the holdings, at those edges' ends,
-   * of the replicas it names.
+   * Joins an inbound value, unless the join would make a read of the ledger leave int64 (ledger.md I-15: each
+   * slot of a value may be in range while a sum is not — a peer's own `issued` at 2^63 − 1 on an edge others
+   * issue on too, two edges' `leafSpent` whose ledger-wide total passes 2^63 − 1, two donors' transfers to one
+   * recipient at the root). Such a value is refused whole: the replica is rolled back and the frame counted as
+   * `bad-value`, so no later read on this node (its `validate()` on the anti-entropy tick, a schedule, its
+   * holdings) throws for it, and it is neither persisted nor passed on. The check ({@link checkReadsAfterJoin})
+   * reads again, with the ledger's own functions, every sum `validate()` and the holdings form that the raised
+   * entries enter; a value that changes the topology gets the whole-state check.
    */
   #merge(value: EntitlementLedger): boolean {
     const tx = this.#replica.begin();
     let effective: EntitlementLedger | null;
+    let keep: (() => void) | undefined;
     try {
       effective = this.#replica.merge(value);
-      if (effective !== null) this.#checkReads(effective);
+      if (effective !== null) keep = checkReadsAfterJoin(this.#replica, effective, this.#leafSpent);
     } catch (e) {
       tx.rollback();
       if (!(e instanceof LedgerOverflowError)) throw e;
@@ -338,23 +346,9 @@ export class ReplicationCore {
       return false;
     }
     tx.commit();
+    keep?.();
     if (effective !== null) this.#merged.push(effective);
     return true;
-  }
-
-  #checkReads(effective: EntitlementLedger): void {
-    const r = this.#replica;
-    const replicas = effective.replicas();
-    for (const e of effective.knownEdges()) {
-      r.edge(e);
-      const rec = r.record(e);
-      if (rec === null) continue;
-      for (const who of replicas) {
-        r.holdings(rec.parent, who);
-        r.holdings(rec.child, who);
-      }
-    }
-    r.mintedTotal();
   }
 
   /** A new incarnation of `s` may have lost what it acknowledged: tell it ours again (if we have any). */
