@@ -3,7 +3,7 @@ import type { AttachmentRecord, GroupId, ReplicaId } from "@heddle/ledger";
 import type { Seam } from "@heddle/seam";
 import { resolveHeddleConfig, type HeddleConfig } from "./heddle-config.ts";
 import { Node, type HeddleNode } from "./heddle-node.ts";
-import { checkAllReads } from "./replication/read-check.ts";
+import { checkRestoredReads } from "./replication/read-check.ts";
 import { restoreLedger } from "./store.ts";
 import { prepareAndActivate } from "./topology-builder.ts";
 
@@ -132,7 +132,7 @@ export function heddleStatic(opts: StaticOptions): HeddleNode {
   let initial: EntitlementLedger;
   try {
     initial = restoreLedger(genesis, persisted);
-    checkAllReads(initial);
+    checkRestoredReads(initial);
   } catch (e) {
     store.close();
     if (e instanceof LedgerOverflowError) {

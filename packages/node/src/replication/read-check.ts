@@ -1,17 +1,30 @@
 import { LedgerOverflowError, MAX, PathKey, type AttachmentId, type EntitlementLedger, type LedgerReads, type ReplicaId } from "@heddle/ledger";
 
 /**
- * Every sum the ledger's own reads perform over a whole state (ledger.md I-15): `validate()` — each edge's
- * debits `Σ leafSpent + Σ rollupSpent + Σ returned`, every `holdings(g, r)` of a group named by a record,
- * `Σ leafSpent` and `Σ mints` over the ledger, the transfer nets of orphaned paths — and `holdings(root, r)`
- * of every mint root (a root no record names is not among validate's groups). Throws `LedgerOverflowError`
- * iff one of them leaves int64. Costs the whole state (about 130 ms at 10,000 edges and 10 replicas): the
- * node runs it at boot and for an inbound value that changes the topology.
+ * Every sum the ledger's reads perform over a whole state that depends on its topology (ledger.md I-15):
+ * `validate()` — each edge's debits `Σ leafSpent + Σ rollupSpent + Σ returned`, every `holdings(g, r)` of a group
+ * named by a record, `Σ leafSpent` and `Σ mints` over the ledger, the transfer nets of orphaned paths — and
+ * `holdings(root, r)` of every mint root (a root no record names is not among validate's groups). Throws
+ * `LedgerOverflowError` iff one of them leaves int64. Costs the whole state (about 130 ms at 10,000 edges and 10
+ * replicas): the join check runs it for an inbound value that changes the topology (a record, mint or lifecycle).
  */
 export function checkAllReads(r: LedgerReads): void {
   r.validate();
   const replicas = r.replicas();
   for (const g of r.roots()) for (const who of replicas) r.holdings(g, who);
+}
+
+/**
+ * {@link checkAllReads}, plus every replica's position `own + tnet` at every known edge and transfer path
+ * (`edgePosition`, which a retire's drain gate and the daemon's edge view read for every replica; the topology
+ * never changes it). What a node checks once, on the state restored from its store, before it starts.
+ */
+export function checkRestoredReads(r: EntitlementLedger): void {
+  checkAllReads(r);
+  const replicas = r.replicas();
+  const keys = new Set<string>(r.knownEdges());
+  for (const [k] of (JSON.parse(r.encode()) as { transfers?: Pairs<unknown> }).transfers ?? []) if (k !== (PathKey.ROOT as string)) keys.add(k);
+  for (const e of keys) for (const who of replicas) r.edgePosition(e as AttachmentId, who);
 }
 
 /** The parts of a value a join check needs, read from its canonical encoding (ledger.md §10). */
@@ -117,8 +130,9 @@ export class LeafSpentTotal {
  * the raised entries enter is read again, with the ledger's own functions:
  * - each edge they touch: its summary, and `validate()` of its projection (the edge's debits, exactly the sums
  *   `validate()` forms for it);
- * - each replica with a raised slot or transfer row at an edge: its position there (`own + tnet`, as orphaned
- *   paths read it) and its holdings at the edge's two ends (which read `own`, `netInflow` and `pos` of it);
+ * - each replica with a raised slot or transfer row at an edge (or path key): its position there (`own + tnet`, as
+ *   orphaned paths and `edgePosition` read it) and its holdings at the edge's two ends (which read `own`,
+ *   `netInflow` and `pos` of it);
  * - each party of a raised root-path transfer row: its holdings at every root (they read `tnet(root, ·)`);
  * - `Σ leafSpent` (through `leafSpent`, re-reading the edges whose leaf-spent slots rose), and `Σ mints`.
  * Costs the touched edges' slots plus, per party, the children of those edges' ends.
@@ -126,13 +140,12 @@ export class LeafSpentTotal {
 export function checkReadsAfterJoin(r: LedgerReads, effective: EntitlementLedger, leafSpent: LeafSpentTotal): () => void {
   const t = touched(effective);
   if (t.topology) checkAllReads(r);
-  else {
+  if (!t.topology) {
     for (const [e, parties] of t.edges) {
       r.edge(e);
       r.projectEdge(e).validate();
       const recs = r.records(e); // every one: a divergent edge is a child of each parent its records name
       for (const who of parties) {
-        r.edgePosition(e, who);
         for (const rec of recs) {
           r.holdings(rec.parent, who);
           r.holdings(rec.child, who);
@@ -142,5 +155,7 @@ export function checkReadsAfterJoin(r: LedgerReads, effective: EntitlementLedger
     if (t.rootParties.size > 0) for (const g of r.roots()) for (const who of t.rootParties) r.holdings(g, who);
     r.mintedTotal();
   }
+  // Positions: the topology never changes one, so a value that changes it too gets them checked here.
+  for (const [e, parties] of t.edges) for (const who of parties) r.edgePosition(e, who);
   return leafSpent.reread(r, t.leafSpent, true);
 }
