@@ -23,7 +23,9 @@ for (let m = 0; m < MID; m++) {
   }
 }
 const state = rep.snapshot();
+const t0 = performance.now();
 const core = new ReplicationCore({ self: "r0", incarnation: 1, replica: new LedgerReplica(state), genesis: g, config: { ...REPLICATION_DEFAULTS, antiEntropy: false }, random: () => 0, now: 0, restarted: false, valueBudget: 1 << 20 });
+const boot = performance.now() - t0;
 // A typical delta (every leaf-spent slot is already 1: the ledger-wide Σ leafSpent has 100,000 terms): another replica's spend at one leaf (leafSpent on the leaf edge, rollupSpent above it).
 const N = 3000;
 const deltas: EntitlementLedger[] = [];
@@ -44,4 +46,4 @@ const lst = (performance.now() - t) / 20;
 t = performance.now();
 state.validate();
 const val = performance.now() - t;
-console.log(`edges ${state.knownEdges().length}, replicas ${R.length}: join of a typical delta ${(per * 1000).toFixed(1)} µs; full leafSpentTotal() ${(lst * 1000).toFixed(0)} µs; full validate() ${val.toFixed(1)} ms; metrics ${JSON.stringify(core.metrics().valueOverflows)}`);
+console.log(`edges ${state.knownEdges().length}, replicas ${R.length}: join of a typical delta ${(per * 1000).toFixed(1)} µs; full leafSpentTotal() ${(lst * 1000).toFixed(0)} µs; full validate() ${val.toFixed(1)} ms; core construction ${boot.toFixed(1)} ms; metrics ${JSON.stringify(core.metrics().valueOverflows)}`);
