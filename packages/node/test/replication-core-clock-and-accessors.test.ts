@@ -47,7 +47,7 @@ function publishEach(c: ReplicationCore, from: number, to: number, now: number):
 const ZERO_METRICS = {
   deltasPublished: 0, resendsRequested: 0, resendsServed: 0, tailsReoffered: 0, fullStatesSent: 0, fullStatesReceived: 0, digestsSent: 0,
   digestMatches: 0, digestMismatches: 0, handshakes: 0, unsolicitedRequests: 0, rateLimitedRequests: 0, acksSent: 0, acksPiggybacked: 0,
-  pendingDeltas: 0, valueTooLarge: 0, valueOverflows: 0,
+  pendingDeltas: 0, valueTooLarge: 0, valueOverflows: 0, resendsRateLimited: 0,
 };
 
 describe("metrics() (node.md §14)", () => {

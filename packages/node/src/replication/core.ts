@@ -57,6 +57,8 @@ export interface ReplicationMetrics {
   deltasPublished: number;
   resendsRequested: number;
   resendsServed: number;
+  /** Resend requests dropped because answering would resend more than `maxResendSpan` deltas to one peer within `resendRetryMs`. */
+  resendsRateLimited: number;
   tailsReoffered: number;
   fullStatesSent: number;
   fullStatesReceived: number;
@@ -109,6 +111,11 @@ export class ReplicationCore {
   readonly #transfers = new StateTransfers();
   /** Last full state served per peer (known or not): at most one per `antiEntropyIntervalMs`. */
   readonly #stateServedAt = new Map<PeerId, number>();
+  /**
+   * Deltas resent per peer in its current window (node.md §5.2 sets no limit; this one is named in the README):
+   * at most `maxResendSpan` deltas per `resendRetryMs` — what one honest re-ask of a whole gap can need.
+   */
+  readonly #resent = new Map<PeerId, { since: number; deltas: number }>();
   readonly #tooLargeSeen = new Set<string>();
   /** The ledger-wide leaf-spent total the join check compares with int64 (kept per edge, see {@link LeafSpentTotal}). */
   readonly #leafSpent: LeafSpentTotal;
@@ -123,7 +130,7 @@ export class ReplicationCore {
   #tooLarge: ValueTooLarge[] = [];
   #aeTick = false;
   readonly #m: ReplicationMetrics = {
-    deltasPublished: 0, resendsRequested: 0, resendsServed: 0, tailsReoffered: 0, fullStatesSent: 0, fullStatesReceived: 0, digestsSent: 0,
+    deltasPublished: 0, resendsRequested: 0, resendsServed: 0, resendsRateLimited: 0, tailsReoffered: 0, fullStatesSent: 0, fullStatesReceived: 0, digestsSent: 0,
     digestMatches: 0, digestMismatches: 0, handshakes: 0, unsolicitedRequests: 0, rateLimitedRequests: 0, acksSent: 0, acksPiggybacked: 0,
     pendingDeltas: 0, valueTooLarge: 0, valueOverflows: 0,
   };
@@ -393,6 +400,10 @@ export class ReplicationCore {
 
   #onResend(from: PeerId, m: ResendMessage, now: number): void {
     if (m.inc === this.incarnation && m.to - m.from + 1 <= this.#c.maxResendSpan && this.#out.holds(m.from, m.to)) {
+      if (!this.#resendAllowed(from, m.to - m.from + 1, now)) {
+        this.#m.resendsRateLimited++;
+        return;
+      }
       this.#m.resendsServed++;
       this.#sendDeltas(from, m.from, m.to);
       return;
@@ -458,6 +469,27 @@ export class ReplicationCore {
     k.grant = true;
     this.#m.digestsSent++;
     this.#send(p, { kind: "digest", inc: this.incarnation, digest: this.#replica.digest(), upThrough: this.#out.seq });
+  }
+
+  /**
+   * Whether `span` more deltas may be resent to `p` now (and if so, counts them): each resend frame is a few bytes
+   * and its answer up to `maxResendSpan` deltas, so without a budget one peer could make this node send without end.
+   * An honest receiver re-asks for its whole gap once per `resendRetryMs`, which the budget always covers; a request
+   * over it is dropped (the receiver's next re-ask, or anti-entropy, repairs the gap).
+   */
+  #resendAllowed(p: PeerId, span: number, now: number): boolean {
+    let w = this.#resent.get(p);
+    if (w === undefined || now - w.since >= this.#c.resendRetryMs) {
+      // Bounded like #stateServedAt: only windows still open are kept once the map outgrows the membership.
+      if (w === undefined && this.#resent.size > 4 * this.#peers.members.size + 64) {
+        for (const [q, x] of this.#resent) if (now - x.since >= this.#c.resendRetryMs) this.#resent.delete(q);
+      }
+      w = { since: now, deltas: 0 };
+      this.#resent.set(p, w);
+    }
+    if (w.deltas + span > this.#c.maxResendSpan) return false;
+    w.deltas += span;
+    return true;
   }
 
   /** Sends the full state to `p` unless one went there within `antiEntropyIntervalMs`; true if sent. */
