@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 // The `heddle` command.
+import { readFileSync } from "node:fs";
 import { processIo, type Io } from "./commands/io.ts";
 import { enableHeddleCompileCache } from "./compile-cache.ts";
 import { EXIT, HTTP_EXIT, UsageError } from "./exit-codes.ts";
@@ -93,6 +94,23 @@ function apiErrorExit(e: InstanceType<typeof ApiError>, io: Io): number {
   return code;
 }
 
+/** This CLI's version: its package's. */
+const HEDDLE_VERSION = (JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string }).version;
+
+/**
+ * node:util's parseArgs errors in the CLI's words: its unknown-option text suggests moving the word after `--` as a
+ * positional argument, which misleads for a typo (`--jsn`) and for a negative number (`mint -5`).
+ */
+export function parseArgsMessage(e: Error & { code: string }): string {
+  const m = /^Unknown option '([^']*)'/.exec(e.message);
+  if (e.code === "ERR_PARSE_ARGS_UNKNOWN_OPTION" && m !== null) {
+    const opt = m[1]!;
+    if (/^-[0-9]/.test(opt)) return `${opt} looks like a negative number: amounts, weights, counts and times are positive`;
+    return `unknown option ${opt}`;
+  }
+  return e.message;
+}
+
 /** Runs the command line `argv` (without node and script); resolves with the exit code. */
 export async function main(argv: string[], io: Io = processIo): Promise<number> {
   const [cmd, ...rest] = argv;
@@ -101,6 +119,14 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
   try {
     switch (cmd) {
       case undefined:
+        // no command at all is a usage error (a script that lost its arguments must not pass)
+        io.err(USAGE);
+        return EXIT.usage;
+      case "--version":
+      case "-V":
+      case "version":
+        io.out(`heddle ${HEDDLE_VERSION} (node ${process.version})\n`);
+        return EXIT.ok;
       case "help":
       case "-h":
       case "--help":
@@ -168,7 +194,7 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
       return EXIT.usage;
     }
     if ((e as { code?: string }).code?.startsWith("ERR_PARSE_ARGS")) {
-      io.err(`heddle ${label}: ${(e as Error).message} (heddle ${label} --help lists the options)\n`);
+      io.err(`heddle ${label}: ${parseArgsMessage(e as Error & { code: string })} (heddle ${label} --help lists the options)\n`);
       return EXIT.usage;
     }
     if (e instanceof ConfigError) {

@@ -180,3 +180,23 @@ describe("heddle status on a halted control plane", () => {
     expect(r.out).toContain("fix mode.claims.capacity in this peer's config");
   });
 });
+
+describe("the command line itself (found by a new user's walkthrough)", () => {
+  it("no command is a usage error (exit 2) that prints the usage; --version prints the version", async () => {
+    const bare = await run([]);
+    expect(bare.code).toBe(EXIT.usage);
+    expect(bare.err).toMatch(/^heddle — /);
+    const v = await run(["--version"]);
+    expect(v.code).toBe(EXIT.ok);
+    expect(v.out).toMatch(/^heddle \d+\.\d+\.\d+ \(node v\d+/);
+  });
+  it("an unknown option is named as such, and a negative number is said to be one", async () => {
+    const typo = await run(["tree", "--jsn", "--url", d.url, "--token", "t"]);
+    expect(typo.code).toBe(EXIT.usage);
+    expect(typo.err).toBe("heddle tree: unknown option --jsn (heddle tree --help lists the options)\n");
+    const negative = await run(["mint", "-5", "--url", d.url, "--token", "t"]);
+    expect(negative.code).toBe(EXIT.usage);
+    expect(negative.err).toContain("-5 looks like a negative number");
+    expect(d.seen).toHaveLength(0);
+  });
+});

@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { EXIT } from "../src/exit-codes.ts";
-import { heddle } from "./support/cli.ts";
+import { heddle, MAIN } from "./support/cli.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "heddle-pid-files-"));
 afterAll(async () => {
@@ -43,6 +43,10 @@ describe("pid files of detached peers", () => {
         expect(up.code, up.err).toBe(EXIT.startFailed);
         expect(up.err).not.toContain("already running");
         expect(up.err).toMatch(/peer-2 could not start/);
+        // a detached peer's reason is in its log: up quotes the end of it, and does not also say "the others keep running"
+        expect(up.err).toMatch(/the end of .*peer-2.daemon\.log:\n {2}\| /);
+        expect(up.err).toMatch(/address is in use/);
+        expect(up.err).not.toContain("the others keep running");
       } finally {
         await new Promise<void>((r) => squatter.close(() => r()));
       }
@@ -51,6 +55,34 @@ describe("pid files of detached peers", () => {
       expect(bystander.exitCode).toBeNull();
     } finally {
       bystander.kill("SIGKILL");
+    }
+  });
+
+  it("up refuses a cluster one of whose peers already runs (its API answers), starting nothing", async () => {
+    const cluster = join(dir, "c");
+    const cfg = join(cluster, "peer-1", "heddle.json");
+    // peer-1 started on its own, as `heddle start` does (no pid file)
+    const first = spawn(process.execPath, [MAIN, "start", "--config", cfg], { stdio: "ignore" });
+    try {
+      let ready = false;
+      for (let i = 0; i < 200 && !ready; i++) {
+        ready = (await heddle(["status", "--config", cfg, "--timeout", "2"])).code === EXIT.ok;
+        if (!ready) await new Promise((r) => setTimeout(r, 100));
+      }
+      expect(ready).toBe(true);
+      for (const argv of [["up", cluster], ["up", "--detach", cluster]]) {
+        const up = await heddle(argv);
+        expect(up.code, up.err).toBe(EXIT.startFailed);
+        expect(up.err).toMatch(/peer-1 is already running: its API at http:\/\/[^ ]+ answers/);
+        expect(up.out).not.toContain("running");
+      }
+      expect(existsSync(join(cluster, "peer-2", "daemon.pid"))).toBe(false);
+      // the peer that was running is untouched
+      expect(first.exitCode).toBeNull();
+      expect((await heddle(["status", "--config", cfg])).code).toBe(EXIT.ok);
+    } finally {
+      first.kill("SIGTERM");
+      await new Promise((r) => first.once("exit", r));
     }
   });
 });

@@ -270,6 +270,31 @@ export function peerConfigs(dir: string): string[] {
 }
 
 /** `heddle up` */
+/** Whether the daemon `file` configures answers its API now (any HTTP answer counts; a refused connection does not). */
+async function answers(file: string): Promise<boolean> {
+  const client = clientOf({ config: file, timeout: "2" });
+  try {
+    await client.status();
+    return true;
+  } catch (e) {
+    return e instanceof ApiError;
+  } finally {
+    client.close();
+  }
+}
+
+/** The last lines of a peer's log, indented, naming the file — what a detached peer said before it exited. */
+function logTail(log: string, lines = 8): string {
+  let text: string;
+  try {
+    text = readFileSync(log, "utf8");
+  } catch {
+    return `  (no log at ${log})`;
+  }
+  const tail = text.trimEnd().split("\n").slice(-lines).map((l) => `  | ${l}`).join("\n");
+  return `  the end of ${log}:\n${tail}`;
+}
+
 export async function upCommand(argv: string[], io: Io): Promise<number> {
   const { values, positionals } = parseStrict({
     args: argv,
@@ -288,8 +313,23 @@ export async function upCommand(argv: string[], io: Io): Promise<number> {
       throw e;
     }
   }
+  // A peer already running (a detached `up`, another foreground `up`, a `start`): refuse before starting anything —
+  // a second set would die on the taken ports while the readiness check, answered by the first set, reported success
+  for (const file of configs) {
+    const name = peerName(file);
+    const pidFile = join(dirname(file), "daemon.pid");
+    if (existsSync(pidFile) && isDaemonOf(readPid(pidFile), file)) {
+      io.err(`heddle up: ${name} is already running (pid file ${pidFile}); heddle down ${positionals[0]} stops it\n`);
+      return EXIT.startFailed;
+    }
+    if (await answers(file)) {
+      io.err(`heddle up: ${name} is already running: its API at ${targetOfConfig(file).url} answers (started by another heddle up or heddle start — stop that one first)\n`);
+      return EXIT.startFailed;
+    }
+  }
   const children: { name: string; file: string; proc: ChildProcess; exited: Promise<number> }[] = [];
   let stopping = false;
+  let started = false;
   const stopAll = async () => {
     stopping = true;
     for (const c of children) if (c.proc.exitCode === null && c.proc.signalCode === null) c.proc.kill("SIGTERM");
@@ -304,11 +344,6 @@ export async function upCommand(argv: string[], io: Io): Promise<number> {
     let proc: ChildProcess;
     if (detach) {
       const pidFile = join(dirname(file), "daemon.pid");
-      if (existsSync(pidFile) && isDaemonOf(readPid(pidFile), file)) {
-        io.err(`heddle up: ${name} is already running (pid file ${pidFile}); heddle down stops it\n`);
-        await stopAll();
-        return EXIT.startFailed;
-      }
       const log = openSync(join(dirname(file), "daemon.log"), "a");
       proc = spawn(process.execPath, args, { stdio: ["ignore", log, log], detached: true });
       closeSync(log);
@@ -319,7 +354,8 @@ export async function upCommand(argv: string[], io: Io): Promise<number> {
     }
     const exited = new Promise<number>((res) =>
       proc.on("exit", (code, signal) => {
-        if (!stopping) io.err(`heddle up: ${name} exited (${signal ?? `code ${code}`}); the others keep running\n`);
+        // while starting, the readiness loop below says it (and stops the others)
+        if (!stopping && started) io.err(`heddle up: ${name} exited (${signal ?? `code ${code}`}); the others keep running\n`);
         res(code ?? 1);
       }),
     );
@@ -334,7 +370,8 @@ export async function upCommand(argv: string[], io: Io): Promise<number> {
       if (ready.has(c.name)) continue;
       if (c.proc.exitCode !== null) {
         const code = c.proc.exitCode;
-        io.err(`heddle up: ${c.name} could not start (exit ${code}); stopping the others\n`);
+        // a detached peer's reason is in its log (a foreground one's was printed above, prefixed with its name)
+        io.err(`heddle up: ${c.name} could not start (exit ${code}); stopping the others${detach ? `\n${logTail(join(dirname(c.file), "daemon.log"))}` : ""}\n`);
         await stopAll();
         return code === EXIT.config ? EXIT.config : EXIT.startFailed;
       }
@@ -362,6 +399,7 @@ export async function upCommand(argv: string[], io: Io): Promise<number> {
         children.map((c) => [c.name, targetOfConfig(c.file).url, c.proc.pid ?? "-", relative(process.cwd(), c.file)]),
       ),
   );
+  started = true;
   if (detach) {
     for (const c of children) c.proc.unref();
     return EXIT.ok;
