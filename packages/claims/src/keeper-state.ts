@@ -9,6 +9,11 @@ import { emptySlots } from "./peer-slots.ts";
 export interface KeptSince {
   readonly keeper: string | undefined;
   readonly since: number;
+  /**
+   * When this peer last looked (its own clock). A peer that did not look for longer than `aliveMs` (suspended,
+   * stalled) cannot vouch that the keeper held the part all along: the next look starts `since` again.
+   */
+  readonly seenAt: number;
 }
 
 /**
@@ -87,9 +92,14 @@ function observe(state: KeeperState, part: string, now: number): { state: Keeper
   const claim = chooseKeeper(claims, part, rule, now, t);
   const keeper = claim?.peer;
   const previous = state.kept.get(part);
-  const since = previous !== undefined && previous.keeper === keeper ? previous.since : now;
+  // Settling counts only time this peer watched (claims.md §3 "continuously"): the same keeper as at the last look,
+  // and that look recent enough that the keeper's claim cannot have lapsed and come back unseen in between (a claim
+  // lives at most `aliveMs` after the renewal the last look saw). A longer gap — a suspended machine waking with a
+  // stale copy of the slots — restarts settling, whoever the stale copy says keeps the part.
+  const continuous = previous !== undefined && previous.keeper === keeper && now - previous.seenAt <= t.aliveMs;
+  const since = continuous ? previous.since : now;
   const kept = new Map(state.kept);
-  kept.set(part, { keeper, since });
+  kept.set(part, { keeper, since, seenAt: now });
   const next: KeeperState = { ...state, kept };
   const settled = keeper !== undefined && now - since >= t.settlingMs;
   const keeps = keeper === state.self;
@@ -131,6 +141,10 @@ export function lookKeeper(state: KeeperState, part: string, now: number): { sta
 }
 
 function writeOwn(state: KeeperState, claim: KeeperClaim, now: number): { state: KeeperState; view: KeeperView; slot: KeeperSlot } {
+  // Look before writing: if this peer's own claim lapsed since the last look (it was suspended past ALIVE), the
+  // renewal below must not bridge the lapse — the look sees someone else (or nobody) keep the part, so `since`
+  // starts again at the write. Without it a waking peer's first renewal made it keeper "since" before it slept.
+  state = observe(state, claim.part, now).state;
   const slot = writeKeeperClaim(state.slots.get(state.self), claim, state.epoch);
   const { slots } = putKeeperSlot(state.slots, slot);
   const { state: next, view } = observe({ ...state, slots }, claim.part, now);

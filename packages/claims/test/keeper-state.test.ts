@@ -15,6 +15,17 @@ const { settlingMs, othersHeardMs } = KEEPER_DEFAULTS;
 const RULES = { reminders: "follows-you", invoices: "stays-put" } as const;
 const fresh = (self: string, rules: Record<string, "follows-you" | "stays-put"> = RULES): KeeperState =>
   keeperState({ self, epoch: 1, rules });
+/**
+ * `state` watched (looked at, and with `renew` its own claim renewed) every `renewEveryMs` from `from` up to and
+ * including `to`, as a running node does: settling counts only time a peer watched (a gap past ALIVE restarts it).
+ */
+function watched(state: KeeperState, part: string, from: number, to: number, renew = false): KeeperState {
+  for (let t = from; ; t = Math.min(to, t + KEEPER_DEFAULTS.renewEveryMs)) {
+    if (renew) state = renewKeeper(state, part, t).state;
+    state = lookKeeper(state, part, t).state;
+    if (t === to) return state;
+  }
+}
 
 describe("settling without a keeper", () => {
   it("a part nobody keeps is never settled, however long it stays unkept, and has no keeperSince", () => {
@@ -56,7 +67,7 @@ describe("heard-from", () => {
     let a = renewKeeper(fresh("a"), "invoices", 0, { take: true }).state;
     const b = renewKeeper(fresh("b"), "invoices", 10).state;
     a = receiveKeeperSlot(a, "b", closeKeeper(b, "invoices", 20).slot, 20).state;
-    const view = lookKeeper(a, "invoices", 20 + 10 * othersHeardMs).view;
+    const view = lookKeeper(watched(a, "invoices", 20, 20 + 10 * othersHeardMs), "invoices", 20 + 10 * othersHeardMs).view;
     expect(view).toMatchObject({ keeper: "a", mayAct: true, unheard: [], sure: true });
     expect(view.closed).toStrictEqual([{ peer: "b", closedAt: 20 }]);
   });
@@ -65,13 +76,14 @@ describe("heard-from", () => {
     const { unclosedMs, aliveMs } = KEEPER_DEFAULTS;
     // stays-put: an unclosed silent claim holds for UNCLOSED after its last renewal (the machine may still be numbering);
     // a keeps renewing its own claim, b went silent at 10
-    const a = keeperAndOther();
+    const a = watched(keeperAndOther(), "invoices", 10, 10 + unclosedMs - 1, true);
     const at = (t: number) => lookKeeper(renewKeeper(a, "invoices", t).state, "invoices", t).view;
     expect(at(10 + unclosedMs - 1)).toMatchObject({ keeper: "a", unheard: ["b"], sure: false });
     expect(at(10 + unclosedMs)).toMatchObject({ keeper: "a", unheard: [], sure: true });
     // follows-you: a silent claim holds until ALIVE
     let f = renewKeeper(fresh("a"), "reminders", 0, { active: 5 }).state;
     f = receiveKeeperSlot(f, "b", renewKeeper(fresh("b"), "reminders", 10, { active: 0 }).slot, 10).state;
+    f = watched(f, "reminders", 10, 10 + aliveMs - 1, true);
     const seen = (t: number) => lookKeeper(renewKeeper(f, "reminders", t, { active: t }).state, "reminders", t).view;
     expect(seen(10 + aliveMs - 1)).toMatchObject({ keeper: "a", unheard: ["b"], sure: false });
     expect(seen(10 + aliveMs)).toMatchObject({ keeper: "a", unheard: [], sure: true });
@@ -81,7 +93,7 @@ describe("heard-from", () => {
     let a = renewKeeper(fresh("a"), "invoices", 0, { take: true }).state;
     const rb = renewKeeper(fresh("b"), "reminders", 10);
     const cb = closeKeeper(rb.state, "reminders", 20, 7);
-    a = receiveKeeperSlot(a, "b", rb.slot, 10).state;
+    a = watched(receiveKeeperSlot(a, "b", rb.slot, 10).state, "invoices", 10, 10 + 10 * othersHeardMs);
     let view = lookKeeper(a, "invoices", 10 + 10 * othersHeardMs).view;
     expect(view).toMatchObject({ keeper: "a", unheard: [], sure: true });
     expect(view.closed).toStrictEqual([]);
