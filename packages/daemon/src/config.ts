@@ -283,7 +283,16 @@ function resolveClaims(c: PeerConfigDocument["claims"], issues: FieldIssue[]): N
     resolveClaimsGossipConfig(out);
   } catch (e) {
     const m = (e as Error).message;
-    const field = /claims\.antiEntropyMs/.test(m) ? "claims.antiEntropyMs" : /renewEveryMs/.test(m) ? "claims.keeper.renewEveryMs" : "claims";
+    // the daemon sets no tickMs (the node's 1 s default): a tick that misses a renewal is fixed by widening aliveMs
+    const field = /claims\.keeperTimings\.settlingMs/.test(m)
+      ? "claims.keeper.settlingMs"
+      : /claims\.tickMs/.test(m)
+        ? "claims.keeper.aliveMs"
+        : /claims\.antiEntropyMs/.test(m)
+          ? "claims.antiEntropyMs"
+          : /renewEveryMs/.test(m)
+            ? "claims.keeper.renewEveryMs"
+            : "claims";
     issues.push({ field, problem: m.replace(/^HeddleConfig\.claims\.\S+ /, "") });
   }
   return out;

@@ -139,6 +139,8 @@ describe("HTTP API: keeper and advisory claims", () => {
     expect(problem({ keeper: { parts: { invoices: "nearest" } } })[0]).toMatch(/^claims\.keeper\.parts/);
     expect(problem({ antiEntropyMs: 200_000 })).toEqual(["claims.antiEntropyMs"]);
     expect(problem({ keeper: { parts: {}, renewEveryMs: 10_000, aliveMs: 5_000 } })).toEqual(["claims.keeper.renewEveryMs"]);
+    expect(problem({ keeper: { parts: {}, settlingMs: 1 } })).toEqual(["claims.keeper.settlingMs"]);
+    expect(problem({ keeper: { parts: {}, renewEveryMs: 1_000, aliveMs: 1_500 } })).toEqual(["claims.keeper.aliveMs"]);
     expect(loadConfig(write({ keeper: { parts: { invoices: "stays-put" } }, advisory: { ttlMs: 1_000 } })).claims).toMatchObject({ keeperRules: { invoices: "stays-put" }, advisoryTtlMs: 1_000 });
   });
 });

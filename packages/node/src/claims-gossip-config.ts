@@ -61,5 +61,15 @@ export function resolveClaimsGossipConfig(c: Partial<Omit<ClaimsGossipConfig, "k
   if (r.antiEntropyMs >= t.othersHeardMs) {
     throw new RangeError(`HeddleConfig.claims.antiEntropyMs (${r.antiEntropyMs}) must be < keeperTimings.othersHeardMs (${t.othersHeardMs}): each peer is heard from at least once per anti-entropy round`);
   }
+  // claims.md §3 Settling: SETTLING "must stay longer than the replication delay". A lost broadcast is repaired by
+  // the next anti-entropy round, so a keeper that acts sooner than one round may not yet hold a claim that outranks it.
+  if (!(t.settlingMs > r.antiEntropyMs)) {
+    throw new RangeError(`HeddleConfig.claims.keeperTimings.settlingMs (${t.settlingMs}) must be > antiEntropyMs (${r.antiEntropyMs}): settling must outlast the replication delay, and a lost claim arrives only with the next anti-entropy round (claims.md §3); raise settlingMs or lower antiEntropyMs`);
+  }
+  // A due renewal is made at the first tick at or after renewedAt + renewEveryMs: it must come before the claim lapses
+  // at renewedAt + aliveMs, or a running keeper's own claim lapses between two ticks and another peer takes the part.
+  if (!(r.tickMs < t.aliveMs - t.renewEveryMs)) {
+    throw new RangeError(`HeddleConfig.claims.tickMs (${r.tickMs}) must be < keeperTimings.aliveMs − renewEveryMs (${t.aliveMs} − ${t.renewEveryMs}): a renewal made on the next tick must land before the claim lapses; lower tickMs or widen aliveMs − renewEveryMs`);
+  }
   return Object.freeze(r);
 }

@@ -305,6 +305,14 @@ describe("keeper and advisory claims over MemoryNetwork (claims.md §3–4 on ch
     expect(bad({ antiEntropyMs: 200_000 })).toThrow(/claims\.antiEntropyMs \(200000\) must be < keeperTimings\.othersHeardMs/);
     expect(bad({ maxClaimsPerSlot: 5_000 })).toThrow(/claims\.maxClaimsPerSlot must be an integer in 1 … 4096/);
     expect(bad({ keeperTimings: { renewEveryMs: 10_000, aliveMs: 1_000 } })).toThrow(/renewEveryMs \(10000\) must be < aliveMs/);
+    // settling must outlast the replication delay (claims.md §3): a lost claim arrives with the next anti-entropy round
+    expect(bad({ keeperTimings: { settlingMs: 1 } })).toThrow(/HeddleConfig\.claims\.keeperTimings\.settlingMs \(1\) must be > antiEntropyMs \(30000\)/);
+    expect(bad({ keeperTimings: { settlingMs: 30_000 } })).toThrow(/settlingMs \(30000\) must be > antiEntropyMs/);
+    expect(() => resolveHeddleConfig({ ...base, claims: { keeperTimings: { settlingMs: 30_001 } } })).not.toThrow();
+    // a renewal on the next tick must land before the own claim lapses
+    expect(bad({ tickMs: 240_000 })).toThrow(/HeddleConfig\.claims\.tickMs \(240000\) must be < keeperTimings\.aliveMs − renewEveryMs \(300000 − 60000\)/);
+    expect(bad({ keeperTimings: { renewEveryMs: 1_000, aliveMs: 1_500 } })).toThrow(/claims\.tickMs \(1000\) must be < keeperTimings\.aliveMs − renewEveryMs/);
+    expect(() => resolveHeddleConfig({ ...base, claims: { tickMs: 239_999 } })).not.toThrow();
     const ok = resolveHeddleConfig(base).claims;
     expect(ok).toMatchObject({ keeperRules: {}, antiEntropyMs: 30_000, tickMs: 1_000, maxClaimsPerSlot: 4096, keeperTimings: { settlingMs: 120_000 } });
   });
