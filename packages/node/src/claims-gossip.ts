@@ -43,6 +43,25 @@ import { sortedIds } from "@heddle/seam";
 import type { RejectionCounter } from "./rejection.ts";
 import { exactKeys, literalField, readEnvelope, readSchema, schemaRequire, textField, type WireRead } from "./wire-schema.ts";
 
+/**
+ * `state` with this peer's own keeper slot as persisted before a restart: a later renewal continues each claim
+ * (`claimedAt`, `takenAt` kept; a closed one reopens keeping `takenAt`) under the new epoch's higher versions. Text
+ * that does not decode, or is another peer's slot, is ignored: the peer then starts without claims, as before.
+ */
+function restoreOwnKeeperSlot(state: KeeperState, text: string): KeeperState {
+  let slot: KeeperSlot;
+  try {
+    slot = decodeKeeperSlot(text);
+  } catch (e) {
+    if (e instanceof ClaimsDecodeError) return state;
+    throw e;
+  }
+  if (slot.peer !== state.self) return state;
+  // kept verbatim (the peers hold this very version: a changed copy under it would make them disagree); a claim on
+  // a part no longer configured is carried along unrenewed and lapses
+  return { ...state, slots: new Map(state.slots).set(state.self, slot) };
+}
+
 /** The two gossiped modes; each peer has at most one slot of each. */
 export type GossipMode = "keeper" | "advisory";
 
@@ -186,6 +205,24 @@ interface ClaimsGossipOptions {
   readonly rejections: RejectionCounter;
   /** The node's frame limit; the channel's own (one byte less than the seam's) also applies. */
   readonly maxFrameBytes: number;
+  /**
+   * This peer's own keeper slot as last persisted (`encodeKeeperSlot` text): a restarted peer continues its claims —
+   * same `claimedAt` and `takenAt`, open ones renewed by the tick — instead of writing new ones that forget them.
+   */
+  readonly restoredKeeperSlot?: string;
+  /**
+   * Makes an own keeper slot durable before it is installed or sent; `false` when the store refused it (the node
+   * has failed closed), and the write is then refused too.
+   */
+  readonly persistKeeperSlot?: (text: string) => boolean;
+}
+
+/** An own keeper write the node's store refused to make durable: nothing changed and nothing was sent. */
+export class ClaimsPersistError extends Error {
+  constructor() {
+    super("the node's store refused to persist this peer's keeper slot (the node has failed closed: see its persist-failed event); nothing changed");
+    this.name = "ClaimsPersistError";
+  }
 }
 
 /**
@@ -200,6 +237,7 @@ export class ClaimsGossip implements GossipClaims {
   readonly #config: ClaimsGossipConfig;
   readonly #rejections: RejectionCounter;
   readonly #maxFrameBytes: number;
+  readonly #persist: ((text: string) => boolean) | undefined;
   readonly parts: ReadonlyMap<string, KeeperRule>;
   #keeper: KeeperState;
   #advisory: AdvisorySlots = emptySlots();
@@ -222,7 +260,9 @@ export class ClaimsGossip implements GossipClaims {
     this.#config = o.config;
     this.#rejections = o.rejections;
     this.#maxFrameBytes = Math.min(o.maxFrameBytes, o.channel.maxFrameBytes);
+    this.#persist = o.persistKeeperSlot;
     this.#keeper = keeperState({ self: this.#self, epoch: o.epoch, rules: o.config.keeperRules, timings: o.config.keeperTimings });
+    if (o.restoredKeeperSlot !== undefined) this.#keeper = restoreOwnKeeperSlot(this.#keeper, o.restoredKeeperSlot);
     this.parts = this.#keeper.rules;
     this.#lastAntiEntropy = o.timers.now();
     this.#off.push(o.channel.onFrame((from, frame) => this.#receive(from, frame)));
@@ -332,6 +372,9 @@ export class ClaimsGossip implements GossipClaims {
         this.#keeper = out.state;
         this.#dirty.add("keeper");
       }
+      // best effort, like the send: a store that refuses leaves the claims open on disk, to be renewed after a restart
+      const own = this.#keeper.slots.get(this.#self);
+      if (this.#dirty.has("keeper") && own !== undefined) this.#persist?.(encodeKeeperSlot(own));
       this.#flush();
     }
     this.#closed = true;
@@ -396,6 +439,7 @@ export class ClaimsGossip implements GossipClaims {
   #installKeeper(state: KeeperState, slot: KeeperSlot): void {
     if (this.#closed) throw new RangeError("the node is shut down");
     this.#checkOwn("keeper", slot);
+    if (this.#persist !== undefined && !this.#persist(encodeKeeperSlot(slot))) throw new ClaimsPersistError();
     this.#keeper = state;
     this.#changed("keeper");
   }
@@ -463,12 +507,13 @@ export class ClaimsGossip implements GossipClaims {
     const t = this.#config.keeperTimings;
     // Renew every open own claim that is due (claims.md §3 "Renewal": a running peer renews periodically).
     for (const c of this.#keeper.slots.get(this.#self)?.claims ?? []) {
-      if (c.closedAt !== undefined || now - c.renewedAt < t.renewEveryMs) continue;
+      if (c.closedAt !== undefined || now - c.renewedAt < t.renewEveryMs || !this.#keeper.rules.has(c.part)) continue;
       const out = renewKeeper(this.#keeper, c.part, now);
       try {
         this.#installKeeper(out.state, out.slot);
       } catch (e) {
-        if (!(e instanceof ClaimsLimitError)) throw e;
+        // a renewal past a limit, or one the failed store refused, is not made: the claim lapses
+        if (!(e instanceof ClaimsLimitError) && !(e instanceof ClaimsPersistError)) throw e;
       }
     }
     // Observe every part, so a change of keeper starts its settling time when it happens, not when next asked.

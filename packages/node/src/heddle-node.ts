@@ -140,6 +140,8 @@ export interface NodeParts {
   readonly restarted: boolean;
   readonly roster: ReadonlySet<ReplicaId>;
   readonly restored: readonly ReservationRow[];
+  /** This peer's own keeper-claims slot as the store last committed it (claims.md §3), if any. */
+  readonly restoredKeeperSlot?: string;
   /** Patch rows in the store not covered by its snapshot, at boot. */
   readonly rowsAtBoot: number;
   /** Their bytes, at boot. */
@@ -288,7 +290,17 @@ export class Node implements HeddleNode {
       rejections: this.#rejections,
     });
     this.#liveness = new LivenessMonitor({ channel: livenessChannel, mux, timers: c.timers, config: c.heartbeat, rejections: this.#rejections, maxFrameBytes: c.maxFrameBytes });
-    this.#claims = new ClaimsGossip({ channel: claimsChannel, epoch: p.epoch, timers: c.timers, config: c.claims, rejections: this.#rejections, maxFrameBytes: c.maxFrameBytes });
+    this.#claims = new ClaimsGossip({
+      channel: claimsChannel,
+      epoch: p.epoch,
+      timers: c.timers,
+      config: c.claims,
+      rejections: this.#rejections,
+      maxFrameBytes: c.maxFrameBytes,
+      // a restarted keeper keeps its claims' claimedAt / takenAt (a stays-put part it took stays with it)
+      ...(p.restoredKeeperSlot !== undefined ? { restoredKeeperSlot: p.restoredKeeperSlot } : {}),
+      persistKeeperSlot: (text) => this.#commit({ keeperSlot: text }),
+    });
     let members = p.seam.peers.get(); // a seam's views are immutable values: kept, never copied
     this.#off.push(
       p.seam.peers.subscribe((now) => {
@@ -571,11 +583,11 @@ export class Node implements HeddleNode {
 
   async shutdown(): Promise<void> {
     if (this.#shut) return;
+    this.#claims.close(); // first: its closed keeper claims are committed while the store still takes commits
     this.#shut = true;
     this.#replication.close();
     this.#board.close();
     this.#liveness.close();
-    this.#claims.close();
     for (const f of this.#off) f();
     for (const ch of this.#channels) await ch.close();
     this.#p.store.close();

@@ -162,6 +162,7 @@ export function heddleStatic(opts: StaticOptions): HeddleNode {
       restarted,
       roster,
       restored: persisted.reservations,
+      ...(persisted.keeperSlot !== undefined ? { restoredKeeperSlot: persisted.keeperSlot } : {}),
       rowsAtBoot: persisted.patches.length,
       rowBytesAtBoot: persisted.patches.reduce((n, p) => n + p.length, 0),
       snapshotBytesAtBoot: persisted.snapshot?.length ?? 0,

@@ -38,6 +38,7 @@ export function memoryStore(opts: MemoryStoreOptions = {}): HeddleStore {
   let patches: { n: number; row: PatchRow }[] = [];
   let snapshot: { throughN: number; body: Uint8Array } | null = null;
   const reservations = new Map<ReservationId, ReservationRow>();
+  let keeperSlot: string | undefined;
 
   function requireBooted(what: string): void {
     if (!booted) throw new StoreStateError(`memory store: ${what} before boot (or after close)`);
@@ -61,6 +62,7 @@ export function memoryStore(opts: MemoryStoreOptions = {}): HeddleStore {
           snapshot: snapshot === null ? null : snapshot.body.slice(),
           patches: patches.map((p) => p.row.body.slice()),
           reservations: [...reservations.values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)).map(copyRow),
+          ...(keeperSlot !== undefined ? { keeperSlot } : {}),
         },
       };
     },
@@ -79,6 +81,8 @@ export function memoryStore(opts: MemoryStoreOptions = {}): HeddleStore {
       }
       const deletes = tx.deleteReservations ?? [];
       for (const id of deletes) if (typeof id !== "string") throw new TypeError("reservation ids to delete must be strings");
+      if (tx.keeperSlot !== undefined && typeof tx.keeperSlot !== "string") throw new TypeError("keeperSlot must be the slot's text");
+      if (tx.keeperSlot !== undefined) keeperSlot = tx.keeperSlot;
       for (const p of rows) patches.push({ n: nextN++, row: { origin: p.origin, body: p.body.slice() } });
       for (const r of puts) reservations.set(r.id, copyRow(r));
       for (const id of deletes) reservations.delete(id);

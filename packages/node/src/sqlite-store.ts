@@ -11,7 +11,7 @@ import {
   type StoreTx,
 } from "./store.ts";
 
-/** The schema of node.md §9.2, verbatim. */
+/** The schema of node.md §9.2, verbatim, plus `keeper_slot`: this peer's own keeper-claims slot (claims.md §3). */
 export const SQLITE_SCHEMA = `
 CREATE TABLE IF NOT EXISTS meta (one INTEGER PRIMARY KEY CHECK (one = 1),
   replica TEXT NOT NULL, genesis TEXT NOT NULL, boot INTEGER NOT NULL) STRICT;
@@ -21,6 +21,7 @@ CREATE TABLE IF NOT EXISTS snapshot (one INTEGER PRIMARY KEY CHECK (one = 1),
   through_n INTEGER NOT NULL, body BLOB NOT NULL) STRICT;
 CREATE TABLE IF NOT EXISTS reservations (id TEXT PRIMARY KEY, leaf TEXT NOT NULL,
   max_cost TEXT NOT NULL, path TEXT NOT NULL, created_ms INTEGER NOT NULL) STRICT;
+CREATE TABLE IF NOT EXISTS keeper_slot (one INTEGER PRIMARY KEY CHECK (one = 1), text TEXT NOT NULL) STRICT;
 `;
 
 /** How long a statement waits for another connection's lock before failing (ms). */
@@ -101,6 +102,8 @@ export function sqliteStore(path: string): HeddleStore {
     insertPatch: db.prepare("INSERT INTO patches (origin, body) VALUES (?, ?)"),
     insertReservation: db.prepare("INSERT INTO reservations (id, leaf, max_cost, path, created_ms) VALUES (?, ?, ?, ?, ?)"),
     deleteReservation: db.prepare("DELETE FROM reservations WHERE id = ?"),
+    keeperSlot: db.prepare("SELECT text FROM keeper_slot WHERE one = 1"),
+    putKeeperSlot: db.prepare("INSERT OR REPLACE INTO keeper_slot (one, text) VALUES (1, ?)"),
     putSnapshot: db.prepare(
       "INSERT OR REPLACE INTO snapshot (one, through_n, body) " +
         "VALUES (1, max(coalesce((SELECT max(n) FROM patches), 0), coalesce((SELECT through_n FROM snapshot WHERE one = 1), 0)), ?)",
@@ -138,12 +141,15 @@ export function sqliteStore(path: string): HeddleStore {
         const epoch = (q.meta.get() as { boot: number }).boot;
         const snap = q.snapshot.get() as { through_n: number; body: unknown } | undefined;
         const through = snap?.through_n ?? 0;
+        const keeper = q.keeperSlot.get() as { text: unknown } | undefined;
+        if (keeper !== undefined && typeof keeper.text !== "string") throw new StoreCorruptError("keeper slot is not TEXT");
         return {
           epoch,
           persisted: {
             snapshot: snap === undefined ? null : bytes(snap.body, "snapshot body"),
             patches: (q.patchesAfter.all(through) as { body: unknown }[]).map((r) => bytes(r.body, "patch body")),
             reservations: (q.reservations.all() as Record<string, unknown>[]).map(decodeReservation),
+            ...(keeper !== undefined ? { keeperSlot: keeper.text as string } : {}),
           },
         };
       });
@@ -160,7 +166,9 @@ export function sqliteStore(path: string): HeddleStore {
       for (const p of rows) checkPatchRow(p);
       for (const r of puts) checkReservationRow(r);
       for (const id of deletes) if (typeof id !== "string") throw new TypeError("reservation ids to delete must be strings");
+      if (tx.keeperSlot !== undefined && typeof tx.keeperSlot !== "string") throw new TypeError("keeperSlot must be the slot's text");
       transaction(() => {
+        if (tx.keeperSlot !== undefined) q.putKeeperSlot.run(tx.keeperSlot);
         for (const p of rows) q.insertPatch.run(p.origin, p.body);
         for (const r of puts) {
           q.insertReservation.run(r.id, r.leaf, r.maximumCost.toString(), JSON.stringify(r.capturedPath), r.createdAt);

@@ -20,6 +20,11 @@ export interface PersistedState {
   readonly patches: readonly Uint8Array[];
   /** Open reservation rows, ascending id. */
   readonly reservations: readonly ReservationRow[];
+  /**
+   * Extension (claims.md §3): this peer's own keeper-claims slot as last committed (`encodeKeeperSlot` text), so a
+   * restarted keeper keeps its claims' `claimedAt` / `takenAt`; absent when none was committed (or the store keeps none).
+   */
+  readonly keeperSlot?: string;
 }
 
 /** One ledger patch row: the canonical bytes of a patch this peer produced (`own`) or joined from a peer (`merged`). */
@@ -35,6 +40,8 @@ export interface StoreTx {
   readonly putReservations?: readonly ReservationRow[];
   /** Ids to remove; an absent id is not an error. Applied after `putReservations`. */
   readonly deleteReservations?: readonly ReservationId[];
+  /** Extension (claims.md §3): this peer's own keeper-claims slot text, replacing the one stored. */
+  readonly keeperSlot?: string;
 }
 
 /** What `boot` returns: the new incarnation number and everything persisted before it. */

@@ -174,6 +174,22 @@ describe.each(kinds)("%s", (_name, make) => {
     s.close();
   });
 
+  it("keeps this peer's own keeper slot (claims.md §3): the latest committed text comes back at boot, a failed transaction leaves the previous one", () => {
+    const o = make();
+    let s = o.open();
+    expect(s.boot(A, "gen").persisted.keeperSlot).toBeUndefined();
+    s.commit({ keeperSlot: "first" });
+    s.commit({ keeperSlot: "second", patches: [{ origin: "own", body: enc.encode("p") }] });
+    s.commit({ putReservations: [row("r1", 5n)] }); // a commit without a slot leaves it
+    expect(() => s.commit({ keeperSlot: "lost", putReservations: [row("r1", 9n)] })).toThrow();
+    expect(() => s.commit({ keeperSlot: 7 as unknown as string })).toThrow(TypeError);
+    s.close();
+    s = o.open();
+    const { persisted } = s.boot(A, "gen");
+    expect([persisted.keeperSlot, persisted.patches.map((b) => dec.decode(b))]).toEqual(["second", ["p"]]);
+    s.close();
+  });
+
   it("refuses commit and compact before boot", () => {
     const s = make().open();
     expect(() => s.commit({})).toThrow(StoreStateError);

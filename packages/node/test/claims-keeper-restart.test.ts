@@ -1,0 +1,95 @@
+// A stays-put part stays with its keeper across that keeper's restart (claims.md §3 stays-put: the live claim with
+// the latest takenAt, else the oldest live claim). The node persists its own keeper slot with each write and
+// continues it after a restart — same claimedAt and takenAt — instead of writing a fresh claim (claimedAt = now, no
+// takenAt) under the new epoch that replaced the old one everywhere and handed the part to another peer.
+import { join } from "node:path";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { afterEach, describe, expect, it } from "vitest";
+import { memoryStore, sqliteStore, type HeddleStore } from "../src/index.ts";
+import { failingStore } from "../src/testing.ts";
+import { Cluster } from "./node-sim.ts";
+
+const TIMINGS = { renewEveryMs: 1_000, aliveMs: 5_000, settlingMs: 2_000, unclosedMs: 60_000, othersHeardMs: 2_000 };
+const CLAIMS = { keeperRules: { invoices: "stays-put" }, keeperTimings: TIMINGS, antiEntropyMs: 500, tickMs: 100 } as const;
+const dirs: string[] = [];
+afterEach(() => {
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+/** a takes "invoices" on purpose; b and c claim it later; all agree on a. `frozen` makes a's store refuse commits. */
+function takenByA(store: (id: string) => HeddleStore): { c: Cluster; frozen: { on: boolean }; takenAt: number } {
+  const frozen = { on: false };
+  const c = new Cluster({
+    seed: 7,
+    supply: { a: 100n, b: 100n, c: 100n },
+    config: { claims: CLAIMS },
+    wrapStore: (id) => (id === "a" ? failingStore(store(id), () => frozen.on) : store(id)),
+  });
+  const takenAt = c.n("a").gossipClaims.keeper("invoices", { take: true }).claim!.takenAt!;
+  c.timers.advanceBy(1_000);
+  c.n("b").gossipClaims.keeper("invoices");
+  c.n("c").gossipClaims.keeper("invoices");
+  c.timers.advanceBy(TIMINGS.settlingMs + 1_000);
+  for (const id of ["a", "b", "c"]) expect(c.n(id).gossipClaims.look("invoices").keeper).toBe("a");
+  expect(c.n("a").gossipClaims.look("invoices").mayAct).toBe(true);
+  return { c, frozen, takenAt };
+}
+
+function expectKeptByA(c: Cluster, takenAt: number): void {
+  for (const id of ["a", "b", "c"]) {
+    const v = c.n(id).gossipClaims.look("invoices");
+    expect({ id, keeper: v.keeper, takenAt: v.claim?.takenAt }).toEqual({ id, keeper: "a", takenAt });
+  }
+  expect(c.n("a").gossipClaims.look("invoices").mayAct).toBe(true);
+  expect(c.n("b").gossipClaims.look("invoices").mayAct).toBe(false);
+}
+
+describe("a stays-put part across its keeper's restart (claims.md §3)", () => {
+  it("a crash (its claim left open): the restarted node renews the same claim by itself, and keeps the part", () => {
+    const { c, frozen, takenAt } = takenByA(() => memoryStore());
+    // a hard crash: nothing more reaches a's disk (its shutdown cannot close the claim there)
+    frozen.on = true;
+    c.crash("a");
+    frozen.on = false;
+    c.timers.advanceBy(2_000);
+    c.restart("a");
+    // the app has not asked again; the claim is the old one, renewed under the new epoch, and the others hold it
+    c.timers.advanceBy(TIMINGS.settlingMs + 2 * CLAIMS.antiEntropyMs);
+    expect(c.n("a").gossipClaims.slots().keeper.get("a")!.version >= 2n ** 32n * 2n).toBe(true);
+    expectKeptByA(c, takenAt);
+    // well past UNCLOSED of the pre-crash renewals, it is still a's: its claim has been renewed all along
+    c.timers.advanceBy(2 * TIMINGS.unclosedMs);
+    expectKeptByA(c, takenAt);
+  });
+
+  it("a clean quit and restart: the app's renewal reopens the claim keeping its takenAt (sqlite store)", () => {
+    const dir = mkdtempSync(join(tmpdir(), "heddle-keeper-restart-"));
+    dirs.push(dir);
+    const stores = new Map<string, HeddleStore>();
+    const { c, takenAt } = takenByA((id) => {
+      const s = id === "a" ? sqliteStore(join(dir, "a.sqlite")) : memoryStore();
+      stores.set(id, s);
+      return s;
+    });
+    c.crash("a"); // the simulation's crash shuts the node down: it closes its claims, committed to its store
+    c.timers.advanceBy(2_000);
+    // a new process opens the same file
+    const p = c.peers.get("a")!;
+    p.store = sqliteStore(join(dir, "a.sqlite"));
+    c.restart("a");
+    const renewed = c.n("a").gossipClaims.keeper("invoices"); // what the app does at start-up
+    expect(renewed.claim).toMatchObject({ takenAt });
+    c.timers.advanceBy(TIMINGS.settlingMs + 2 * CLAIMS.antiEntropyMs);
+    expectKeptByA(c, takenAt);
+    for (const s of [p.store, ...stores.values()]) s.close();
+  });
+
+  it("a store that refuses the write refuses the keeper write too: nothing changes, nothing is sent", () => {
+    const { c, frozen } = takenByA(() => memoryStore());
+    const before = c.n("a").gossipClaims.slots().keeper.get("a");
+    frozen.on = true;
+    expect(() => c.n("a").gossipClaims.keeper("invoices", { wroteUpTo: 5 })).toThrow(/store refused to persist this peer's keeper slot/);
+    expect(c.n("a").gossipClaims.slots().keeper.get("a")).toBe(before);
+  });
+});
