@@ -69,6 +69,23 @@ export function parseTreeSpec(spec: string, root: string): { id: string; parent:
     out.push({ id: edgeId(parent, child), parent, child, weight: m[3]! });
   }
   if (out.length === 0) throw new TreeSpecError("--tree names no edge");
+  // every group must hang from the root through one parent, else the peers would refuse the genesis at start
+  // (node: "does not hang from the root") after init had reported success
+  const parentOf = new Map<string, string>();
+  for (const e of out) {
+    if (e.child === root) throw new TreeSpecError(`--tree item "${e.parent}>${e.child}" makes the root ${JSON.stringify(root)} a child; the root has no parent`);
+    const before = parentOf.get(e.child);
+    if (before !== undefined) throw new TreeSpecError(`--tree gives group "${e.child}" two parents ("${before}" and "${e.parent}"); each group hangs from one`);
+    parentOf.set(e.child, e.parent);
+  }
+  for (const e of out) {
+    const seen = new Set<string>([e.child]);
+    for (let g = e.parent; g !== root; g = parentOf.get(g)!) {
+      if (!parentOf.has(g)) throw new TreeSpecError(`--tree: group "${g}" (the parent of "${e.child}") does not hang from the root ${JSON.stringify(root)}; add an item for it, e.g. ${g}=1, or write ${e.child}=${e.weight}`);
+      if (seen.has(g)) throw new TreeSpecError(`--tree: groups ${[...seen].map((x) => `"${x}"`).join(", ")} form a cycle; each group must descend from the root`);
+      seen.add(g);
+    }
+  }
   return out;
 }
 
