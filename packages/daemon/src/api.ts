@@ -538,7 +538,15 @@ export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
   cpost("/control/activate", "Activate a prepared edge", S.EdgeBody, (cp, b: { edge: string }, opts) => cp.activate(AttachmentId(b.edge), opts));
   cpost("/control/close", "Close an active edge (it drains)", S.EdgeBody, (cp, b: { edge: string }, opts) => cp.close(AttachmentId(b.edge), opts));
   cpost("/control/retire", "Retire a drained (or unused prepared) edge", S.EdgeBody, (cp, b: { edge: string }, opts) => cp.retire(AttachmentId(b.edge), opts));
-  cpost("/control/enroll", "Enroll a replica as a ledger writer", S.EnrollBody, (cp, b: { replica?: string }, opts) => cp.enroll(ReplicaId(b.replica ?? d.self), opts));
+  cpost("/control/enroll", "Enroll a replica as a ledger writer (a peer of this cluster's roster)", S.EnrollBody, (cp, b: { replica?: string }, opts) => {
+    const replica = b.replica ?? d.self;
+    // an id off the roster can never connect (peers accept roster members only), so enrolling it would only add a
+    // writer that never writes — and a typo stays on the control roster for good (found by a new user's walkthrough)
+    if (!ctx.roster.some((p) => p.id === replica)) {
+      throw new RangeError(`enroll: replica is ${JSON.stringify(replica)}, not a peer of this cluster's roster (the config's roster[]); add it to every peer's config first, or check the id (heddle peers lists them)`);
+    }
+    return cp.enroll(ReplicaId(replica), opts);
+  });
   cpost("/control/depart", "Depart this peer (it promises to write no more ledger slots)", S.EmptyBody, (cp, _b, opts) => cp.depart(opts));
   cpost("/claims/take", "Take claims, all or nothing (granted mode)", S.TakeBody, (cp, b: Parameters<ControlPlane["claims"]["take"]>[0], opts) => cp.claims.take(b, opts));
   cpost("/claims/release", "Release one claim (with token: only the grant stamped with it)", S.ReleaseBody, (cp, b: { holder: string; key: string; token?: number }, opts) =>

@@ -139,6 +139,16 @@ describe("HTTP API: governed control plane", () => {
     await basic.arrayBuffer();
   });
 
+  it("enroll refuses an id off the cluster's roster (400 naming replica), applying nothing (found by a new user's walkthrough)", async () => {
+    const before = ((await s.client.roster()) as { enrolled?: unknown[] }).enrolled;
+    expect(Array.isArray(before) && before.length > 0).toBe(true);
+    const r = await s.client.raw("POST", "/v1/control/enroll", { replica: "NOTAPEER" });
+    expect(r.status).toBe(400);
+    expect(r.body).toMatchObject({ error: "invalid-request", issues: [{ field: "replica" }] });
+    expect((r.body as { message: string }).message).toMatch(/not a peer of this cluster's roster/);
+    expect(((await s.client.roster()) as { enrolled?: unknown[] }).enrolled).toEqual(before);
+  });
+
   it("a 504 says how to retry safely: with the Idempotency-Key, or (unkeyed) after looking the outcome up", () => {
     const keyed = outcomeUnknownAnswer(proposalKeyOf("supply-9"));
     expect(keyed.message).toMatch(/Retry with the same Idempotency-Key/);
