@@ -325,7 +325,10 @@ export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
       payload = { id: r.id, leaf: b.leaf, maximumCost: max.toString() };
     } else {
       status = r.refusal.kind === "closed" ? 503 : 409;
-      payload = { error: "refused", message: refusalMessage(r.refusal), refusal: toWire(r.refusal) };
+      // a leaf no edge names is most likely a typo: say so rather than "no live path to the root"
+      const unknown = r.refusal.kind === "no-lineage" && !knownGroup(view(), b.leaf);
+      const message = unknown ? `there is no group ${JSON.stringify(b.leaf)} on this peer's view; check the name (GET /v1/tree, heddle tree, lists the groups)` : refusalMessage(r.refusal);
+      payload = { error: "refused", message, refusal: toWire(r.refusal) };
     }
     if (tag !== null && status !== 503) remember(tag, bodyText, status, payload);
     return reply.code(status as 201).send(payload as never);
@@ -428,9 +431,13 @@ export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
     return { id, record: toWire(rec), lifecycle: v.lifecycle(id), summary: toWire(v.edge(id)), positions, drained: Object.keys(positions).length === 0 };
   });
 
-  app.get(`${API_PREFIX}/bounds`, { schema: { ...tags("data"), summary: "Bound metrics (node.md §11) per parent", querystring: S.BoundsQuery } }, async (req) => {
+  app.get(`${API_PREFIX}/bounds`, { schema: { ...tags("data"), summary: "Bound metrics (node.md §11) per parent", querystring: S.BoundsQuery } }, async (req, reply) => {
     const q = req.query as { parent?: string };
     const v = view();
+    if (q.parent !== undefined && !knownGroup(v, q.parent)) {
+      // bounds of a group nobody names would be made up (a parent of no children): say it is not there
+      return reply.code(404).send({ error: "not-found", message: `there is no group ${JSON.stringify(q.parent)} on this peer's view; GET /v1/tree (heddle tree) lists the groups`, issues: [{ field: "parent", in: "query", problem: "no such group" }] });
+    }
     const parents = q.parent !== undefined ? [q.parent] : sortIds(new Set<string>([...v.groups(), ...v.roots()])).filter((g) => v.childrenOf(GroupId(g)).length > 0);
     return { bounds: parents.map((p) => toWire(boundsOf(d, GroupId(p)))) };
   });
@@ -646,6 +653,11 @@ export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
   }
   ctx.dashboard?.register(app);
   return app;
+}
+
+/** Whether `g` is a group of the view: the root of a mint, or the parent or child of some edge. */
+function knownGroup(v: ReturnType<ApiContext["data"]["ledger"]["get"]>, g: string): boolean {
+  return v.roots().includes(GroupId(g)) || v.groups().includes(GroupId(g));
 }
 
 function refusalMessage(r: { kind: string }): string {

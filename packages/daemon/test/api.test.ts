@@ -157,6 +157,22 @@ describe("HTTP API: data plane", () => {
   });
 });
 
+describe("HTTP API: a group nobody names (found by a new user's walkthrough)", () => {
+  it("a reserve at it says there is no such group; bounds of it is 404 naming parent, not a made-up row", async () => {
+    const before = await state();
+    const r = await s.client.raw("POST", "/v1/reservations", { leaf: "bacth", maximumCost: 1 });
+    expect(r.status).toBe(409);
+    expect(r.body).toMatchObject({ refusal: { kind: "no-lineage" }, message: expect.stringMatching(/^there is no group "bacth" on this peer's view/) });
+    const b = await s.client.raw("GET", "/v1/bounds?parent=tenant-x");
+    expect(b.status).toBe(404);
+    expect(b.body).toMatchObject({ error: "not-found", issues: [{ field: "parent", in: "query" }] });
+    // a group that exists still answers, leaf or parent
+    expect((await s.client.raw("GET", "/v1/bounds?parent=tenant-a")).status).toBe(200);
+    expect((await s.client.raw("GET", "/v1/bounds?parent=batch")).status).toBe(200);
+    expect(await state()).toBe(before);
+  });
+});
+
 describe("HTTP API: control plane on a static peer", () => {
   it("answers every control verb with 409 static-mode and changes nothing", async () => {
     const before = await state();
