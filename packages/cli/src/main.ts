@@ -202,7 +202,9 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
       return EXIT.config;
     }
     if (e instanceof DaemonUnreachableError) {
-      io.err(`heddle: cannot reach the daemon: ${e.message}\n  start it with 'heddle start --config FILE' (or 'heddle up DIR' for a local cluster), or check --url / HEDDLE_URL\n`);
+      // the client's own message may already say how to start it: say it once
+      const hint = e.message.includes("heddle start") ? "  (or 'heddle up DIR' for a local cluster), or check --url / HEDDLE_URL" : "  start it with 'heddle start --config FILE' (or 'heddle up DIR' for a local cluster), or check --url / HEDDLE_URL";
+      io.err(`heddle: cannot reach the daemon: ${e.message}\n${hint}\n`);
       return EXIT.unreachable;
     }
     if (e instanceof ApiError) {

@@ -190,6 +190,15 @@ describe("the command line itself (found by a new user's walkthrough)", () => {
     expect(v.code).toBe(EXIT.ok);
     expect(v.out).toMatch(/^heddle \d+\.\d+\.\d+ \(node v\d+/);
   });
+  it("a config file that does not exist says how to get one; an unreachable daemon says how to start it once", async () => {
+    const missing = await run(["status", "--config", "/nonexistent/peer-1/heddle.json"]);
+    expect(missing.code).toBe(EXIT.config);
+    expect(missing.err).toContain("(file): does not exist; heddle init DIR writes one per peer");
+    const gone = await run(["status", "--url", "http://127.0.0.1:1", "--token", "t"]);
+    expect(gone.code).toBe(EXIT.unreachable);
+    expect(gone.err.match(/start it with/g)).toHaveLength(1);
+    expect(gone.err).toContain("heddle up DIR");
+  });
   it("an unknown option is named as such, and a negative number is said to be one", async () => {
     const typo = await run(["tree", "--jsn", "--url", d.url, "--token", "t"]);
     expect(typo.code).toBe(EXIT.usage);

@@ -124,7 +124,8 @@ export function loadConfig(path: string): DaemonConfig {
   try {
     text = readFileSync(file, "utf8");
   } catch (e) {
-    throw new ConfigError(file, [{ field: "(file)", problem: `cannot be read: ${(e as Error).message}` }]);
+    const missing = (e as NodeJS.ErrnoException).code === "ENOENT";
+    throw new ConfigError(file, [{ field: "(file)", problem: missing ? "does not exist; heddle init DIR writes one per peer (DIR/peer-N/heddle.json)" : `cannot be read: ${(e as Error).message}` }]);
   }
   let doc: unknown;
   try {

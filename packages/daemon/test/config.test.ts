@@ -171,7 +171,8 @@ describe("config file", () => {
     const bad = join(dir, "bad.json");
     writeFileSync(bad, "{ version: 1 ");
     expect(() => loadConfig(bad)).toThrow(/not valid JSON/);
-    expect(() => loadConfig(join(dir, "absent.json"))).toThrow(/cannot be read/);
+    expect(() => loadConfig(join(dir, "absent.json"))).toThrow(/does not exist; heddle init DIR writes one per peer/);
+    expect(() => loadConfig(dir)).toThrow(/cannot be read/); // a folder, not a file
   });
 });
 
