@@ -19,7 +19,7 @@ export const EXIT = Object.freeze({
   unknown: 6,
   /** The daemon rejected the request as malformed (HTTP 400 / 404 / 413 / 415). */
   invalid: 7,
-  /** `start`/`up`: the config file is invalid. */
+  /** The config file (`start`, `up`, or any command given `--config`) is missing or invalid. */
   config: 8,
   /** `start`/`up`: the daemon could not start (busy port, store of another cluster, missing key or token). */
   startFailed: 9,
