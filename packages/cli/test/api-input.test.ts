@@ -72,6 +72,11 @@ describe("ranges the daemon checks are checked first, in the user's units (exit 
     d.answer = () => ({ status: 200, body: { outcome: "unknown" } });
     expect((await at(["outcome", "--client", "x", "--seq", "12"])).code).toBe(EXIT.ok);
     expect(d.seen[0]!.url).toBe("/v1/control/outcome?client=x&seq=12");
+    // a recorded outcome reads as the verb that made it printed it (it was raw JSON without --json)
+    d.answer = () => ({ status: 200, body: { key: { client: "x", seq: 12 }, outcome: { kind: "applied", index: 5, noop: false, mintId: "mint:x:12" } } });
+    expect((await at(["outcome", "--client", "x", "--seq", "12"])).out).toBe("applied at index 5, mint mint:x:12\n");
+    d.answer = () => ({ status: 200, body: { key: { client: "x", seq: 12 }, outcome: { kind: "conflict", index: 6, conflict: { reason: "keyReuse" } } } });
+    expect((await at(["outcome", "--client", "x", "--seq", "12"])).out).toBe("conflict at index 6: keyReuse\n");
   });
   it("demand --lease is 0.1 … 86400 seconds, and says so in seconds", async () => {
     await usage(["demand", "a", "10", "--lease", "86401"], /--lease must be 0\.1 … 86400 seconds \(24 hours\), got "86401"/);
@@ -182,6 +187,13 @@ describe("heddle status on a halted control plane", () => {
 });
 
 describe("the command line itself (found by a new user's walkthrough)", () => {
+  it("claims list shows when each claim began as a time, not epoch milliseconds", async () => {
+    d.answer = () => ({ status: 200, body: { open: [{ key: "lock", holder: "h1", mode: "exclusive", token: 7, since: 1_796_404_039_895, scope: null }], guarantee: "g" } });
+    const r = await run(["claims", "list", "--url", d.url, "--token", "t"]);
+    expect(r.code, r.err).toBe(EXIT.ok);
+    expect(r.out).toContain(new Date(1_796_404_039_895).toISOString());
+    expect(r.out).not.toContain("1796404039895");
+  });
   it("no command is a usage error (exit 2) that prints the usage; --version prints the version", async () => {
     const bare = await run([]);
     expect(bare.code).toBe(EXIT.usage);

@@ -177,6 +177,14 @@ function renderTree(t: Json): string {
   return out.join("");
 }
 
+/** A recorded control outcome (`heddle outcome`), as the verb that made it would have printed it. */
+function outcomeText(o: Json): string {
+  if (o === null || typeof o !== "object") return `${JSON.stringify(o)}\n`;
+  if (o.kind === "conflict") return `conflict at index ${o.index}: ${o.conflict.reason}${Object.keys(o.conflict).length > 1 ? ` ${JSON.stringify(o.conflict)}` : ""}\n`;
+  const claims = o.claims === undefined ? "" : `\n  claims: ${JSON.stringify(o.claims)}`;
+  return `${o.kind} at index ${o.index}${o.noop ? " (no-op: already so)" : ""}${o.mintId !== undefined ? `, mint ${o.mintId}` : ""}${claims}\n`;
+}
+
 function appliedLine(verb: string, r: Json): string {
   return `${verb}: applied at index ${r.index}${r.noop ? " (no-op: already so)" : ""}${r.mintId !== undefined ? `, mint ${r.mintId}` : ""}\n`;
 }
@@ -402,7 +410,7 @@ export const API_COMMANDS: Record<string, ApiCommand> = {
       if (seq !== undefined && !(/^[1-9][0-9]*$/.test(seq) && Number.isSafeInteger(Number(seq)))) throw new UsageError(`--seq must be an integer 1 … ${Number.MAX_SAFE_INTEGER}, got ${JSON.stringify(seq)}`);
       const q = key !== undefined ? { idempotencyKey: key } : { client: client!, seq: Number(seq) };
       const r = (await c.outcome(q)) as Json;
-      return printJsonOr(io, v, r, () => `${JSON.stringify(r.outcome)}\n`);
+      return printJsonOr(io, v, r, () => outcomeText(r.outcome));
     },
   },
   "claims take": {
@@ -474,7 +482,7 @@ export const API_COMMANDS: Record<string, ApiCommand> = {
       const r = (await c.claimsList(p[0])) as Json;
       const foot = `granted mode: ${r.guarantee ?? ""}\n`;
       if (p[0] !== undefined) return printJsonOr(io, v, r, () => `${r.key}: ${r.holders.length === 0 ? "free" : r.holders.join(", ")}\n${foot}`);
-      return printJsonOr(io, v, r, () => table(["key", "holder", "mode", "token", "since", "scope"], r.open.map((o: Json) => [o.key, o.holder, o.mode, o.token, o.since, o.scope ?? "-"])) + foot);
+      return printJsonOr(io, v, r, () => table(["key", "holder", "mode", "token", "since", "scope"], r.open.map((o: Json) => [o.key, o.holder, o.mode, o.token, typeof o.since === "number" ? when(o.since) : o.since, o.scope ?? "-"])) + foot);
     },
   },
   "claims keeper": {
