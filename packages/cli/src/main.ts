@@ -43,7 +43,7 @@ Look:
   demand              standing demand, what is advertised (live or lapsed), whether refreshing it works
 
 Work (for scripts):
-  reserve LEAF MAX    prints a reservation id      complete ID COST     cancel ID
+  reserve LEAF MAX    prints a reservation id      complete ID COST     cancel ID     reservations
   demand LEAF TARGET [MAX_GRANT]                   bench --leaf LEAF
 
 Operate (governed mode):

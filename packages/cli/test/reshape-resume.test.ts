@@ -63,3 +63,36 @@ describe("heddle reshape, run again", () => {
     expect(JSON.stringify(await edgesInto("c"))).toBe(before);
   });
 });
+
+describe("heddle reshape blocked by open work (found by a new user's walkthrough)", () => {
+  it("a drain that times out names who holds what and the reservations to finish; heddle reservations lists them", async () => {
+    await s.client.mint(1000, { idempotencyKey: "supply-for-drain" });
+    expect((await heddle(["reshape", "d"])).code).toBe(EXIT.ok);
+    await s.client.demand({ leaf: "d", targetOutstanding: 10, maximumUsefulGrant: 10 });
+    let id: string | null = null;
+    for (let i = 0; i < 200 && id === null; i++) {
+      const r = await s.client.raw("POST", "/v1/reservations", { leaf: "d", maximumCost: 10 });
+      if (r.status === 201) id = (r.body as { id: string }).id;
+      else await new Promise((res) => setTimeout(res, 50));
+    }
+    expect(id).not.toBeNull();
+    const listed = await heddle(["reservations"]);
+    expect(listed.code, listed.err).toBe(EXIT.ok);
+    expect(listed.out).toContain(id!);
+    const blocked = await heddle(["reshape", "d", "--weight", "2", "--drain-timeout", "1"]);
+    expect(blocked.code).toBe(EXIT.unknown);
+    expect(blocked.err).toMatch(/did not drain within 1 s \(.+ holds \d+\)/);
+    expect(blocked.err).toContain("its open reservations there must complete (heddle reservations on that peer lists them)");
+    // once what the peer holds under d is spent, running the same command again finishes the reshape
+    await s.client.demand({ leaf: "d", targetOutstanding: 0, maximumUsefulGrant: 0 });
+    await s.client.complete(id!, 4);
+    const held = BigInt(((await s.client.holdings("d")) as { groups: { holdings: string }[] }).groups[0]!.holdings);
+    expect(held).toBeGreaterThan(0n); // 10 granted, 4 spent: the rest still holds the closed edge open
+    const rest = (await s.client.reserve("d", held)) as { id: string };
+    await s.client.complete(rest.id, held);
+    const resumed = await heddle(["reshape", "d", "--weight", "2", "--drain-timeout", "60"]);
+    expect(resumed.code, resumed.err).toBe(EXIT.ok);
+    expect(resumed.out).toContain("d now hangs under root with weight 2");
+    expect((await heddle(["reservations"])).out).toBe("no open reservations on this peer\n");
+  });
+});

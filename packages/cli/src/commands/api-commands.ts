@@ -284,6 +284,16 @@ export const API_COMMANDS: Record<string, ApiCommand> = {
       return printJsonOr(io, v, r, () => `${r.id}\n`);
     },
   },
+  reservations: {
+    args: [0, 0],
+    usage: "heddle reservations",
+    summary: "this peer's open reservations (what a reshape's drain waits for)",
+    async run(c, _p, v, io) {
+      const r = (await c.reservations()) as Json;
+      const rows = (r.reservations as Json[]).map((x) => [x.id, x.leaf, x.maximumCost, typeof x.createdAt === "number" ? when(x.createdAt) : "-"]);
+      return printJsonOr(io, v, r, () => (rows.length === 0 ? "no open reservations on this peer\n" : table(["id", "leaf", "maximum cost", "opened"], rows)));
+    },
+  },
   complete: {
     args: [2, 2],
     usage: "heddle complete RESERVATION_ID ACTUAL_COST",

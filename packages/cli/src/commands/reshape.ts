@@ -148,7 +148,14 @@ export async function reshape(c: HeddleClient, io: Io, o: { child: string; paren
           io.err(io.tty ? `\r${line}\x1b[K` : `${line}\n`);
         }
         if (Date.now() - started > o.drainTimeoutMs) {
-          io.err(`\nheddle reshape: ${oldId} did not drain within ${o.drainTimeoutMs / 1000} s; run the same command again to resume (the steps done so far are not repeated)\n`);
+          // say who holds what: entitlement held under a closed edge drains only as its holder spends it (v1 nodes
+          // return nothing unused, node.md §17) — so re-running alone does not help while it sits there unspent
+          const who = positions.map(([replica, p]) => `${replica.length > 16 ? `${replica.slice(0, 12)}…` : replica} holds ${p}`).join(", ");
+          io.err(
+            `\nheddle reshape: ${oldId} did not drain within ${o.drainTimeoutMs / 1000} s (${who}). It drains as each holder spends what it holds under ${o.child}: ` +
+              `its open reservations there must complete (heddle reservations on that peer lists them), and what is left unreserved is spent only by more work at ${o.child}'s leaves; ` +
+              `then run the same command again to resume (the steps done so far are not repeated)\n`,
+          );
           return EXIT.unknown;
         }
         await new Promise((r) => setTimeout(r, io.tty ? 250 : 1000));
