@@ -12,7 +12,7 @@ import type { ProposalKey } from "../raft/types.ts";
 import { canonicalJson } from "./canonical-json.ts";
 import type { Canonical } from "./canonical-json.ts";
 import { settingsFromJson, settingsJson } from "./control-settings.ts";
-import type { ControlSettings } from "./control-settings.ts";
+import type { ControlSettings, ListDigest } from "./control-settings.ts";
 
 /** The four magic bytes every control entry starts with: ASCII `HDLC`. */
 export const CONTROL_MAGIC: Uint8Array = Uint8Array.of(0x48, 0x44, 0x4c, 0x43);
@@ -144,9 +144,38 @@ function envelopeText(e: ControlEnvelope, decoded = false): string {
   if (cmdJson !== undefined) out += `"cmd":${cmd},`;
   out += `"key":${canonicalJson(key)}`;
   if (e.proposer !== undefined) out += `,"proposer":${canonicalJson(e.proposer)}`;
-  if (e.settings !== undefined) out += `,"settings":${canonicalJson(settingsJson(e.settings))}`;
+  if (e.settings !== undefined) out += `,"settings":${settingsText(e.settings)}`;
   if (e.v !== undefined) out += `,"v":${canonicalJson(e.v)}`;
   return out + "}";
+}
+
+/**
+ * Every entry of a log carries the same settings: decoding keeps the last ones seen and hands that frozen object out
+ * again when a decoded value equals it, so its canonical text (for the re-encoding check) is built once, not per entry.
+ */
+let lastSettings: ControlSettings | null = null;
+function internSettings(s: ControlSettings): ControlSettings {
+  const l = lastSettings;
+  const same = (a: ListDigest | null, b: ListDigest | null) => (a === null || b === null ? a === b : a.keys === b.keys && a.sha256 === b.sha256);
+  if (
+    l !== null &&
+    l.root === s.root &&
+    l.idempotencyWindow === s.idempotencyWindow &&
+    l["claims.maxPerHolder"] === s["claims.maxPerHolder"] &&
+    same(l["claims.capacity"], s["claims.capacity"]) &&
+    same(l["claims.roster"], s["claims.roster"])
+  ) {
+    return l;
+  }
+  return (lastSettings = deepFreeze(s));
+}
+
+/** The canonical JSON text of a settings value, once per value: a member proposes every entry with the same one. */
+const settingsTexts = new WeakMap<ControlSettings, string>();
+function settingsText(s: ControlSettings): string {
+  let t = settingsTexts.get(s);
+  if (t === undefined) settingsTexts.set(s, (t = canonicalJson(settingsJson(s))));
+  return t;
 }
 
 /**
@@ -322,7 +351,7 @@ function envelopeOf(version: 1 | 2, text: string): ControlEnvelope {
   let settings: ControlSettings | undefined;
   if (version === 2) {
     try {
-      settings = deepFreeze(settingsFromJson(o.settings));
+      settings = internSettings(settingsFromJson(o.settings));
     } catch (e) {
       fail((e as Error).message);
     }

@@ -784,7 +784,8 @@ class GovernedNode implements GovernedHeddleNode {
     for (const replica of step.enrolled) this.#sink.onEnrolled(replica);
     const key = step.envelope?.key ?? null;
     if (key !== null && key.client === this.#autoClient && key.seq >= this.#nextSeq) this.#tripped = true;
-    if (key !== null && step.outcome !== null) this.#resolve(key, step.outcome, step.index, digestOf(step.envelope!.cmd));
+    // the command's digest only where a call waits on the key (the proposer): a follower pays no hash per entry
+    if (key !== null && step.outcome !== null && this.#waiters.has(keyId(key))) this.#resolve(key, step.outcome, step.index, digestOf(step.envelope!.cmd));
 
     if (step.kind === "install") {
       for (const [id, ws] of [...this.#waiters]) {
