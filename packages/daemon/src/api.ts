@@ -503,7 +503,7 @@ export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
   const STATIC_MODE = {
     error: "static-mode",
     message:
-      "this peer runs in static mode: its supply and topology are fixed by the genesis in its config; mint, reshape, enroll, depart and claims need a governed cluster (mode.kind = \"governed\", e.g. heddle init --mode governed)",
+      "this peer runs in static mode: its supply and topology are fixed by the genesis in its config; mint, reshape, enroll, depart and granted claims need a governed cluster (mode.kind = \"governed\", e.g. heddle init --mode governed); keeper and advisory claims work here",
   };
 
   const control = async (req: FastifyRequest, reply: FastifyReply, act: (cp: ControlPlane, opts: CallOptions) => Promise<ClaimsOutcome>, extra: object = {}) => {
@@ -673,7 +673,7 @@ function refusalMessage(r: { kind: string }): string {
     case "invalid-cost":
       return "maximumCost must be a positive amount";
     case "not-writable":
-      return "this peer is not an enrolled writer yet (governed mode: it enrolls itself at start)";
+      return "this peer is not an enrolled writer (governed mode: it enrolls itself at start; after a depart, enroll it again with heddle enroll)";
     case "cost-out-of-range":
       return "actualCost must lie between 0 and the reservation's maximumCost";
     case "closed":
@@ -690,7 +690,7 @@ function conflictMessage(c: { reason: string; [k: string]: unknown }): string {
     case "notDrained":
       return `conflict notDrained: ${String(c["edge"])} still has outstanding entitlement; wait for it to drain, then retry`;
     case "keyReuse":
-      return "conflict keyReuse: this Idempotency-Key was already used for a different request";
+      return "conflict keyReuse: this Idempotency-Key was already used for a different request; send a new key for a new request";
     case "unknownEdge":
       return `conflict unknownEdge: no edge ${String(c["edge"])} in the control log; prepare it first`;
     default:
