@@ -205,6 +205,8 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
       // the client's own message may already say how to start it: say it once
       const hint = e.message.includes("heddle start") ? "  (or 'heddle up DIR' for a local cluster), or check --url / HEDDLE_URL" : "  start it with 'heddle start --config FILE' (or 'heddle up DIR' for a local cluster), or check --url / HEDDLE_URL";
       io.err(`heddle: cannot reach the daemon: ${e.message}\n${hint}\n`);
+      // --json: a script reads every outcome from stdout, this one too
+      if (argv.includes("--json")) io.out(`${JSON.stringify({ error: "unreachable", code: e.code, url: e.url, message: e.message })}\n`);
       return EXIT.unreachable;
     }
     if (e instanceof ApiError) {

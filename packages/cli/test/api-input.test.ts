@@ -210,6 +210,10 @@ describe("the command line itself (found by a new user's walkthrough)", () => {
     expect(gone.code).toBe(EXIT.unreachable);
     expect(gone.err.match(/start it with/g)).toHaveLength(1);
     expect(gone.err).toContain("heddle up DIR");
+    // with --json the outcome is on stdout too, as every API answer is
+    const goneJson = await run(["status", "--url", "http://127.0.0.1:1", "--token", "t", "--json"]);
+    expect(goneJson.code).toBe(EXIT.unreachable);
+    expect(JSON.parse(goneJson.out)).toMatchObject({ error: "unreachable", code: "ECONNREFUSED", url: "http://127.0.0.1:1" });
   });
   it("an unknown option is named as such, and a negative number is said to be one", async () => {
     const typo = await run(["tree", "--jsn", "--url", d.url, "--token", "t"]);
