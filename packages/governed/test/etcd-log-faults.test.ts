@@ -14,16 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Etcd3, Range } from "etcd3";
 import { etcdControlLog, EtcdRefusedError, EtcdUnreachableError, LeadershipLostError } from "../src/index.ts";
 import type { Committed, EtcdControlLog } from "../src/index.ts";
-import { EtcdCluster } from "./support/etcd-cluster.ts";
-
-async function take(log: EtcdControlLog, from: number, n: number): Promise<Committed[]> {
-  const out: Committed[] = [];
-  for await (const c of log.committedFrom(from)) {
-    out.push(c);
-    if (out.length === n) break;
-  }
-  return out;
-}
+import { EtcdCluster, take } from "./support/etcd-cluster.ts";
 
 /** etcd3's host order: with `deterministicOrder` every call tries the last endpoint first, then the others. */
 const pool = createRequire(import.meta.url)("etcd3/lib/connection-pool") as { ConnectionPool: { deterministicOrder: boolean } };

@@ -8,7 +8,7 @@ import fc from "fast-check";
 import { Etcd3 } from "etcd3";
 import { decodeEtcdEntry, encodeEtcdEntry, etcdControlLog, EtcdLogCorruptError, EtcdUnreachableError, ETCD_MAX_PENDING_EVENTS, LeadershipLostError, NodeShutdownError } from "../src/index.ts";
 import type { Committed, EtcdControlLog } from "../src/index.ts";
-import { EtcdCluster, freePort } from "./support/etcd-cluster.ts";
+import { EtcdCluster, freePort, take } from "./support/etcd-cluster.ts";
 
 const RUNS = Number(process.env.HEDDLE_RUNS ?? 500);
 let etcd: EtcdCluster;
@@ -18,15 +18,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await etcd?.stop();
 });
-
-async function take(log: EtcdControlLog, from: number, n: number): Promise<Committed[]> {
-  const out: Committed[] = [];
-  for await (const c of log.committedFrom(from)) {
-    out.push(c);
-    if (out.length === n) break;
-  }
-  return out;
-}
 
 describe("etcd entry codec", () => {
   it("round-trips stamp, key and command bytes", () => {

@@ -14,8 +14,19 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Etcd3 } from "etcd3";
 import { freeListenPort } from "@heddle/seam";
+import type { Committed, EtcdControlLog } from "../../src/index.ts";
 
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** The first `n` entries `log` yields from index `from` on. */
+export async function take(log: EtcdControlLog, from: number, n: number): Promise<Committed[]> {
+  const out: Committed[] = [];
+  for await (const c of log.committedFrom(from)) {
+    out.push(c);
+    if (out.length === n) break;
+  }
+  return out;
+}
 
 /** The etcd binary, if installed (`.ci/run` installs etcd-server when missing). */
 export function etcdBinary(): string | null {
