@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { MemoryNetwork, seededRandom } from "@heddle/seam";
 import { VirtualTimers } from "@heddle/seam/testing";
+import { runFor, runUntil, tick } from "./support/virtual-steps.ts";
 import {
   decodeMessage,
   LeadershipLostError,
@@ -22,7 +23,6 @@ import {
 import type { ClusterConfig, Committed, LogEntry, Message, RaftNode, RaftStorage, RaftTransport } from "../src/index.ts";
 import { KvMachine, kvCommand } from "./support/kv-machine.ts";
 
-const tick = (): Promise<void> => new Promise((r) => setImmediate(r));
 
 class Cluster {
   readonly timers = new VirtualTimers();
@@ -71,19 +71,12 @@ class Cluster {
     return node;
   }
 
-  async run(ms: number): Promise<void> {
-    for (let t = 0; t < ms; t++) {
-      this.timers.advanceBy(1);
-      await tick();
-    }
+  run(ms: number): Promise<void> {
+    return runFor(this.timers, ms);
   }
 
-  async until(cond: () => boolean, maxMs = 5000): Promise<void> {
-    for (let t = 0; t < maxMs && !cond(); t++) {
-      this.timers.advanceBy(1);
-      await tick();
-    }
-    if (!cond()) throw new Error("condition not reached");
+  until(cond: () => boolean, maxMs = 5000): Promise<void> {
+    return runUntil(this.timers, cond, maxMs);
   }
 
   leader(): RaftNode | undefined {

@@ -12,13 +12,13 @@
 import { describe, expect, it } from "vitest";
 import { MemoryNetwork, seededRandom } from "@heddle/seam";
 import { VirtualTimers } from "@heddle/seam/testing";
+import { runFor, runUntil } from "./support/virtual-steps.ts";
 import { MAX_CONFIG_MEMBERS, MAX_STRING_BYTES } from "../src/raft/codec.ts";
 import { memoryRaftStorage, raftChannelTransport, raftNode } from "../src/index.ts";
 import type { ClusterConfig, RaftNode, RaftTraceEvent } from "../src/index.ts";
 import { cycle, electVia, hand, handCore, sent } from "./support/hand-driven.ts";
 import { kvCommand } from "./support/kv-machine.ts";
 
-const tick = (): Promise<void> => new Promise((r) => setImmediate(r));
 const ABC: ClusterConfig = { voters: ["n1", "n2", "n3"], learners: [] };
 const put = (k: string): Uint8Array => kvCommand({ op: "put", key: k, value: "v" });
 
@@ -42,19 +42,12 @@ class Cluster {
     }
   }
 
-  async run(ms: number): Promise<void> {
-    for (let t = 0; t < ms; t++) {
-      this.timers.advanceBy(1);
-      await tick();
-    }
+  run(ms: number): Promise<void> {
+    return runFor(this.timers, ms);
   }
 
-  async until(cond: () => boolean, maxMs = 5000): Promise<void> {
-    for (let t = 0; t < maxMs && !cond(); t++) {
-      this.timers.advanceBy(1);
-      await tick();
-    }
-    if (!cond()) throw new Error("condition not reached");
+  until(cond: () => boolean, maxMs = 5000): Promise<void> {
+    return runUntil(this.timers, cond, maxMs);
   }
 
   leader(): RaftNode | undefined {
