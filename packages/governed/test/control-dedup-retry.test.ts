@@ -21,6 +21,18 @@ afterEach(async () => {
 /** How many entries of `p`'s persisted log carry `key`. */
 const carrying = (p: GovPeer, key: ProposalKey): number => p.disk.entries.filter((x) => x.key?.client === key.client && x.key.seq === key.seq).length;
 
+/**
+ * Elects a leader and has every member apply one entry first. The cache coalesces identical bytes only, and a member
+ * carries its settings in the entries it proposes until its log has fixed them (the first entry does), so an act
+ * proposed before that and retried after it is other bytes: these tests retry in the steady state after it.
+ */
+async function electFixed(c: GovernedCluster): Promise<GovPeer> {
+  const leader = await c.elect();
+  await c.settle(leader.gov.claims.take({ holder: "warm-up", resources: [{ key: "warm-up", mode: "exclusive" }] }));
+  await c.until(() => c.live().every((p) => p.gov.controlView().fixedSettings !== null), 5_000, "every member applying the entry that fixes the settings");
+  return leader;
+}
+
 function cluster(seed: number): GovernedCluster {
   const c = new GovernedCluster({ seed, voters: ["n1", "n2", "n3"], learners: ["l1"] });
   cleanups.push(() => c.shutdown());
@@ -30,7 +42,7 @@ function cluster(seed: number): GovernedCluster {
 describe("keyed retries coalesced by the leader's dedup cache (R-D4) resolve from the recorded outcome", () => {
   it("a durable-key retry after the act applied, on the leader, a follower and a learner: the first outcome, nothing appended, one mint each", async () => {
     const c = cluster(41);
-    const leader = await c.elect();
+    const leader = await electFixed(c);
     const follower = c.live().find((p) => p !== leader && p.id !== "l1")!;
     const learner = c.peer("l1");
     for (const p of [leader, follower, learner]) {
@@ -56,9 +68,22 @@ describe("keyed retries coalesced by the leader's dedup cache (R-D4) resolve fro
     for (const p of c.live()) expect(p.gov.controlView().mintedTotal()).toBe(300n);
   }, 60_000);
 
+  it("an act that fixed the settings, retried once they are fixed: other bytes (version 1), so appended, and replayed — one mint", async () => {
+    const c = cluster(45);
+    const leader = await c.elect(); // nothing fixed yet: this mint is the log's first act and carries the settings
+    const key = { client: "ops-first", seq: 1 };
+    const first = await c.settle(leader.gov.mint(r("n1"), 100n, { key, ackFloor: 1 }));
+    expect(leader.gov.controlView().fixedSettings?.fixedAt).toBe(first.index);
+    const again = await c.settle(leader.gov.mint(r("n1"), 100n, { key, ackFloor: 1, timeoutMs: 3_000 }), 5_000);
+    expect(again).toEqual(first);
+    await c.run(100);
+    expect(carrying(leader, key)).toBe(2);
+    for (const p of c.live()) expect(p.gov.controlView().mintedTotal()).toBe(100n);
+  }, 60_000);
+
   it("an auto-key mint that timed out while its leader was cut off, then committed: the retry with its key returns the first outcome", async () => {
     const c = cluster(42);
-    const leader = await c.elect();
+    const leader = await electFixed(c);
     c.net.partition([[leader.id]], "silent");
     let err: unknown;
     // shorter than check-quorum's step-down, so the entry stays in the leader's log and commits after the heal
@@ -79,7 +104,7 @@ describe("keyed retries coalesced by the leader's dedup cache (R-D4) resolve fro
 
   it("a retry below its client's ackFloor that the leader coalesces answers stale, as an appended retry would", async () => {
     const c = cluster(43);
-    const leader = await c.elect();
+    const leader = await electFixed(c);
     const k1 = { client: "ops", seq: 1 };
     expect((await c.settle(leader.gov.mint(r("n1"), 1n, { key: k1, ackFloor: 1 }))).kind).toBe("applied");
     // the next act promises never to retry seq 1 again, which prunes its outcome
@@ -92,7 +117,7 @@ describe("keyed retries coalesced by the leader's dedup cache (R-D4) resolve fro
 
   it("a key reused for another command, retried so the leader coalesces it, answers keyReuse again — not the first command's outcome", async () => {
     const c = cluster(44);
-    const leader = await c.elect();
+    const leader = await electFixed(c);
     const k = { client: "ops", seq: 1 };
     const first = await c.settle(leader.gov.mint(r("n1"), 5n, { key: k, ackFloor: 1 }));
     expect(first.kind).toBe("applied");
@@ -121,7 +146,7 @@ describe("idem: keys past their retention window meet the leader's dedup cache",
 
   it("with idem: keys left out of the cache (as the daemon builds it), a late retry is appended, decided anew, and mints nothing twice", async () => {
     const c = idemCluster(51, (k) => !k.client.startsWith(IDEMPOTENCY_CLIENT_PREFIX));
-    const leader = await c.elect();
+    const leader = await electFixed(c);
     const key = { client: "idem:late", seq: 1 };
     const first = await c.settle(leader.gov.mint(r("n1"), 100n, { key }));
     expect(first).toMatchObject({ kind: "applied", noop: false });
@@ -138,7 +163,7 @@ describe("idem: keys past their retention window meet the leader's dedup cache",
 
   it("with a cache that coalesces idem: keys, a late retry pointed at a forgotten entry fails at once with OutcomeUnknownError saying why", async () => {
     const c = idemCluster(52);
-    const leader = await c.elect();
+    const leader = await electFixed(c);
     const key = { client: "idem:late", seq: 1 };
     const first = await c.settle(leader.gov.mint(r("n1"), 100n, { key }));
     await push(c, leader, WINDOW + 1);

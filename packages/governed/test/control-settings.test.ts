@@ -252,6 +252,30 @@ describe("the canonical spelling never merges settings that decide differently (
 });
 
 describe("on a governed Raft cluster", () => {
+  it("a member carries its settings only until its log has fixed them: later entries are version 1, decided under the fixed ones", async () => {
+    const c = new GovernedCluster({ seed: 11, voters: ["n1", "n2", "n3"] });
+    try {
+      await c.elect();
+      const n1 = c.gov("n1");
+      const outcomes: ControlOutcome[] = [];
+      for (let i = 0; i < 4; i++) outcomes.push(await c.known((o) => n1.claims.take({ holder: `w${i}`, resources: [{ key: `k${i}`, mode: "exclusive" }] }, o)));
+      expect(outcomes.every(granted)).toBe(true);
+      await c.until(() => c.allApplied(outcomes.at(-1)!.index!), 2_000, "every member applying the takes");
+      const fixedAt = n1.controlView().fixedSettings!.fixedAt;
+      // what the log holds: the entries up to and including the fixing one carry settings, none after it
+      const versions = c.peer("n2").disk.entries.flatMap((e) => {
+        const d = e.kind === "app" ? decodeEntry(e.command) : null;
+        return d?.kind === "control" ? [[e.index, d.envelope.v] as const] : [];
+      });
+      expect(versions.filter(([i]) => i > fixedAt).length).toBeGreaterThanOrEqual(3);
+      expect(versions.filter(([i, v]) => i > fixedAt && v !== 1)).toEqual([]);
+      expect(versions.find(([i]) => i === fixedAt)?.[1]).toBe(2);
+      for (const id of ["n1", "n2", "n3"]) expect(c.gov(id).controlView().fixedSettings?.fixedAt).toBe(fixedAt);
+    } finally {
+      await c.shutdown();
+    }
+  }, 60_000);
+
   it("two members, differing capacity: the mismatched member halts naming claims.capacity and never answers from a divergent state", async () => {
     const claimsOf = (id: string): ClaimsOptions | undefined => (id === "n1" ? { capacity: { pool: 2 } } : undefined);
     const c = new GovernedCluster({ seed: 7, voters: ["n1", "n2"], claimsOf });

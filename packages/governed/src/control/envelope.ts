@@ -19,8 +19,9 @@ export const CONTROL_MAGIC: Uint8Array = Uint8Array.of(0x48, 0x44, 0x4c, 0x43);
 /**
  * The envelope version this build writes; decoders are kept for every older version that can still be replayed.
  * Version 2 is version 1 plus `settings` (the proposer's decision-affecting settings, `ControlSettings`, about 150
- * bytes): the first entry of a log carrying them fixes the log's. Version 1 entries (earlier builds) still decode
- * and apply; a build that knows only version 1 halts at the first version 2 entry (§3.1: unknown version → halt).
+ * bytes): the first entry of a log carrying them fixes the log's. A member writes version 2 until its log has fixed
+ * them and version 1 after (`GovernedHeddleNode`); version 1 entries of earlier builds decode and apply alike; a
+ * build that knows only version 1 halts at the first version 2 entry (§3.1: unknown version → halt).
  */
 export const CONTROL_VERSION = 2;
 /**

@@ -453,11 +453,16 @@ class GovernedNode implements GovernedHeddleNode {
   }
 
   /**
-   * The envelope of one act: version 2, carrying this peer's settings — on every entry, not only until the log's are
-   * known here, so that a retry under the same key is the same bytes (the leader's dedup cache, R-D4, coalesces only
-   * identical bytes) and the first entry of a log, whoever proposed it, fixes them.
+   * The envelope of one act: version 2, carrying this peer's settings, while this member has not applied an entry
+   * (or restored a snapshot) that fixed the log's — so the first entry of a log, whoever proposed it, fixes them.
+   * Once they are fixed here they equal this member's own (it halts otherwise), and every entry it proposes is
+   * ordered after the fixing one, so it proposes version 1: about 170 bytes less to write, send and decode per entry
+   * (a claims take: 456 → 282 bytes). One call reuses its bytes for every attempt; a retry in a later call may carry
+   * the other version, which the leader's dedup cache (R-D4, identical bytes only) then does not coalesce: that
+   * retry is appended and applies as a replay of the recorded outcome, as any retry the cache misses does.
    */
   #envelope(key: ProposalKey | null, ackFloor: number, cmd: ControlCommand): ControlEnvelope {
+    if (this.#state.fixedSettings !== null) return { v: 1, key, ackFloor, proposer: this.self, cmd };
     return { v: 2, key, ackFloor, proposer: this.self, cmd, settings: this.#state.settings };
   }
 
