@@ -27,8 +27,17 @@ export type { Message, Envelope } from "./raft/message.ts";
 export { encodeMessage, decodeMessage, encodeConfig, decodeConfig, entryBytes, CODEC_VERSION } from "./raft/codec.ts";
 export type { RaftTraceEvent, FrameRefusal, StepDownReason, TransferFailure } from "./raft/trace.ts";
 export { FRAME_REFUSALS } from "./raft/trace.ts";
-export type { RaftRefusal, Outcome, StorageOp, Ready, Progress, RaftCoreOptions } from "./raft/core.ts";
-export { RaftCore, validSingleStep, isLocalStep, MAX_TRACE_PER_READY, SHRINK_HOLD_HEARTBEATS, SILENT_PERIODS_BEFORE_SHRINK } from "./raft/core.ts";
+export type { RaftRefusal, Outcome, StorageOp, Ready, Progress, RaftCoreOptions, SnapshotStall } from "./raft/core.ts";
+export {
+  RaftCore,
+  validSingleStep,
+  isLocalStep,
+  MAX_TRACE_PER_READY,
+  SHRINK_HOLD_HEARTBEATS,
+  SILENT_PERIODS_BEFORE_SHRINK,
+  SNAPSHOT_REFUSED_FIRST_BACKOFF_HEARTBEATS,
+  SNAPSHOT_REFUSED_MAX_BACKOFF_HEARTBEATS,
+} from "./raft/core.ts";
 export type { Operation, Model, CheckResult, KvInput } from "./raft/linearizability.ts";
 export { checkLinearizable, kvModel, DEFAULT_CHECK_BUDGET } from "./raft/linearizability.ts";
 export type { RaftStorage } from "./raft/storage.ts";

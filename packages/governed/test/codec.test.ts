@@ -26,6 +26,7 @@ const message: fc.Arbitrary<Message> = fc.oneof(
   fc.record({ type: fc.constant("appendReply" as const), term: nat, success: fc.constant(false), matchIndex: nat, rejectedPrev: nat, conflictTerm: fc.constant(null), conflictIndex: nat, round: nat, maxEntries: nat }),
   fc.record({ type: fc.constant("snapshot" as const), term: nat, lastIndex: nat, lastTerm: nat, config: fc.option(config, { nil: null }), total: nat, offset: nat, data: fc.uint8Array({ maxLength: 64 }) }),
   fc.record({ type: fc.constant("snapshotReply" as const), term: nat, lastIndex: nat, nextOffset: nat, done: fc.boolean() }),
+  fc.record({ type: fc.constant("snapshotReply" as const), term: nat, lastIndex: nat, nextOffset: fc.constant(0), done: fc.constant(false), maxBytes: nat }),
   fc.record({ type: fc.constant("forward" as const), corrId: nat, key, command: fc.uint8Array({ maxLength: 64 }) }),
   fc.record({ type: fc.constant("forwardReply" as const), corrId: nat, outcome: fc.constantFrom("committed" as const, "notLeader" as const, "failed" as const), index: nat, term: nat }),
 );
@@ -90,6 +91,15 @@ describe("raft codec", () => {
     expect(decodeMessage(flagged)).toEqual({ type: "vote", term: 4, lastLogIndex: 9, lastLogTerm: 3, transfer: true });
     expect(decodeMessage(flagged.subarray(0, flagged.length - 1))).toEqual({ type: "vote", term: 4, lastLogIndex: 9, lastLogTerm: 3 });
     expect(encodeMessage({ type: "vote", term: 4, lastLogIndex: 9, lastLogTerm: 3, transfer: false })).toEqual(encodeMessage({ type: "vote", term: 4, lastLogIndex: 9, lastLogTerm: 3 }));
+  });
+
+  it("reads an InstallSnapshot answer from a sender that predates maxBytes as one without it", () => {
+    const plain = { type: "snapshotReply" as const, term: 2, lastIndex: 7, nextOffset: 0, done: false };
+    const limited = encodeMessage({ ...plain, maxBytes: 1000 });
+    expect(decodeMessage(limited)).toEqual({ ...plain, maxBytes: 1000 });
+    // the previous revision's frame: the four fields, no presence byte
+    const old = encodeMessage(plain);
+    expect(decodeMessage(old.subarray(0, old.length - 1))).toEqual(plain);
   });
 
   it("ignores trailing bytes (fields a later version appends)", () => {

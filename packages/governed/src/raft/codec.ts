@@ -372,6 +372,13 @@ export function encodeMessage(m: Message): Uint8Array {
       w.num(m.lastIndex);
       w.num(m.nextOffset);
       w.u8(m.done ? 1 : 0);
+      // appended in a later revision, as appendReply's maxEntries: a presence byte, then the replier's
+      // snapshotMaxBytes on a snapshot-too-large refusal
+      if (m.maxBytes === undefined) w.u8(0);
+      else {
+        w.u8(1);
+        w.num(m.maxBytes);
+      }
       break;
     case "forward":
       w.num(m.corrId);
@@ -460,7 +467,10 @@ export function decodeMessage(frame: Uint8Array): Message | null {
         const lastIndex = r.nat();
         const nextOffset = r.nat();
         const done = r.bool();
-        return { type: "snapshotReply", term, lastIndex, nextOffset, done };
+        // a frame from a sender that predates the field ends here
+        const limited = r.pos < frame.length ? r.bool() : false;
+        if (!limited) return { type: "snapshotReply", term, lastIndex, nextOffset, done };
+        return { type: "snapshotReply", term, lastIndex, nextOffset, done, maxBytes: r.nat() };
       }
       case 9: {
         const corrId = r.nat();

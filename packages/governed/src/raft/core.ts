@@ -143,7 +143,44 @@ export interface Progress {
   lastChunk: number;
   chunkHeldUntil: number;
   heldChunk: number;
+  /**
+   * The follower refused the snapshot as above its `snapshotMaxBytes` (`SnapshotReplyMessage.maxBytes`), or null.
+   * While `snapRetryAt` is ahead and this leader's snapshot is still above `maxBytes`, the follower gets heartbeats
+   * (so it neither campaigns nor looks inactive) instead of chunks; `snapBackoff` heartbeat periods, doubled by each
+   * refused offer up to `SNAPSHOT_REFUSED_MAX_BACKOFF_HEARTBEATS`. Cleared once a chunk takes.
+   */
+  snapRefused: { readonly lastIndex: LogIndex; readonly total: number; readonly maxBytes: number } | null;
+  snapRetryAt: number;
+  snapBackoff: number;
+  /** `snapSentAt` of the offer last refused so: a duplicated refusal of one offer counts once. */
+  snapRefusedOffer: number;
 }
+
+/**
+ * A snapshot transfer that cannot complete because the snapshot is larger than its receiver's `snapshotMaxBytes`
+ * (R-S2): the receiver refuses every chunk and stays behind for good until an operator raises that setting on it
+ * (or the leader's next snapshot happens to fit). `receiving`: this member refused the snapshot of its leader
+ * `peer`; `sending`: this leader's follower `peer` refused it. `message` says so for an operator.
+ */
+export interface SnapshotStall {
+  readonly side: "receiving" | "sending";
+  readonly peer: NodeId;
+  readonly lastIndex: LogIndex;
+  /** Size of the snapshot's state, in bytes. */
+  readonly snapshotBytes: number;
+  /** The receiver's `snapshotMaxBytes`. */
+  readonly snapshotMaxBytes: number;
+  readonly message: string;
+}
+
+/**
+ * Most heartbeat periods a leader waits before offering again a snapshot its follower refused as too large: the
+ * first wait is `SNAPSHOT_REFUSED_FIRST_BACKOFF_HEARTBEATS` periods, doubled at each refused offer up to this. It
+ * offers again at all because the follower may since have been restarted with a larger `snapshotMaxBytes`.
+ */
+export const SNAPSHOT_REFUSED_MAX_BACKOFF_HEARTBEATS = 64;
+/** Heartbeat periods before the first offer again of a snapshot refused as too large (see above). */
+export const SNAPSHOT_REFUSED_FIRST_BACKOFF_HEARTBEATS = 2;
 
 /**
  * Heartbeat periods for which what goes to a follower stays at most the size it was last halved to for silence
@@ -233,6 +270,8 @@ export class RaftCore {
   #pendingConfig: { id: number; index: LogIndex } | null = null;
   #needsBroadcast = false;
   #inSnap: { term: number; lastIndex: LogIndex; lastTerm: number; config: ClusterConfig | null; total: number; chunks: Uint8Array[]; received: number } | null = null;
+  /** The last snapshot this member refused as above its snapshotMaxBytes (reported until its commit index passes it). */
+  #snapTooLarge: { leader: NodeId; lastIndex: LogIndex; total: number } | null = null;
   #transfer: Transfer | null = null;
   #transferGeneration = 0;
   #heldForTransfer: HeldProposal[] = [];
@@ -367,6 +406,30 @@ export class RaftCore {
   /** The leader's replication progress per peer (empty when not leader). */
   get progress(): ReadonlyMap<NodeId, Readonly<Progress>> {
     return this.#progress;
+  }
+  /**
+   * Snapshot transfers stalled on a receiver's `snapshotMaxBytes`: the one this member refused (until its commit
+   * index reaches that snapshot), and — while it leads — each follower that refused its snapshot.
+   */
+  get snapshotStalls(): readonly SnapshotStall[] {
+    const out: SnapshotStall[] = [];
+    const r = this.#snapTooLarge;
+    if (r !== null && this.#commit < r.lastIndex) {
+      const max = this.cfg.snapshotMaxBytes;
+      out.push({
+        side: "receiving", peer: r.leader, lastIndex: r.lastIndex, snapshotBytes: r.total, snapshotMaxBytes: max,
+        message: `the snapshot leader ${r.leader} sends (through index ${r.lastIndex}, ${r.total} bytes) is above this member's snapshotMaxBytes (${max}): it is refused and this member cannot catch up — raise snapshotMaxBytes to at least ${r.total} on this member`,
+      });
+    }
+    for (const [peer, pr] of this.#progress) {
+      const f = pr.snapRefused;
+      if (pr.state !== "snapshot" || f === null) continue;
+      out.push({
+        side: "sending", peer, lastIndex: f.lastIndex, snapshotBytes: f.total, snapshotMaxBytes: f.maxBytes,
+        message: `follower ${peer} refuses this leader's snapshot (through index ${f.lastIndex}, ${f.total} bytes) as above its snapshotMaxBytes (${f.maxBytes}) and cannot catch up — raise snapshotMaxBytes to at least ${f.total} on ${peer}; it is offered again every ${pr.snapBackoff * this.cfg.heartbeatMs} ms`,
+      });
+    }
+    return out;
   }
   /** The live log (entries above the floor). */
   get entries(): readonly LogEntry[] {
@@ -1057,6 +1120,7 @@ export class RaftCore {
           ackedSinceHeartbeat: true, active: true, ackRound: 0, snapIndex: 0, snapOffset: 0, snapSentAt: -Infinity,
           batch: this.cfg.maxEntriesPerMessage, entryLimit: this.cfg.maxEntriesPerMessage, lastBatch: 0, batchHeldUntil: -Infinity,
           heldBatch: 1, answered: false, silentPeriods: 0, chunkCap: this.cfg.snapshotChunkBytes, lastChunk: 0, chunkHeldUntil: -Infinity, heldChunk: 1,
+          snapRefused: null, snapRetryAt: -Infinity, snapBackoff: 0, snapRefusedOffer: -Infinity,
         });
       }
     }
@@ -1197,11 +1261,16 @@ export class RaftCore {
       // such period is as likely a lost frame, which the resend below mends
       // a period counts only while something that wants an answer was out: an idle follower answers heartbeats
       // with replies that move nothing (not counted as `answered`), and must not look silent for it (found in review)
-      const outstanding = pr.state === "snapshot" || (pr.state === "probe" && pr.probeOutstanding) || (pr.state === "replicate" && pr.inflight.length > 0);
+      const held = pr.state === "snapshot" && this.#snapshotHeldBack(pr);
+      const outstanding = (pr.state === "snapshot" && !held) || (pr.state === "probe" && pr.probeOutstanding) || (pr.state === "replicate" && pr.inflight.length > 0);
       pr.silentPeriods = pr.answered || !outstanding ? 0 : pr.silentPeriods + 1;
       const silent = pr.silentPeriods >= SILENT_PERIODS_BEFORE_SHRINK;
       pr.answered = false;
-      if (pr.state === "snapshot") {
+      if (held) {
+        // the follower said it cannot take this snapshot: heartbeats keep it following (and count it active, and
+        // confirm reads) until the next offer; its refusals of them (it lacks the floor) change nothing here
+        this.#heartbeatTo(peer);
+      } else if (pr.state === "snapshot") {
         if (this.#now - pr.snapSentAt >= this.cfg.heartbeatMs) {
           if (silent) this.#shrink(pr, "chunk");
           this.#sendSnapshotChunk(peer, pr);
@@ -1519,6 +1588,7 @@ export class RaftCore {
       const match = Math.min(m.lastIndex, this.lastIndex);
       // Stryker disable next-line EqualityOperator: with match === pr.match the assignment writes the value already there
       if (match > pr.match) pr.match = match;
+      pr.snapRefused = null;
       if (pr.state === "snapshot") {
         pr.state = "probe";
         pr.probeOutstanding = false;
@@ -1542,12 +1612,43 @@ export class RaftCore {
       pr.snapOffset = 0;
       return;
     }
-    // the chunk just sent did not take (a follower whose snapshotMaxBytes is below the snapshot answers 0 to chunk
-    // 0), or this is a duplicated answer: not progress — the heartbeat resends it, an answer does not
+    if (m.maxBytes !== undefined && m.nextOffset === 0 && m.maxBytes < s.state.length) return this.#onSnapshotTooLarge(from, pr, s, m.maxBytes);
+    // the chunk just sent did not take (a follower of a version that does not say its snapshotMaxBytes answers 0 to
+    // chunk 0), or this is a duplicated answer: not progress — the heartbeat resends it, an answer does not
     if (m.nextOffset === pr.snapOffset) return;
-    if (m.nextOffset > pr.snapOffset) this.#grow(pr, "chunk");
+    if (m.nextOffset > pr.snapOffset) {
+      this.#grow(pr, "chunk");
+      // a chunk took: whatever limit the follower reported before, it takes this snapshot now (restarted with more)
+      pr.snapRefused = null;
+    }
     pr.snapOffset = m.nextOffset;
     this.#sendSnapshotChunk(from, pr);
+  }
+
+  /**
+   * The follower refused the snapshot as above its `snapshotMaxBytes`, which it says: no resend can take, so the
+   * leader stops offering it — heartbeats only — for a backoff that doubles at each refused offer, and reports it
+   * (`snapshotRefused`, `snapshotStalls`). It offers again after the backoff (the follower may have been restarted
+   * with a larger limit), or at the next heartbeat once a newer snapshot of its own fits the follower's limit.
+   */
+  #onSnapshotTooLarge(from: NodeId, pr: Progress, s: StoredSnapshot, maxBytes: number): void {
+    // a duplicated answer to an offer already counted moves nothing
+    if (pr.snapRefused !== null && pr.snapRefusedOffer === pr.snapSentAt) return;
+    pr.snapBackoff = pr.snapRefused === null
+      ? SNAPSHOT_REFUSED_FIRST_BACKOFF_HEARTBEATS
+      : Math.min(pr.snapBackoff * 2, SNAPSHOT_REFUSED_MAX_BACKOFF_HEARTBEATS);
+    const retryInMs = pr.snapBackoff * this.cfg.heartbeatMs;
+    pr.snapRetryAt = this.#now + retryInMs;
+    pr.snapRefused = { lastIndex: s.lastIndex, total: s.state.length, maxBytes };
+    pr.snapRefusedOffer = pr.snapSentAt;
+    pr.snapOffset = 0;
+    this.#emit({ type: "snapshotRefused", peer: from, lastIndex: s.lastIndex, total: s.state.length, maxBytes, retryInMs });
+  }
+
+  /** Whether the snapshot to `pr` (in snapshot state) waits out a too-large refusal instead of being offered. */
+  #snapshotHeldBack(pr: Progress): boolean {
+    const f = pr.snapRefused;
+    return f !== null && this.#now < pr.snapRetryAt && (this.#snapshot?.state.length ?? 0) > f.maxBytes;
   }
 
   #onSnapshot(from: NodeId, m: SnapshotMessage): void {
@@ -1560,7 +1661,13 @@ export class RaftCore {
     if (m.total > this.cfg.snapshotMaxBytes) {
       this.#inSnap = null;
       this.#refuse(from, "snapshot-too-large");
-      return reply(0, false);
+      const r = this.#snapTooLarge;
+      if (r === null || r.leader !== from || r.lastIndex !== m.lastIndex || r.total !== m.total) {
+        this.#snapTooLarge = { leader: from, lastIndex: m.lastIndex, total: m.total };
+        this.#emit({ type: "snapshotTooLarge", leader: from, lastIndex: m.lastIndex, total: m.total, maxBytes: this.cfg.snapshotMaxBytes });
+      }
+      // say the limit: the leader stops offering a snapshot this member cannot take, and reports why
+      return this.#send(from, { type: "snapshotReply", term: this.#term, lastIndex: m.lastIndex, nextOffset: 0, done: false, maxBytes: this.cfg.snapshotMaxBytes });
     }
     let rs = this.#inSnap;
     // Stryker disable next-line ConditionalExpression: lastTerm and total are fixed by (term, lastIndex): one term has one leader and it holds one snapshot per index, so under G4 only a forged chunk differs there (this also hides the killed term and lastIndex variants)
@@ -1582,6 +1689,7 @@ export class RaftCore {
       off += c.length;
     }
     this.#inSnap = null;
+    this.#snapTooLarge = null;
     this.#install({ lastIndex: rs.lastIndex, lastTerm: rs.lastTerm, config: rs.config, state });
     reply(rs.total, true);
   }

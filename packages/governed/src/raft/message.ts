@@ -77,13 +77,21 @@ export interface SnapshotMessage {
   readonly offset: number;
   readonly data: Uint8Array;
 }
-/** InstallSnapshot answer: the next offset wanted, or `done` once installed (or already covered). */
+/**
+ * InstallSnapshot answer: the next offset wanted, or `done` once installed (or already covered).
+ *
+ * `maxBytes` is present only on the answer to a chunk refused as `snapshot-too-large`: the replier's own
+ * `snapshotMaxBytes`, below the snapshot's `total`, so the leader stops offering it a snapshot it cannot take and
+ * reports why (`SnapshotStall`). Like `AppendReplyMessage.maxEntries` it travels as a trailing field: a receiver that
+ * predates it ignores it, a sender that predates it never sends it.
+ */
 export interface SnapshotReplyMessage {
   readonly type: "snapshotReply";
   readonly term: number;
   readonly lastIndex: LogIndex;
   readonly nextOffset: number;
   readonly done: boolean;
+  readonly maxBytes?: number;
 }
 /** A non-leader's proposal, sent to the leader it knows (R-F1). `corrId` is a local counter of the sender. */
 export interface ForwardMessage {

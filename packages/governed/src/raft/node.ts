@@ -28,7 +28,7 @@ import { decodeMessage, encodeMessage } from "./codec.ts";
 import { raftConfig } from "./config.ts";
 import type { RaftConfig } from "./config.ts";
 import { isLocalStep, RaftCore } from "./core.ts";
-import type { Outcome, RaftRefusal, Ready, StorageOp } from "./core.ts";
+import type { Outcome, RaftRefusal, Ready, SnapshotStall, StorageOp } from "./core.ts";
 import {
   InvalidMembershipError,
   LeadershipLostError,
@@ -87,6 +87,12 @@ export interface RaftNode {
   readonly trace: AsyncIterable<RaftTraceEvent>;
   /** Frames refused so far, by reason (including undecodable ones). */
   refusedFrames(): ReadonlyMap<string, number>;
+  /**
+   * Snapshot transfers that cannot complete because the snapshot is above its receiver's `snapshotMaxBytes`: the
+   * one this member refuses (until it has caught up), and — on the leader — each follower that refuses it. Empty
+   * when none; each one's `message` names the setting, the snapshot's size and the member to raise it on.
+   */
+  snapshotStalls(): readonly SnapshotStall[];
   /** Resolves once the store is loaded and the node runs; rejects if the store is corrupt (R-P3). */
   readonly started: Promise<void>;
   /** Stops the node and rejects every pending call with `NodeShutdownError`. */
@@ -449,6 +455,10 @@ class Driver implements RaftNode {
   publishSnapshot(s: { throughIndex: LogIndex; state: Uint8Array }): void {
     if (this.#closed || this.#core === null) return;
     if (this.#core.compact(s.throughIndex, s.state)) this.#schedule();
+  }
+
+  snapshotStalls(): readonly SnapshotStall[] {
+    return this.#core?.snapshotStalls ?? [];
   }
 
   refusedFrames(): ReadonlyMap<string, number> {

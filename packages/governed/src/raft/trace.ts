@@ -53,7 +53,18 @@ export type RaftTraceEvent =
   | { readonly type: "transferEnd"; readonly target: NodeId; readonly generation: number; readonly outcome: "succeeded" | TransferFailure }
   | { readonly type: "proposalCoalesced"; readonly index: LogIndex; readonly committed: boolean }
   /** A follower refused an AppendEntries as too-many-entries: the leader now sends it at most `maxEntries` per frame. */
-  | { readonly type: "batchLimited"; readonly peer: NodeId; readonly maxEntries: number };
+  | { readonly type: "batchLimited"; readonly peer: NodeId; readonly maxEntries: number }
+  /**
+   * This member refused the snapshot `leader` offers (through `lastIndex`, `total` bytes) as above its own
+   * `snapshotMaxBytes` (`maxBytes`): it cannot catch up until that is raised. Once per snapshot and leader; each
+   * chunk refused is also a `frameRefused` (`snapshot-too-large`).
+   */
+  | { readonly type: "snapshotTooLarge"; readonly leader: NodeId; readonly lastIndex: LogIndex; readonly total: number; readonly maxBytes: number }
+  /**
+   * The leader's follower `peer` refused its snapshot as above the follower's `snapshotMaxBytes` (`maxBytes`): the
+   * leader offers it again only after `retryInMs` (heartbeats meanwhile), `SnapshotStall` says why.
+   */
+  | { readonly type: "snapshotRefused"; readonly peer: NodeId; readonly lastIndex: LogIndex; readonly total: number; readonly maxBytes: number; readonly retryInMs: number };
 
 /** Why a leadership transfer ended without success (R-T1–R-T3). */
 export type TransferFailure = "invalid-target" | "in-progress" | "timed-out" | "superseded";

@@ -9,7 +9,7 @@
 import { WatchCell } from "@heddle/seam";
 import type { Timers } from "@heddle/node";
 import { LeadershipLostError, NodeShutdownError, PayloadTooLargeError, ProposalAbortedError } from "../../src/index.ts";
-import type { ClusterConfig, Committed, LogEntry, LogIndex, ProposalKey, RaftNode, RaftTraceEvent, Role } from "../../src/index.ts";
+import type { ClusterConfig, Committed, LogEntry, LogIndex, ProposalKey, RaftNode, RaftTraceEvent, Role, SnapshotStall } from "../../src/index.ts";
 
 /** What the next `propose` does. */
 export type ProposeStep = "commit" | "stall" | "append-then-lose" | "hang" | "too-large";
@@ -171,6 +171,11 @@ export class StubRaft implements RaftNode {
   refusedFrames(): ReadonlyMap<string, number> {
     this.#count("refusedFrames");
     return new Map();
+  }
+
+  snapshotStalls(): readonly SnapshotStall[] {
+    this.#count("snapshotStalls");
+    return [];
   }
 
   async close(): Promise<void> {
