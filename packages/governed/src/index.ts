@@ -92,3 +92,4 @@ export {
   encodeEtcdEntry,
   decodeEtcdEntry,
 } from "./etcd/etcd-log.ts";
+export { ETCD_BATCH_GROW_AFTER, ETCD_BATCH_REFUSAL_MEMORY } from "./etcd/etcd-batch-limit.ts";

@@ -12,7 +12,7 @@
 import { createRequire } from "node:module";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Etcd3, Range } from "etcd3";
-import { etcdControlLog, EtcdRefusedError, EtcdUnreachableError, LeadershipLostError } from "../src/index.ts";
+import { ETCD_BATCH_GROW_AFTER, etcdControlLog, EtcdRefusedError, EtcdUnreachableError, LeadershipLostError } from "../src/index.ts";
 import type { Committed, EtcdControlLog } from "../src/index.ts";
 import { EtcdCluster, take } from "./support/etcd-cluster.ts";
 
@@ -112,6 +112,29 @@ describe("etcdControlLog refusals", () => {
       expect(log.counters().entries).toBe(4);
       const items = await take(log, 1, 4);
       expect(items.map((c) => (c.kind === "entry" ? [c.entry.index, c.entry.command.length, c.entry.command[0]] : null))).toEqual([0, 1, 2, 3].map((i) => [i + 1, 40 * 1024, i]));
+    } finally {
+      await log.close();
+    }
+  });
+
+  it("after a split the batch cap grows back with successful appends: a later burst takes as few transactions as it fits", async () => {
+    const log = etcdControlLog({ id: "a", endpoints: etcd.endpoints, prefix: "rw/regrow/", auth: user("writer", "writer-pw") });
+    try {
+      await log.started;
+      // the first 10 KiB entry goes alone; the eight proposed meanwhile make one 80 KiB batch > 64 KiB: refused and
+      // split, the cap now 40 KiB
+      const big = await Promise.all(Array.from({ length: 9 }, (_, i) => log.propose(new Uint8Array(10 * 1024).fill(i), { client: "c", seq: i + 1 })));
+      expect(big.map((r) => r.index)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9]);
+      expect(log.counters().splits).toBe(1);
+      // successful appends, one transaction each: the cap grows halfway towards the refused 80 KiB twice (60, 70 KiB)
+      for (let i = 0; i < 2 * ETCD_BATCH_GROW_AFTER; i++) await log.propose(new Uint8Array([i]), { client: "c", seq: 100 + i });
+      // one entry goes alone and 49 KB queue behind it: one more transaction under the regrown cap, where a cap left
+      // at 40 KiB for the life of the process needed two
+      const before = log.counters().transactions;
+      await Promise.all(Array.from({ length: 50 }, (_, i) => log.propose(new Uint8Array(i === 0 ? 1 : 1000).fill(1), { client: "d", seq: i + 1 })));
+      expect(log.counters().transactions - before).toBe(2);
+      expect(log.counters().splits).toBe(1);
+      expect(log.counters().entries).toBe(9 + 2 * ETCD_BATCH_GROW_AFTER + 50);
     } finally {
       await log.close();
     }

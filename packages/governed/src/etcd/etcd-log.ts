@@ -46,6 +46,7 @@ import type { Watch } from "@heddle/node";
 import { LeadershipLostError, NodeShutdownError, ProposalAbortedError } from "../raft/errors.ts";
 import type { Committed, LogIndex, NodeId, ProposalKey, Role } from "../raft/types.ts";
 import type { ControlLog } from "../control/control-log.ts";
+import { EtcdBatchLimit } from "./etcd-batch-limit.ts";
 
 /**
  * etcd3 — with gRPC, protobufjs and their dependencies about 400 CommonJS modules, ≈ 0.3 CPU-s to load — is
@@ -133,7 +134,8 @@ export interface EtcdControlLogOptions {
  * races), `resyncs` (a reader's watch replaced by a ranged read), `snapshots` (published), `compacted` (entries
  * deleted behind a snapshot), `stalls` (silent watches replaced), `overflows` (readers that fell
  * ETCD_MAX_PENDING_EVENTS behind their watch and went back to ranged reads), `refusals` (calls ended by an
- * `EtcdRefusedError`), `splits` (group-committed batches cut smaller because etcd found them too large).
+ * `EtcdRefusedError`), `splits` (group-committed batches cut smaller because etcd found them too large; the cap on
+ * later batches grows back after successful appends, `EtcdBatchLimit`).
  */
 export type EtcdCounter = "transactions" | "entries" | "races" | "resyncs" | "snapshots" | "compacted" | "stalls" | "overflows" | "refusals" | "splits";
 
@@ -322,8 +324,8 @@ class EtcdLog implements EtcdControlLog {
   /** The pump's run (settled when it stops), and the batch whose transaction is in flight: `close()` waits for them. */
   #pumpRun: Promise<void> = Promise.resolve();
   #inflight: readonly Queued[] = [];
-  /** Most command bytes per transaction: ETCD_BATCH_BYTES, halved each time etcd finds a batch too large. */
-  #batchBytes = ETCD_BATCH_BYTES;
+  /** Most command bytes per transaction: ETCD_BATCH_BYTES, halved when etcd finds a batch too large, grown back after successes. */
+  readonly #batchLimit = new EtcdBatchLimit(ETCD_BATCH_BYTES);
   #probing = false;
   #publishRun: Promise<void> = Promise.resolve();
   #closed = false;
@@ -570,7 +572,7 @@ class EtcdLog implements EtcdControlLog {
         let bytes = 0;
         for (const q of this.#queue) {
           if (q.done) continue;
-          if (batch.length >= ETCD_BATCH_ENTRIES || (batch.length > 0 && bytes + q.command.length > this.#batchBytes)) break;
+          if (batch.length >= ETCD_BATCH_ENTRIES || (batch.length > 0 && bytes + q.command.length > this.#batchLimit.bytes)) break;
           batch.push(q);
           bytes += q.command.length;
         }
@@ -578,11 +580,12 @@ class EtcdLog implements EtcdControlLog {
         this.#inflight = batch;
         try {
           const first = await this.#append(batch);
+          this.#batchLimit.onWritten();
           batch.forEach((q, i) => q.resolve({ index: first + i, term: 0 }));
         } catch (e) {
           if (e instanceof EtcdRefusedError && e.reason === "too-large" && batch.length > 1 && !this.#closed) {
             // refused, so not written: the cluster's --max-request-bytes is below our batch; send smaller ones
-            this.#batchBytes = Math.max(1, Math.floor(bytes / 2));
+            this.#batchLimit.onRefused(bytes);
             this.#counts.splits++;
             this.#queue.unshift(...batch.filter((q) => !q.done));
             continue;
