@@ -186,6 +186,28 @@ describe("heddle status on a halted control plane", () => {
   });
 });
 
+describe("heddle status on a member that cannot install its leader's snapshot", () => {
+  it("prints each stall's message, which names the config key and the size to raise it to", async () => {
+    const message = "the snapshot leader 12D3KooWlead sends (through index 900, 70000000 bytes) is above this member's mode.raft.snapshotMaxBytes (67108864): it is refused and this member cannot catch up — raise mode.raft.snapshotMaxBytes to at least 70000000 on this member";
+    d.answer = (req) =>
+      req.url === "/v1/peers"
+        ? { status: 200, body: { peers: [{ id: "12D3KooWself", self: true, connected: true, unreachable: false, lastLiveness: null }] } }
+        : {
+            status: 200,
+            body: {
+              self: "12D3KooWself", mode: "governed", epoch: 3, ledgerDigest: "d", mintedTotal: "0", leafSpentTotal: "0", conflicts: [], reservationsOpen: 0, schedulerTicks: 1, failed: false,
+              control: {
+                role: "follower", leader: "12D3KooWlead", appliedIndex: 4, isWritable: true, enrolled: [], halted: null,
+                snapshotStalls: [{ side: "receiving", peer: "12D3KooWlead", snapshotBytes: 70_000_000, snapshotMaxBytes: 67_108_864, message }],
+              },
+            },
+          };
+    const r = await run(["status", "--url", d.url, "--token", "t"]);
+    expect(r.code, r.err).toBe(EXIT.ok);
+    expect(r.out).toContain(`STALLED   ${message}`);
+  });
+});
+
 describe("the command line itself (found by a new user's walkthrough)", () => {
   it("claims list shows when each claim began as a time, not epoch milliseconds", async () => {
     d.answer = () => ({ status: 200, body: { open: [{ key: "lock", holder: "h1", mode: "exclusive", token: 7, since: 1_796_404_039_895, scope: null }], guarantee: "g" } });

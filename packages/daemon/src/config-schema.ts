@@ -48,6 +48,9 @@ export const GovernedModeSchema = Obj(
         electionTimeoutMinMs: Type.Optional(Type.Integer({ minimum: 10, maximum: 60_000 })),
         electionTimeoutMaxMs: Type.Optional(Type.Integer({ minimum: 10, maximum: 120_000 })),
         heartbeatIntervalMs: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000 })),
+        snapshotMaxBytes: Type.Optional(
+          Type.Integer({ minimum: 1_048_576, maximum: 4_294_967_296, description: "largest snapshot this member assembles when a leader sends it one (bytes; default 64 MiB). Below the leader's snapshot, this member cannot catch up: GET /v1/status shows control.snapshotStalls naming the size to raise it to" }),
+        ),
       }),
     ),
     etcd: Type.Optional(EtcdLogSchema),

@@ -45,7 +45,7 @@ export interface GovernedMode {
   readonly root: GroupId;
   readonly voters: readonly string[];
   readonly learners: readonly string[];
-  readonly raft: { electionTimeoutMinMs?: number; electionTimeoutMaxMs?: number; heartbeatIntervalMs?: number };
+  readonly raft: { electionTimeoutMinMs?: number; electionTimeoutMaxMs?: number; heartbeatIntervalMs?: number; snapshotMaxBytes?: number };
   /** Set: the control log lives on this etcd cluster instead of the embedded Raft (issue 18). */
   readonly etcd?: EtcdLogSettings;
   /** The granted claims table's options (`mode.claims`): identical on every peer, fixed for the log's life. */
@@ -307,8 +307,9 @@ function resolveClaims(c: PeerConfigDocument["claims"], issues: FieldIssue[]): N
 export const RAFT_TIMING_DEFAULTS = Object.freeze({ electionTimeoutMinMs: 150, electionTimeoutMaxMs: 300, heartbeatMs: 50, commitNoticeMs: 5 });
 
 /** `mode.raft` as the Raft member takes it (`RaftConfig`): the config's `heartbeatIntervalMs` is Raft's `heartbeatMs`. */
-export function raftConfigOf(r: GovernedMode["raft"]): { electionTimeoutMinMs?: number; electionTimeoutMaxMs?: number; heartbeatMs?: number } {
+export function raftConfigOf(r: GovernedMode["raft"]): { electionTimeoutMinMs?: number; electionTimeoutMaxMs?: number; heartbeatMs?: number; snapshotMaxBytes?: number } {
   return {
+    ...(r.snapshotMaxBytes !== undefined ? { snapshotMaxBytes: r.snapshotMaxBytes } : {}),
     ...(r.electionTimeoutMinMs !== undefined ? { electionTimeoutMinMs: r.electionTimeoutMinMs } : {}),
     ...(r.electionTimeoutMaxMs !== undefined ? { electionTimeoutMaxMs: r.electionTimeoutMaxMs } : {}),
     ...(r.heartbeatIntervalMs !== undefined ? { heartbeatMs: r.heartbeatIntervalMs } : {}),

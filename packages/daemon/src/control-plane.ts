@@ -115,6 +115,12 @@ export interface RaftStatus {
    * stopped the member (null while it writes).
    */
   readonly log?: { readonly kind: "wal" | "sqlite"; readonly path: string; readonly failed: string | null };
+  /**
+   * Snapshots that cannot be installed because the receiver's `mode.raft.snapshotMaxBytes` is below their size
+   * (`RaftNode.snapshotStalls()`): as the follower that cannot catch up (`receiving`) or its leader (`sending`), each
+   * with both sizes and a message naming what to raise where. Empty while none; absent on etcd.
+   */
+  readonly snapshotStalls?: readonly { readonly side: "receiving" | "sending"; readonly peer: string; readonly snapshotBytes: number; readonly snapshotMaxBytes: number; readonly message: string }[];
 }
 
 /** Everything the API's control routes call (governed.md §2.2, plus Raft status and leader transfer). */

@@ -94,6 +94,7 @@ export function governedControlPlane(g: GovernedNodeLike, raft: ControlLog, log:
         commitIndex: raft.commitIndex.get(),
         voters: [...m.voters],
         learners: [...m.learners],
+        snapshotStalls: raft.snapshotStalls().map((s) => ({ side: s.side, peer: s.peer, snapshotBytes: s.snapshotBytes, snapshotMaxBytes: s.snapshotMaxBytes, message: s.message.replace(/\bsnapshotMaxBytes\b/g, "mode.raft.snapshotMaxBytes") })),
         ...(log !== null ? { log: { kind: log.kind, path: log.path, failed: log.failed() } } : {}),
       };
     },

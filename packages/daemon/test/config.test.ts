@@ -149,6 +149,10 @@ describe("config file", () => {
     const c = parseConfig(edit((d) => (d.mode = { kind: "governed", root: "root", voters: [peers[0]!.id], learners: [], raft: { heartbeatIntervalMs: 20, electionTimeoutMinMs: 40, electionTimeoutMaxMs: 80 } })), join(dir, "x.json"));
     const raft = raftConfigOf((c.mode as GovernedMode).raft);
     expect(raft).toEqual({ heartbeatMs: 20, electionTimeoutMinMs: 40, electionTimeoutMaxMs: 80 });
+    // the snapshot limit passes under its own name; below 1 MiB the config is refused naming the key
+    const big = parseConfig(edit((d) => (d.mode = { kind: "governed", root: "root", voters: [peers[0]!.id], learners: [], raft: { snapshotMaxBytes: 256 * 1024 * 1024 } })), join(dir, "x.json"));
+    expect(raftConfig(raftConfigOf((big.mode as GovernedMode).raft)).snapshotMaxBytes).toBe(256 * 1024 * 1024);
+    expect(() => parseConfig(edit((d) => (d.mode = { kind: "governed", root: "root", voters: [peers[0]!.id], learners: [], raft: { snapshotMaxBytes: 1000 } })), join(dir, "x.json"))).toThrow(/mode\.raft\.snapshotMaxBytes/);
     expect(raftConfig(raft)).toMatchObject({ heartbeatMs: 20, electionTimeoutMinMs: 40, electionTimeoutMaxMs: 80 });
     // what the config check accepts, the Raft member accepts, and what it refuses, the Raft member refuses
     for (const heartbeatIntervalMs of [1, 5, 6, 39, 40, 41, undefined]) {

@@ -125,6 +125,8 @@ describe("HTTP API: governed control plane", () => {
     expect(r.raft).toMatchObject({ role: "leader", leader: s.daemon.self, voters: [s.daemon.self] });
     const st = (await s.client.status()) as { mode: string; control: { isWritable: boolean } };
     expect(st).toMatchObject({ mode: "governed", control: { isWritable: true } });
+    // a lone voter installs no snapshot: the stall list is there, and empty
+    expect((st as unknown as { control: { snapshotStalls: unknown[] } }).control.snapshotStalls).toEqual([]);
   });
 
   it("takes a body-less call whose fields are all optional, and the bearer scheme in any case", async () => {

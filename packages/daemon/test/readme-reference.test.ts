@@ -7,6 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CONFIG_DEFAULTS, initCluster, parseConfig, PeerConfigSchema } from "../src/index.ts";
+import { DEFAULT_RAFT_CONFIG } from "@heddle/governed";
 import { RAFT_TIMING_DEFAULTS } from "../src/config.ts";
 import { soloDaemon, type SoloDaemon } from "./support/embedded.ts";
 
@@ -170,7 +171,8 @@ describe("the config table", () => {
     const numbers = (text: string) => [...text.replace(/(\d) (\d{3})/g, "$1$2").matchAll(/\d+/g)].map((m) => Number(m[0]));
     for (const [k, v] of Object.entries(CONFIG_DEFAULTS.limits)) expect(numbers(dflt(`limits.${k}`)), `limits.${k}`).toEqual([v]);
     expect(numbers(dflt("scheduler.intervalMs"))).toEqual([CONFIG_DEFAULTS.schedulerIntervalMs]);
-    expect(numbers(dflt("mode.raft"))).toEqual([RAFT_TIMING_DEFAULTS.electionTimeoutMinMs, RAFT_TIMING_DEFAULTS.electionTimeoutMaxMs, RAFT_TIMING_DEFAULTS.heartbeatMs]);
+    expect(numbers(dflt("mode.raft"))).toEqual([RAFT_TIMING_DEFAULTS.electionTimeoutMinMs, RAFT_TIMING_DEFAULTS.electionTimeoutMaxMs, RAFT_TIMING_DEFAULTS.heartbeatMs, DEFAULT_RAFT_CONFIG.snapshotMaxBytes / 2 ** 20]);
+    expect(dflt("mode.raft")).toMatch(/ MiB$/);
     expect(dflt("log.format")).toBe(`\`${CONFIG_DEFAULTS.log.format}\`, \`${CONFIG_DEFAULTS.log.level}\``);
   });
 

@@ -135,6 +135,8 @@ function renderStatus(s: Json, p: Json): string {
     if (c.log !== undefined) {
       lines.push(`raft log  ${c.log.kind === "wal" ? "segmented log store" : "SQLite"} ${c.log.path}${c.log.failed !== null ? `  FAILED CLOSED: ${c.log.failed} (restart it once the disk is writable)` : ""}`);
     }
+    // a snapshot a member cannot install (its mode.raft.snapshotMaxBytes below the snapshot's size): it never catches up
+    for (const st of (c.snapshotStalls ?? []) as Json[]) lines.push(`STALLED   ${st.message}`);
   }
   const connected = p.peers.filter((x: Json) => !x.self && x.connected).length;
   lines.push(`peers     ${connected} of ${p.peers.length - 1} other peer(s) connected`, "");
