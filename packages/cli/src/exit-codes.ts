@@ -31,6 +31,11 @@ export const EXIT = Object.freeze({
    * the key under another (newer) token, which was left alone. Not an error: the answer is "not yours".
    */
   notYours: 10,
+  /**
+   * `complete`/`cancel`: the daemon has no open reservation under the id (completed or cancelled already — a retry
+   * after a lost answer lands here — or never made on this peer): nothing was charged or released.
+   */
+  noSuchReservation: 11,
 });
 
 /** One of {@link EXIT}'s values. */

@@ -64,7 +64,8 @@ serve it (501) · 4 daemon unreachable · 5 token refused · 6 outcome unknown /
 7 request rejected as malformed · 8 invalid config · 9 daemon could not start · 10 not yours
 (claims advisory: an earlier claimant holds the item; claims keeper --check, claims look --check:
 this peer may not act; claims renew: the holder no longer holds the key; claims next: every item
-is held by another peer; claims release --fencing-token: the holder holds a newer grant, left alone)
+is held by another peer; claims release --fencing-token: the holder holds a newer grant, left alone) ·
+11 no such reservation (complete, cancel: no open reservation under the id; nothing charged)
 `;
 
 const TWO_WORD = new Set(["claims", "leader"]);

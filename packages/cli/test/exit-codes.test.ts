@@ -59,6 +59,28 @@ describe("exit codes", () => {
       expect(r.code).toBe(code);
       expect(r.err).toMatch(status === "401" ? /refused the token \(answered 401\)/ : new RegExp(`answered ${status}`));
     });
+    // The daemon answers 200 {outcome: "no-such-reservation"} for an id it has no open reservation under (node.md §8):
+    // nothing was charged, and a script must be able to tell that from a charge.
+    it.each([
+      ["complete", ["complete", "p1/3/7", "5"], "/v1/reservations/complete"],
+      ["cancel", ["cancel", "p1/3/7"], "/v1/reservations/cancel"],
+    ])("%s of a reservation the daemon does not know exits 11, naming the id and what lists the open ones", async (_verb, argv, path) => {
+      d.answer = (req) => (req.url === path ? { status: 200, body: { id: "p1/3/7", charged: "0", outcome: "no-such-reservation" } } : { status: 500, body: {} });
+      const r = await run([...argv, "--url", d.url, "--token", "t"]);
+      expect(r.code).toBe(EXIT.noSuchReservation);
+      expect(r.out).toBe("");
+      expect(r.err).toMatch(/^heddle: no open reservation "p1\/3\/7" on this peer .*nothing (charged|cancelled).*heddle reservations lists the open ones/);
+      const j = await run([...argv, "--url", d.url, "--token", "t", "--json"]);
+      expect(j.code).toBe(EXIT.noSuchReservation);
+      expect(JSON.parse(j.out)).toEqual({ id: "p1/3/7", charged: "0", outcome: "no-such-reservation" });
+    });
+    it.each([
+      [["complete", "p1/3/7", "5"], "charged 5\n"],
+      [["cancel", "p1/3/7"], "cancelled\n"],
+    ])("%j of an open reservation exits 0", async (argv, out) => {
+      d.answer = () => ({ status: 200, body: { id: "p1/3/7", charged: argv[0] === "cancel" ? "0" : "5", outcome: "charged" } });
+      expect(await run([...argv, "--url", d.url, "--token", "t"])).toEqual({ code: EXIT.ok, out, err: "" });
+    });
     it("501 (a node without keeper or advisory claims) is a refusal, not 'outcome unknown'", async () => {
       d.answer = () => ({ status: 501, body: { error: "unavailable", message: "this peer's node has no keeper or advisory claims" } });
       const r = await run(["claims", "advisory", "i1", "--url", d.url, "--token", "t"]);

@@ -97,6 +97,21 @@ function printJsonOr(io: Io, v: Record<string, unknown>, body: unknown, human: (
   return EXIT.ok;
 }
 
+/**
+ * `complete`/`cancel` of an id the daemon holds no open reservation under (its 200 `no-such-reservation`, node.md
+ * §8): exit {@link EXIT.noSuchReservation} so a script can tell it from a charge; `--json` still prints the answer.
+ */
+function noSuchReservation(io: Io, v: Record<string, unknown>, body: unknown, id: string, what: string): number {
+  if (v["json"]) io.out(`${JSON.stringify(body)}\n`);
+  else {
+    io.err(
+      `heddle: no open reservation ${JSON.stringify(id)} on this peer (completed or cancelled already, or made on another peer, or never): ${what}; ` +
+        "heddle reservations lists the open ones\n",
+    );
+  }
+  return EXIT.noSuchReservation;
+}
+
 const when = (ms: number | null) => (ms === null ? "never" : new Date(ms).toISOString());
 
 /** The refresh of the demand slot failing, in one line (empty while it works). */
@@ -303,7 +318,8 @@ export const API_COMMANDS: Record<string, ApiCommand> = {
     async run(c, p, v, io) {
       const [id, cost] = need(p, 2, this.usage);
       const r = await c.complete(id!, amountArg(cost!, "ACTUAL_COST"));
-      return printJsonOr(io, v, r, () => `${r.outcome === "charged" ? `charged ${r.charged}` : "no such reservation (already completed or cancelled): nothing charged"}\n`);
+      if (r.outcome !== "charged") return noSuchReservation(io, v, r, id!, "nothing charged");
+      return printJsonOr(io, v, r, () => `charged ${r.charged}\n`);
     },
   },
   cancel: {
@@ -313,7 +329,8 @@ export const API_COMMANDS: Record<string, ApiCommand> = {
     async run(c, p, v, io) {
       const [id] = need(p, 1, this.usage);
       const r = await c.cancel(id!);
-      return printJsonOr(io, v, r, () => `${r.outcome === "charged" ? "cancelled" : "no such reservation"}\n`);
+      if (r.outcome !== "charged") return noSuchReservation(io, v, r, id!, "nothing cancelled");
+      return printJsonOr(io, v, r, () => "cancelled\n");
     },
   },
   demand: {
