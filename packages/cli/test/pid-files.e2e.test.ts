@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { EXIT } from "../src/exit-codes.ts";
-import { heddle, MAIN } from "./support/cli.ts";
+import { heddle, heddleJson, MAIN } from "./support/cli.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "heddle-pid-files-"));
 afterAll(async () => {
@@ -58,7 +58,7 @@ describe("pid files of detached peers", () => {
     }
   });
 
-  it("up refuses a cluster one of whose peers already runs (its API answers), starting nothing", async () => {
+  it("up refuses a cluster one of whose peers already runs (its API answers), starting nothing; start of that peer says it runs", async () => {
     const cluster = join(dir, "c");
     const cfg = join(cluster, "peer-1", "heddle.json");
     // peer-1 started on its own, as `heddle start` does (no pid file)
@@ -77,6 +77,21 @@ describe("pid files of detached peers", () => {
         expect(up.out).not.toContain("running");
       }
       expect(existsSync(join(cluster, "peer-2", "daemon.pid"))).toBe(false);
+      // `heddle start` of the same peer finds its ports taken by that very peer: it says so (pid, API, how to stop
+      // it), not "in use by another process"
+      const self = (await heddleJson(["status", "--config", cfg])) as { self: string; pid: number };
+      const again = await heddle(["start", "--config", cfg]);
+      expect(again.code, again.err).toBe(EXIT.startFailed);
+      expect(again.err).not.toContain("another process");
+      expect(again.err).toContain(`this peer (${self.self}) is already running: pid ${self.pid}, API http://`);
+      expect(again.err).toContain(`kill ${self.pid}`);
+      // … and, when its pid file names it (a detached up), that heddle down stops it
+      writeFileSync(join(cluster, "peer-1", "daemon.pid"), `${first.pid}\n`);
+      const detached = await heddle(["start", "--config", cfg]);
+      expect(detached.code, detached.err).toBe(EXIT.startFailed);
+      expect(detached.err).toContain(`this peer (${self.self}) is already running: pid ${first.pid}, API http://`);
+      expect(detached.err).toContain(`heddle down ${cluster}`);
+      rmSync(join(cluster, "peer-1", "daemon.pid"));
       // the peer that was running is untouched
       expect(first.exitCode).toBeNull();
       expect((await heddle(["status", "--config", cfg])).code).toBe(EXIT.ok);

@@ -42,11 +42,17 @@ export type DaemonStartReason = "config" | "key" | "token" | "tls" | "store" | "
 /** A daemon that could not start, with a message that says what to do. */
 export class DaemonStartError extends Error {
   readonly reason: DaemonStartReason;
+  /**
+   * The peer id this daemon would have run as, on a port already in use (`p2p-port`, `api-port`): the CLI asks the
+   * API at that port whether it is this very peer, already running; `null` otherwise.
+   */
+  readonly self: string | null;
 
-  constructor(reason: DaemonStartReason, message: string, options?: { cause?: unknown }) {
+  constructor(reason: DaemonStartReason, message: string, options?: { cause?: unknown; self?: string }) {
     super(message, options);
     this.name = "DaemonStartError";
     this.reason = reason;
+    this.self = options?.self ?? null;
   }
 }
 
@@ -238,7 +244,7 @@ export async function startDaemon(configOrPath: DaemonConfig | string, opts: Sta
         ...seamFrameLimitOf(config),
       });
     } catch (e) {
-      if (isAddrInUse(e)) throw new DaemonStartError("p2p-port", `p2p.listen ${config.listen.join(", ")}: the address is in use by another process; stop it or pick another port`, { cause: e });
+      if (isAddrInUse(e)) throw new DaemonStartError("p2p-port", `p2p.listen ${config.listen.join(", ")}: the address is in use by another process; stop it or pick another port`, { cause: e, self });
       throw new DaemonStartError("p2p-port", `p2p.listen ${config.listen.join(", ")}: libp2p could not listen: ${(e as Error).message}`, { cause: e });
     }
     cleanups.push(() => seam.close());
@@ -383,7 +389,7 @@ export async function startDaemon(configOrPath: DaemonConfig | string, opts: Sta
       await app.listen({ host: config.api.host, port: config.api.port });
     } catch (e) {
       await app.close().catch(() => {});
-      if (isAddrInUse(e)) throw new DaemonStartError("api-port", `api.listen ${config.api.host}:${config.api.port}: the address is in use by another process; stop it or pick another port`, { cause: e });
+      if (isAddrInUse(e)) throw new DaemonStartError("api-port", `api.listen ${config.api.host}:${config.api.port}: the address is in use by another process; stop it or pick another port`, { cause: e, self });
       throw new DaemonStartError("api-port", `api.listen ${config.api.host}:${config.api.port}: cannot listen: ${(e as Error).message}`, { cause: e });
     }
     const addr = app.server.address();

@@ -47,6 +47,8 @@ describe("startDaemon refuses what it cannot run, saying what to fix", () => {
       expect(e).toBeInstanceOf(DaemonStartError);
       expect((e as DaemonStartError).reason).toBe("api-port");
       expect(e.message).toMatch(new RegExp(`api.listen 127.0.0.1:${port}: the address is in use`));
+      // the peer id, for the CLI to ask that port's API whether it is this peer already running
+      expect((e as DaemonStartError).self).toBe(a[0]!.id);
       // Everything started before the API was stopped again: the same peer starts on a free port.
       const d = await startDaemon(c, { logger: silentLogger });
       await d.close();

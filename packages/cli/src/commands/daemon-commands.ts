@@ -95,7 +95,7 @@ Starts libp2p, the SQLite store, the node, its scheduler and the HTTP API. Logs 
 lines, or one JSON object per line with --log-format json). SIGTERM or SIGINT stops it cleanly: no new
 API calls, calls in flight finish, the store is closed; a second signal while it stops exits at once
 (exit 1). Exit 0 after a clean stop, 8 on a bad config, 9 when it cannot start (busy port, store of
-another cluster, missing key or token).
+another cluster, missing key or token; a peer already running as this config says so, with its pid).
 
 Memory: the process re-executes itself once at start (same pid) with node's young generation fixed at
 16 MiB (--min/--max-semi-space-size=8), so its resident memory does not step as V8 resizes it. Give node
@@ -133,7 +133,11 @@ export async function startCommand(argv: string[], io: Io): Promise<number> {
     daemon = await startDaemon(config);
   } catch (e) {
     if (e instanceof ConfigError) return io.err(`heddle start: ${e.message}\n`), EXIT.config;
-    if (e instanceof DaemonStartError) return io.err(`heddle start: ${e.message}\n`), EXIT.startFailed;
+    if (e instanceof DaemonStartError) {
+      // a taken port is most often this peer itself, started before (`heddle up` refuses a running folder the same way)
+      const running = (e.reason === "p2p-port" || e.reason === "api-port") && e.self !== null ? await alreadyRunning(file, e.self) : null;
+      return io.err(`heddle start: ${running ?? e.message}\n`), EXIT.startFailed;
+    }
     throw e;
   }
   return new Promise<number>((resolveExit) => {
@@ -269,18 +273,57 @@ export function peerConfigs(dir: string): string[] {
   return peers;
 }
 
-/** `heddle up` */
-/** Whether the daemon `file` configures answers its API now (any HTTP answer counts; a refused connection does not). */
-async function answers(file: string): Promise<boolean> {
+/** A daemon of one peer's config found running: its pid (when known), its API and, if `up --detach` started it, its pid file. */
+interface RunningPeer {
+  readonly pid: number | null;
+  readonly url: string;
+  readonly pidFile: string | null;
+}
+
+/**
+ * The daemon `file` configures, if it runs now: its pid file (`up --detach`) names a live `heddle start` of `file`,
+ * or its API answers — as peer `self` when that is given; without it any HTTP answer counts (a refused connection
+ * does not). `up` asks before it starts anything, `start` once its ports turn out to be taken.
+ */
+async function runningPeer(file: string, self: string | null = null): Promise<RunningPeer | null> {
+  const url = targetOfConfig(file).url;
+  const pidFile = join(dirname(file), "daemon.pid");
+  if (existsSync(pidFile)) {
+    const pid = readPid(pidFile);
+    // not this process: `up --detach` writes the pid file of the `start` it spawns before that one listens
+    if (pid !== process.pid && isDaemonOf(pid, file)) return { pid, url, pidFile };
+  }
   const client = clientOf({ config: file, timeout: "2" });
   try {
-    await client.status();
-    return true;
+    const st = (await client.status()) as { self?: unknown; pid?: unknown };
+    if (self !== null && st.self !== self) return null;
+    return { pid: typeof st.pid === "number" ? st.pid : null, url, pidFile: null };
   } catch (e) {
-    return e instanceof ApiError;
+    return self === null && e instanceof ApiError ? { pid: null, url, pidFile: null } : null;
   } finally {
     client.close();
   }
+}
+
+/**
+ * `start` whose p2p or API port is taken: when the taker is this very peer (its pid file, or its API answering as
+ * `self`), what to say instead of "in use by another process" — or null.
+ */
+async function alreadyRunning(file: string, self: string): Promise<string | null> {
+  let r: RunningPeer | null;
+  try {
+    r = await runningPeer(file, self);
+  } catch {
+    return null; // no way to ask (the token file went away): the daemon's own message stands
+  }
+  if (r === null) return null;
+  const stop =
+    r.pidFile !== null
+      ? `heddle up --detach started it (pid file ${r.pidFile}): heddle down ${dirname(dirname(file))} stops it`
+      : r.pid !== null
+        ? `stop it with kill ${r.pid} (SIGTERM stops it cleanly), or Ctrl-C where it runs, before starting it again`
+        : "stop it (Ctrl-C where it runs) before starting it again";
+  return `this peer (${self}) is already running: pid ${r.pid ?? "unknown"}, API ${r.url}; ${stop}`;
 }
 
 /** The last lines of a peer's log, indented, naming the file — what a detached peer said before it exited. */
@@ -316,16 +359,15 @@ export async function upCommand(argv: string[], io: Io): Promise<number> {
   // A peer already running (a detached `up`, another foreground `up`, a `start`): refuse before starting anything —
   // a second set would die on the taken ports while the readiness check, answered by the first set, reported success
   for (const file of configs) {
+    const r = await runningPeer(file);
+    if (r === null) continue;
     const name = peerName(file);
-    const pidFile = join(dirname(file), "daemon.pid");
-    if (existsSync(pidFile) && isDaemonOf(readPid(pidFile), file)) {
-      io.err(`heddle up: ${name} is already running (pid file ${pidFile}); heddle down ${positionals[0]} stops it\n`);
-      return EXIT.startFailed;
-    }
-    if (await answers(file)) {
-      io.err(`heddle up: ${name} is already running: its API at ${targetOfConfig(file).url} answers (started by another heddle up or heddle start — stop that one first)\n`);
-      return EXIT.startFailed;
-    }
+    io.err(
+      r.pidFile !== null
+        ? `heddle up: ${name} is already running (pid file ${r.pidFile}); heddle down ${positionals[0]} stops it\n`
+        : `heddle up: ${name} is already running: its API at ${r.url} answers (started by another heddle up or heddle start — stop that one first)\n`,
+    );
+    return EXIT.startFailed;
   }
   const children: { name: string; file: string; proc: ChildProcess; exited: Promise<number> }[] = [];
   let stopping = false;
