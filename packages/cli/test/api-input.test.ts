@@ -247,3 +247,37 @@ describe("the command line itself (found by a new user's walkthrough)", () => {
     expect(d.seen).toHaveLength(0);
   });
 });
+
+// governed.md §3.4 applies a prepare under a parent that does not hang under the root (a subtree built before it is
+// attached), and the daemon does too; the CLI says what that means, so a mistyped PARENT does not pass unnoticed.
+describe("prepare under a parent that does not hang under the root", () => {
+  const tree = (parentDetached: boolean) => ({
+    root: "root",
+    edges: [{ id: "e9", parent: "stagng", child: "batch", lifecycle: "PREPARED" }],
+    groups: [
+      { group: "root", detached: false },
+      { group: "stagng", detached: parentDetached },
+      { group: "batch", detached: true },
+    ],
+  });
+  const answering = (parentDetached: boolean) => (req: { url: string }) =>
+    req.url.startsWith("/v1/tree") ? { status: 200, body: tree(parentDetached) } : { status: 200, body: { kind: "applied", index: 7, noop: false, key: null } };
+
+  it("is applied (exit 0), with a note naming the parent, the root and how to abandon the edge", async () => {
+    d.answer = answering(true);
+    const r = await at(["prepare", "e9", "stagng", "batch", "1"]);
+    expect(r.code, r.err).toBe(EXIT.ok);
+    expect(r.out).toBe("prepare e9: applied at index 7\n");
+    expect(r.err).toBe(
+      "heddle: note: stagng does not hang under the root (root) on this peer's view, so batch stays detached — it reads 0 and takes no work — until stagng is attached (heddle reshape stagng); if stagng is a typo, heddle retire e9 abandons the edge\n",
+    );
+  });
+  it("says nothing when the parent is attached, nor with --json", async () => {
+    d.answer = answering(false);
+    expect((await at(["prepare", "e9", "stagng", "batch", "1"])).err).toBe("");
+    d.answer = answering(true);
+    const j = await at(["prepare", "e9", "stagng", "batch", "1", "--json"]);
+    expect(j.err).toBe("");
+    expect(JSON.parse(j.out)).toMatchObject({ kind: "applied", index: 7 });
+  });
+});

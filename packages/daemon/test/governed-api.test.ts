@@ -165,6 +165,31 @@ describe("HTTP API: governed control plane", () => {
     expect(denied.cause).toBe("EtcdRefusedError: etcd refused the call (permission denied): check the etcd user's role");
   });
 
+  // A prepare under a parent no edge names is applied, by the spec: governed.md §3.4 lists prepare's checks (self-loop,
+  // root as child, the id's record) and none is about the parent, and ledger.md ⟨1.1⟩ §5.2 makes a group whose walk
+  // ends at a top group that is no mint root *detached* — a normal state (a subtree built before it hangs under the
+  // root, or a tree built before the first mint), not a fault. So the API does not refuse it as `bounds` refuses an
+  // unknown parent (a read of something that is not there); the child reads 0 and takes no work until the parent is
+  // attached, and that is what this pins.
+  it("applies a prepare under a parent no edge names (governed.md §3.4); the child stays detached until the parent hangs under the root", async () => {
+    type Tree = { groups: { group: string; detached: boolean; holdings: string }[] };
+    const group = async (g: string) => ((await s.client.tree()) as Tree).groups.find((x) => x.group === g);
+    expect(await group("staging")).toBeUndefined();
+    expect((await s.client.raw("GET", "/v1/bounds?parent=staging")).status).toBe(404);
+    expect(await s.client.prepare({ id: "e-orphan", parent: "staging", child: "orphan", weight: 1 })).toMatchObject({ kind: "applied", noop: false });
+    expect(await s.client.activate("e-orphan")).toMatchObject({ kind: "applied", noop: false });
+    expect(await group("staging")).toMatchObject({ detached: true, holdings: "0" });
+    expect(await group("orphan")).toMatchObject({ detached: true, holdings: "0" });
+    const refused = await s.client.raw("POST", "/v1/reservations", { leaf: "orphan", maximumCost: "1" });
+    expect(refused.status).toBe(409);
+    expect(refused.body).toMatchObject({ refusal: { kind: "no-lineage" } });
+    // once the parent hangs under the root, the child is attached like any other
+    expect(await s.client.prepare({ id: "e-staging", parent: "root", child: "staging", weight: 1 })).toMatchObject({ kind: "applied" });
+    expect(await s.client.activate("e-staging")).toMatchObject({ kind: "applied" });
+    expect(await group("orphan")).toMatchObject({ detached: false });
+    expect((await s.client.raw("GET", "/v1/bounds?parent=staging")).status).toBe(200);
+  });
+
   it("reports available and earmarked holdings as a static peer does (found in review: null on a governed peer, so heddle bench waited for entitlement it could not see)", async () => {
     const h = (await s.client.holdings("root")) as { groups: { group: string; holdings: string; available: string | null; earmarked: string | null }[] };
     expect(h.groups[0]).toMatchObject({ group: "root", available: expect.stringMatching(/^[0-9]+$/), earmarked: "0" });

@@ -202,6 +202,28 @@ function outcomeText(o: Json): string {
   return `${o.kind} at index ${o.index}${o.noop ? " (no-op: already so)" : ""}${o.mintId !== undefined ? `, mint ${o.mintId}` : ""}${claims}\n`;
 }
 
+/**
+ * After a prepare: governed.md §3.4 applies one under a parent that does not hang under the root (no check names the
+ * parent: a subtree may be built before it is attached), and its child then stays detached (ledger.md ⟨1.1⟩ §5.2).
+ * Say so, so a mistyped PARENT does not pass unnoticed. The root itself is left alone (before the first mint it
+ * hangs under nothing either), and a tree that cannot be read leaves the note out: the prepare was applied.
+ */
+async function noteDetachedParent(c: HeddleClient, io: Io, id: string, parent: string, child: string): Promise<void> {
+  let tree: Json;
+  try {
+    tree = (await c.tree()) as Json;
+  } catch {
+    return;
+  }
+  if (parent === tree.root || !Array.isArray(tree.groups)) return;
+  const g = (tree.groups as Json[]).find((x) => x.group === parent);
+  if (g !== undefined && g.detached !== true) return;
+  io.err(
+    `heddle: note: ${parent} does not hang under the root (${tree.root}) on this peer's view, so ${child} stays detached — it reads 0 and takes no work — ` +
+      `until ${parent} is attached (heddle reshape ${parent}); if ${parent} is a typo, heddle retire ${id} abandons the edge\n`,
+  );
+}
+
 function appliedLine(verb: string, r: Json): string {
   return `${verb}: applied at index ${r.index}${r.noop ? " (no-op: already so)" : ""}${r.mintId !== undefined ? `, mint ${r.mintId}` : ""}\n`;
 }
@@ -377,7 +399,9 @@ export const API_COMMANDS: Record<string, ApiCommand> = {
       const [id, parent, child, weight] = need(p, 4, this.usage);
       const w = weightArg(weight!);
       const r = (await c.prepare({ id: id!, parent: parent!, child: child!, weight: w }, v["idempotency-key"] !== undefined ? { idempotencyKey: v["idempotency-key"] as string } : {})) as Json;
-      return printJsonOr(io, v, r, () => appliedLine(`prepare ${id}`, r));
+      const code = printJsonOr(io, v, r, () => appliedLine(`prepare ${id}`, r));
+      if (!v["json"] && r.kind === "applied") await noteDetachedParent(c, io, id!, parent!, child!);
+      return code;
     },
   },
   activate: edgeVerb("activate", (c, e, o) => c.activate(e, o)),
