@@ -101,12 +101,13 @@ function drawTree() {
     for (const e of kids) {
       const fair = e.fairShare;
       const got = e.committedShare;
-      const off = fair !== null && got !== null ? got - fair : null;
-      const tone = off === null ? "idle" : Math.abs(off) <= 0.02 ? "ok" : Math.abs(off) <= 0.1 ? "warn" : "bad";
-      out.push(`<div class="row" data-edge="${esc(e.id)}" data-tone="${tone}">
-        <div class="name"><span class="group">${esc(e.child)}</span>${e.lifecycle !== "ACTIVE" ? `<span class="badge life">${esc(e.lifecycle)}</span>` : ""}</div>
+      // the daemon decides the tone (dashboard-snapshot.ts shareTone): a child without demand is drawn neutrally
+      const tone = ["ok", "warn", "bad"].includes(e.tone) ? e.tone : "idle";
+      const idle = e.demanding === false;
+      out.push(`<div class="row" data-edge="${esc(e.id)}" data-tone="${tone}" data-demanding="${e.demanding === null || e.demanding === undefined ? "" : String(e.demanding)}">
+        <div class="name"><span class="group">${esc(e.child)}</span>${e.lifecycle !== "ACTIVE" ? `<span class="badge life">${esc(e.lifecycle)}</span>` : ""}${idle ? `<span class="badge" data-field="no-demand" title="no demand stands for it now: its share is not a fairness alarm">no demand</span>` : ""}</div>
         <div class="weight" title="weight"><span class="label">w</span> <span data-field="weight">${esc(e.weight)}</span></div>
-        <div class="bar" title="committed ${pct(got)} · fair ${pct(fair)}">
+        <div class="bar" title="committed ${pct(got)} · fair ${pct(fair)}${idle ? " · no demand now" : ""}">
           <div class="fill" data-w="${got === null ? 0 : Math.min(100, got * 100)}"></div>
           ${fair === null ? "" : `<div class="target" data-left="${Math.min(100, fair * 100)}"></div>`}
         </div>

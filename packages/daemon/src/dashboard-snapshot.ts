@@ -1,7 +1,7 @@
 // What the dashboard shows of one peer, as plain values: a pure read of the peer, taken off the spend path
 // (by the throttled refresh of `LiveDashboard`). Every entity is a flat record of scalars, so the Yjs
 // writer can touch exactly the fields that changed.
-import { GroupId, type EntitlementLedger } from "@heddle/ledger";
+import { AttachmentId, GroupId, type EntitlementLedger } from "@heddle/ledger";
 import { treeOf } from "./api.ts";
 import { boundsOf } from "./data-plane.ts";
 import { peerState, type PeerReads } from "./peer-reads.ts";
@@ -21,7 +21,7 @@ export const SHARE_DECIMALS = 4;
 export interface DashboardSnapshot {
   /** This peer at a glance. */
   readonly node: Fields;
-  /** Per edge (id): parent, child, weight, lifecycle, fair share, committed share, counters. */
+  /** Per edge (id): parent, child, weight, lifecycle, fair share, committed share, demanding now, the bar's tone, counters. */
   readonly edges: ReadonlyMap<string, Fields>;
   /** Per group: holdings here and in total, earmarked, leaf or not, inbound edge. */
   readonly groups: ReadonlyMap<string, Fields>;
@@ -35,6 +35,24 @@ export interface DashboardSnapshot {
   readonly raft: Fields;
   /** Governed: every claim held, keyed `key␀holder`. */
   readonly claims: ReadonlyMap<string, Fields>;
+}
+
+/** How the dashboard draws an edge's bar: its share of committed service against its fair share. */
+export type ShareTone = "ok" | "warn" | "bad" | "idle";
+/** Most distance (in share, 0 … 1) between committed and fair share drawn `ok`; up to {@link SHARE_WARN} is `warn`, beyond `bad`. */
+export const SHARE_OK = 0.02;
+export const SHARE_WARN = 0.1;
+
+/**
+ * The tone of an edge's bar. A child that demands nothing now (`demanding` false: its folded live demand has no
+ * `targetOutstanding`, node.md §11's D) is `idle` whatever its share: it is not being treated unfairly, it wants
+ * nothing — its siblings' service is the scheduler working, not an alarm. So is one without both shares. `demanding`
+ * null (this peer cannot read demand) grades by the shares alone.
+ */
+export function shareTone(fairShare: number | null, committedShare: number | null, demanding: boolean | null): ShareTone {
+  if (demanding === false || fairShare === null || committedShare === null) return "idle";
+  const off = Math.abs(committedShare - fairShare);
+  return off <= SHARE_OK ? "ok" : off <= SHARE_WARN ? "warn" : "bad";
 }
 
 function round(x: number | null): number | null {
@@ -65,13 +83,19 @@ export function dashboardSnapshot(reads: PeerReads, now: number): DashboardSnaps
   const edges = new Map<string, Fields>();
   const ce = cut(tree.edges);
   for (const e of ce.items) {
+    const fairShare = round(e.weightShare);
+    const committedShare = round(e.serviceShare);
+    // only ACTIVE children have shares; their demand as the scheduler and the bound metrics read it
+    const demanding = e.lifecycle === "ACTIVE" && d.demand !== undefined ? d.demand(AttachmentId(e.id)).targetOutstanding > 0n : null;
     edges.set(e.id, {
       parent: e.parent,
       child: e.child,
       weight: e.weight,
       lifecycle: e.lifecycle,
-      fairShare: round(e.weightShare),
-      committedShare: round(e.serviceShare),
+      fairShare,
+      committedShare,
+      demanding,
+      tone: shareTone(fairShare, committedShare, demanding),
       committed: e.committedService,
       spent: e.spent,
       outstanding: e.outstanding,

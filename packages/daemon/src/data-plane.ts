@@ -34,6 +34,8 @@ export interface DataPlane {
   advertiseMany(changes: Iterable<readonly [AttachmentId, Demand]>): void;
   schedule(parent: GroupId): ScheduleResult;
   boundMetrics(parent: GroupId): BoundMetrics;
+  /** The folded live demand for `edge` on this peer's board (node.md §6); the dashboard draws a child without demand neutrally. */
+  demand?(edge: AttachmentId): Demand;
   readonly unreachable?: Watch<ReadonlySet<ReplicaId>>;
   readonly epoch?: number;
   readonly genesisDigest?: string;

@@ -10,6 +10,7 @@ import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { HeddleClient } from "@heddle/client";
 import { initCluster, loadConfig, silentLogger, startDaemon, type DaemonConfig, type RunningDaemon } from "../src/index.ts";
+import { shareTone } from "../src/dashboard-snapshot.ts";
 import { launchChromium } from "./support/browser.ts";
 
 const ARTIFACTS = fileURLToPath(new URL("../../../.ci-results/", import.meta.url));
@@ -108,6 +109,31 @@ describe("the dashboard in headless Chromium", () => {
       await expect.poll(() => field(row, "service")).toBe(units(e.committedService));
       await expect.poll(() => field(row, "spent")).toBe(units(e.spent));
     }
+    // beforeAll withdrew every demand: no child is being treated unfairly, so no bar is coloured, whatever the shares
+    // (found in review: a sibling without demand was drawn red)
+    for (const e of active) {
+      const row = page.locator(`[data-edge="${e.id}"]`);
+      await expect.poll(() => row.getAttribute("data-tone"), { timeout: 5_000 }).toBe("idle");
+      expect(await row.getAttribute("data-demanding")).toBe("false");
+      expect(await row.locator('[data-field="no-demand"]').count()).toBe(1);
+    }
+    // a child that demands again is graded by its shares, as shareTone decides
+    const lane = active.find((e) => e.child === "interactive")!;
+    await api.demand({ leaf: "interactive", targetOutstanding: 400, maximumUsefulGrant: 60 });
+    const laneRow = page.locator(`[data-edge="${lane.id}"]`);
+    await expect.poll(() => laneRow.getAttribute("data-demanding"), { timeout: 5_000 }).toBe("true");
+    expect(await laneRow.locator('[data-field="no-demand"]').count()).toBe(0);
+    await expect
+      .poll(async () => {
+        const now = ((await api.tree()) as { edges: TreeEdge[] }).edges.find((e) => e.id === lane.id)!;
+        const round = (x: number | null) => (x === null ? null : Math.round(x * 1e4) / 1e4);
+        return (await laneRow.getAttribute("data-tone")) === shareTone(round(now.weightShare), round(now.serviceShare), true);
+      }, { timeout: 5_000 })
+      .toBe(true);
+    await api.demand({ leaf: "interactive", targetOutstanding: 0, maximumUsefulGrant: 0 });
+    await expect.poll(() => laneRow.getAttribute("data-tone"), { timeout: 5_000 }).toBe("idle");
+    await quiet();
+
     // the tree's shape: tenant-a's lanes sit in tenant-a's block, under the root's
     expect(await page.locator(`[data-parent="${tree.root}"] [data-edge]`).count()).toBe(2);
     expect(await page.locator(`[data-parent="tenant-a"] [data-edge]`).count()).toBe(2);

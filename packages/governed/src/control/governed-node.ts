@@ -118,6 +118,8 @@ export interface GovernedHeddleNode {
   cancel: HeddleNode["cancel"];
   advertise: HeddleNode["advertise"];
   advertiseMany: HeddleNode["advertiseMany"];
+  /** The folded live demand for an edge as this node sees it (node.md §6): a read, ungated. */
+  demand: HeddleNode["demand"];
   /** Grants nothing while `!isWritable`. */
   schedule: HeddleNode["schedule"];
   readonly partitionEvents: HeddleNode["partitionEvents"];
@@ -317,6 +319,7 @@ class GovernedNode implements GovernedHeddleNode {
   cancel: HeddleNode["cancel"] = (id) => this.#node.cancel(id);
   advertise: HeddleNode["advertise"] = (edge, demand) => this.#node.advertise(edge, demand);
   advertiseMany: HeddleNode["advertiseMany"] = (changes) => this.#node.advertiseMany(changes);
+  demand: HeddleNode["demand"] = (edge) => this.#node.demand(edge);
   boundMetrics: HeddleNode["boundMetrics"] = (parent) => this.#node.boundMetrics(parent);
   openReservations: HeddleNode["openReservations"] = () => this.#node.openReservations();
   openReservationCount: HeddleNode["openReservationCount"] = () => this.#node.openReservationCount();
