@@ -157,10 +157,11 @@ describe("the CLI's errors", () => {
     expect(refused.code).toBe(EXIT.refused);
     expect(refused.err).toMatch(/static mode/);
 
-    // the same config again: its ports are taken by the running daemon
+    // the same config again: its ports are taken by the running daemon — this very peer, which it says (not "another process")
     const busy = await heddle(["start", "--config", conf]);
     expect(busy.code).toBe(EXIT.startFailed);
-    expect(busy.err).toMatch(/in use by another process/);
+    expect(busy.err).toMatch(new RegExp(`this peer \\(12D3\\w+\\) is already running: pid ${d.proc.pid}, API ${url.replace(/[.]/g, "\\.")}; stop it with kill ${d.proc.pid}`));
+    expect(busy.err).not.toMatch(/another process/);
 
     const bad = join(dir, "bad.json");
     const doc = JSON.parse(readFileSync(conf, "utf8"));
