@@ -74,6 +74,12 @@ describe("exit codes", () => {
       expect(j.code).toBe(EXIT.noSuchReservation);
       expect(JSON.parse(j.out)).toEqual({ id: "p1/3/7", charged: "0", outcome: "no-such-reservation" });
     });
+    it("complete of a reservation another peer made exits 11 and names that peer", async () => {
+      d.answer = () => ({ status: 200, body: { id: "p9/3/7", charged: "0", outcome: "no-such-reservation", reservedBy: "p9" } });
+      const r = await run(["complete", "p9/3/7", "5", "--url", d.url, "--token", "t"]);
+      expect(r.code).toBe(EXIT.noSuchReservation);
+      expect(r.err).toMatch(/^heddle: reservation "p9\/3\/7" was made on peer p9, not this one: nothing charged here — send it to that peer's API/);
+    });
     it.each([
       [["complete", "p1/3/7", "5"], "charged 5\n"],
       [["cancel", "p1/3/7"], "cancelled\n"],

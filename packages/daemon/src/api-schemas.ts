@@ -104,7 +104,13 @@ export const ErrorBody = Type.Object({
 /** `201` of reserve. */
 export const ReserveOk = Type.Object({ id: Type.String(), leaf: Type.String(), maximumCost: AmountOut });
 /** `200` of complete/cancel. */
-export const CompleteOk = Type.Object({ id: Type.String(), charged: AmountOut, outcome: Type.Union([Type.Literal("charged"), Type.Literal("no-such-reservation")]) });
+export const CompleteOk = Type.Object({
+  id: Type.String(),
+  charged: AmountOut,
+  outcome: Type.Union([Type.Literal("charged"), Type.Literal("no-such-reservation")]),
+  /** With `no-such-reservation`: the peer whose id the reservation id starts with, when that is not this peer — send it there. */
+  reservedBy: Type.Optional(Type.String()),
+});
 /** `200` of an applied control act. */
 export const AppliedOk = Type.Object({
   kind: Type.Literal("applied"),

@@ -334,9 +334,18 @@ export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
     return reply.code(status as 201).send(payload as never);
   });
 
+  /**
+   * A reservation id starts with the peer that made it (node.md §1, `${self}/${epoch}/${n}`): only that peer can
+   * complete or cancel it. Sent anywhere else it is `no-such-reservation` (node.md §8) and stays open there, holding
+   * its earmark — so the answer names that peer.
+   */
+  const settled = (id: string, charged: bigint, outcome: "charged" | "no-such-reservation") => {
+    const by = id.slice(0, Math.max(0, id.indexOf("/")));
+    return { id, charged: charged.toString(), outcome, ...(outcome === "no-such-reservation" && by !== "" && by !== String(d.self) ? { reservedBy: by } : {}) };
+  };
   const finish = (id: string, cost: bigint, reply: FastifyReply) => {
     const r = cost === 0n ? d.cancel(id) : d.complete(id, cost);
-    if (r.ok) return reply.code(200).send({ id, charged: r.charged.toString(), outcome: r.outcome });
+    if (r.ok) return reply.code(200).send(settled(id, r.charged, r.outcome));
     const status = r.refusal.kind === "closed" ? 503 : 409;
     return reply.code(status).send({ error: "refused", message: refusalMessage(r.refusal), refusal: toWire(r.refusal) });
   };
@@ -346,7 +355,7 @@ export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
     if (cost === null) return sendInvalid(reply, "body", [{ field: "actualCost", problem: "is above 2^63 − 1" }]);
     if (cost === 0n) {
       const r = d.complete(b.id, 0n);
-      if (r.ok) return reply.code(200).send({ id: b.id, charged: "0", outcome: r.outcome });
+      if (r.ok) return reply.code(200).send(settled(b.id, 0n, r.outcome));
       return reply.code(r.refusal.kind === "closed" ? 503 : 409).send({ error: "refused", message: refusalMessage(r.refusal), refusal: toWire(r.refusal) });
     }
     return finish(b.id, cost, reply);

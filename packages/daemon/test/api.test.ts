@@ -105,6 +105,14 @@ describe("HTTP API: data plane", () => {
     expect(spent1 - spent0).toBe(7n);
   });
 
+  it("a reservation id made on another peer: no-such-reservation here, naming the peer to send it to", async () => {
+    const other = "12D3KooWAnotherPeerThatMadeThisReservationXyZ";
+    expect(await s.client.complete(`${other}/3/17`, 5)).toEqual({ id: `${other}/3/17`, charged: "0", outcome: "no-such-reservation", reservedBy: other });
+    expect(await s.client.cancel(`${other}/3/18`)).toEqual({ id: `${other}/3/18`, charged: "0", outcome: "no-such-reservation", reservedBy: other });
+    // one of this peer's own ids that is not open names nobody: there is nowhere else to send it
+    expect(await s.client.complete(`${s.daemon.self}/1/999999`, 0)).toEqual({ id: `${s.daemon.self}/1/999999`, charged: "0", outcome: "no-such-reservation" });
+  });
+
   it("409 with the node's refusal object, and nothing changes", async () => {
     const before = await state();
     const r = await s.client.raw("POST", "/v1/reservations", { leaf: "tenant-b", maximumCost: 5 });

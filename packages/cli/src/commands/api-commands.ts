@@ -102,8 +102,11 @@ function printJsonOr(io: Io, v: Record<string, unknown>, body: unknown, human: (
  * §8): exit {@link EXIT.noSuchReservation} so a script can tell it from a charge; `--json` still prints the answer.
  */
 function noSuchReservation(io: Io, v: Record<string, unknown>, body: unknown, id: string, what: string): number {
+  const by = (body as { reservedBy?: unknown }).reservedBy;
   if (v["json"]) io.out(`${JSON.stringify(body)}\n`);
-  else {
+  else if (typeof by === "string") {
+    io.err(`heddle: reservation ${JSON.stringify(id)} was made on peer ${by}, not this one: ${what} here — send it to that peer's API (--config of that peer, or --url)\n`);
+  } else {
     io.err(
       `heddle: no open reservation ${JSON.stringify(id)} on this peer (completed or cancelled already, or made on another peer, or never): ${what}; ` +
         "heddle reservations lists the open ones\n",
