@@ -1,5 +1,5 @@
 import { idProblem } from "./claim-key.ts";
-import { chooseKeeper, closeKeeperClaim, KEEPER_DEFAULTS, keeperClaimHolds, renewKeeperClaim } from "./keeper-claim.ts";
+import { chooseKeeper, closeKeeperClaim, KEEPER_DEFAULTS, renewKeeperClaim } from "./keeper-claim.ts";
 import type { KeeperClaim, KeeperRenewal, KeeperRule, KeeperTimings } from "./keeper-claim.ts";
 import { keeperClaimsOn, putKeeperSlot, writeKeeperClaim } from "./keeper-slots.ts";
 import type { KeeperSlot, KeeperSlots } from "./keeper-slots.ts";
@@ -49,7 +49,10 @@ export interface KeeperView {
   readonly keeps: boolean;
   /** This peer is the keeper and it is settled: it may act on the part. */
   readonly mayAct: boolean;
-  /** Other peers with an unclosed claim on the part not heard from within `othersHeardMs` (peer order). */
+  /**
+   * Other peers with an unclosed claim on the part, renewed within `UNCLOSED` (whatever the rule, even lapsed past
+   * ALIVE), not heard from within `othersHeardMs` (peer order).
+   */
   readonly unheard: readonly string[];
   /** `mayAct` and every other claimant heard from: safe for what must never happen twice. Otherwise it cannot be sure. */
   readonly sure: boolean;
@@ -84,6 +87,14 @@ function ruleOf(state: KeeperState, part: string): KeeperRule {
   return rule;
 }
 
+/**
+ * Whether the peer behind `claim` may still be acting on its part at `now`, as far as this peer can tell: not
+ * closed, and renewed within `max(aliveMs, unclosedMs)` — for either rule, unlike `keeperClaimHolds`.
+ */
+function mayStillAct(claim: KeeperClaim, now: number, t: KeeperTimings): boolean {
+  return claim.closedAt === undefined && now < claim.renewedAt + Math.max(t.aliveMs, t.unclosedMs);
+}
+
 /** Records who keeps `part` at `now` and returns the view; the continuity of `since` is what settling measures. */
 function observe(state: KeeperState, part: string, now: number): { state: KeeperState; view: KeeperView } {
   const rule = ruleOf(state, part);
@@ -103,11 +114,13 @@ function observe(state: KeeperState, part: string, now: number): { state: Keeper
   const next: KeeperState = { ...state, kept };
   const settled = keeper !== undefined && now - since >= t.settlingMs;
   const keeps = keeper === state.self;
-  // every other claim that still holds (claims.md §3): a closed claim holds nothing, and neither does one that
-  // lapsed — past ALIVE, or for a stays-put part past UNCLOSED, the horizon up to which a silent machine may still be
-  // numbering. Counting lapsed claims too left `sure` false for good after one claimant crashed without closing.
+  // Heard-from (claims.md §3) waits for "every other peer with a claim on the part", whatever the rule: a claim
+  // that lapsed here without closing may belong to a machine that only lost the link and still keeps the part in its
+  // own view, so its keeper rule choosing someone else here is no reason to stop waiting for it. Only a close (the
+  // peer said it stopped) or UNCLOSED past the last renewal (§3's horizon for a silent, unclosed machine) ends the
+  // wait; without that horizon one claimant that crashed without closing would leave `sure` false for good.
   const unheard = claims
-    .filter((c) => c.peer !== state.self && keeperClaimHolds(c, rule, now, t))
+    .filter((c) => c.peer !== state.self && mayStillAct(c, now, t))
     .filter((c) => {
       const at = state.heard.get(c.peer);
       return at === undefined || now - at > t.othersHeardMs;

@@ -36,7 +36,8 @@ describe("a peer waking from suspension settles again", () => {
       if (t % renewEveryMs === 0) b = renewKeeper(b, "r", t).state;
       b = lookKeeper(b, "r", t).state;
     }
-    expect(lookKeeper(b, "r", 700 * S).view).toMatchObject({ keeper: "b", mayAct: true, sure: true });
+    // ... but b is not sure: a never closed its claim, and a machine gone silent may still be acting (heard-from)
+    expect(lookKeeper(b, "r", 700 * S).view).toMatchObject({ keeper: "b", mayAct: true, sure: false, unheard: ["a"] });
     // a wakes at 700 s and renews before any frame from b arrives: in its stale copy it is the only claimant
     const woke = renewKeeper(a, "r", 700 * S);
     expect(woke.view).toMatchObject({ keeper: "a", keeperSince: 700 * S, settled: false, mayAct: false, sure: false });

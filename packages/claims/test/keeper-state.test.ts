@@ -72,7 +72,7 @@ describe("heard-from", () => {
     expect(view.closed).toStrictEqual([{ peer: "b", closedAt: 20 }]);
   });
 
-  it("a claimant that crashed without closing is waited for while its claim holds, and not after (UNCLOSED, ALIVE)", () => {
+  it("a claimant that went silent without closing is waited for until UNCLOSED after its last renewal, whatever the rule", () => {
     const { unclosedMs, aliveMs } = KEEPER_DEFAULTS;
     // stays-put: an unclosed silent claim holds for UNCLOSED after its last renewal (the machine may still be numbering);
     // a keeps renewing its own claim, b went silent at 10
@@ -80,13 +80,34 @@ describe("heard-from", () => {
     const at = (t: number) => lookKeeper(renewKeeper(a, "invoices", t).state, "invoices", t).view;
     expect(at(10 + unclosedMs - 1)).toMatchObject({ keeper: "a", unheard: ["b"], sure: false });
     expect(at(10 + unclosedMs)).toMatchObject({ keeper: "a", unheard: [], sure: true });
-    // follows-you: a silent claim holds until ALIVE
+    // follows-you: b's claim stops holding at ALIVE (a keeps the part either way), but b never closed it — it may
+    // only have lost the link and still keep the part in its own view — so a is not sure until UNCLOSED either
     let f = renewKeeper(fresh("a"), "reminders", 0, { active: 5 }).state;
     f = receiveKeeperSlot(f, "b", renewKeeper(fresh("b"), "reminders", 10, { active: 0 }).slot, 10).state;
-    f = watched(f, "reminders", 10, 10 + aliveMs - 1, true);
+    f = watched(f, "reminders", 10, 10 + unclosedMs - 1, true);
     const seen = (t: number) => lookKeeper(renewKeeper(f, "reminders", t, { active: t }).state, "reminders", t).view;
-    expect(seen(10 + aliveMs - 1)).toMatchObject({ keeper: "a", unheard: ["b"], sure: false });
-    expect(seen(10 + aliveMs)).toMatchObject({ keeper: "a", unheard: [], sure: true });
+    expect(seen(10 + aliveMs)).toMatchObject({ keeper: "a", unheard: ["b"], sure: false });
+    expect(seen(10 + unclosedMs - 1)).toMatchObject({ keeper: "a", unheard: ["b"], sure: false });
+    expect(seen(10 + unclosedMs)).toMatchObject({ keeper: "a", unheard: [], sure: true });
+  });
+
+  it("two follows-you peers cut off from each other for longer than ALIVE + SETTLING are never both sure", () => {
+    // a and b hear each other at 0; the person is at b. Then the link is cut: each keeps renewing its own claim and
+    // looking, neither hears the other. Past ALIVE each sees the other's claim lapse and itself keep the part.
+    const { aliveMs, renewEveryMs } = KEEPER_DEFAULTS;
+    let a = renewKeeper(fresh("a"), "reminders", 0, { active: 0 });
+    let b = renewKeeper(fresh("b"), "reminders", 0, { active: 1 });
+    let sa = receiveKeeperSlot(a.state, "b", b.slot, 0).state;
+    let sb = receiveKeeperSlot(b.state, "a", a.slot, 0).state;
+    for (let t = renewEveryMs; t <= aliveMs + 3 * settlingMs; t += renewEveryMs) {
+      a = renewKeeper(sa, "reminders", t);
+      b = renewKeeper(sb, "reminders", t, { active: t });
+      sa = a.state;
+      sb = b.state;
+      expect([a.view.sure && b.view.sure, t]).toStrictEqual([false, t]);
+    }
+    // each may act in its own view (no agreement is promised without hearing), but neither is sure
+    expect([a.view.mayAct, b.view.mayAct, a.view.unheard, b.view.unheard]).toStrictEqual([true, true, ["b"], ["a"]]);
   });
 
   it("only claims on this part count: a peer claiming another part is not waited for", () => {
