@@ -31,6 +31,11 @@ export interface KeeperState {
   readonly kept: ReadonlyMap<string, KeptSince>;
   /** When a copy of each other peer's slot last arrived from it (this peer's clock). */
   readonly heard: ReadonlyMap<string, number>;
+  /**
+   * Since when this peer has heard each other peer without a gap longer than `othersHeardMs` (its own clock): the
+   * first copy after such a gap — a healed split, a peer coming back — starts it again.
+   */
+  readonly heardSince: ReadonlyMap<string, number>;
 }
 
 /** What a peer knows about a part at a moment: who keeps it, whether that is settled, and whether it can be sure. */
@@ -54,7 +59,11 @@ export interface KeeperView {
    * ALIVE), not heard from within `othersHeardMs` (peer order).
    */
   readonly unheard: readonly string[];
-  /** `mayAct` and every other claimant heard from: safe for what must never happen twice. Otherwise it cannot be sure. */
+  /**
+   * `mayAct`, every other claimant heard from within `othersHeardMs`, and each of them heard without a gap for
+   * `settlingMs` (so it has had the time settling gives to learn this peer's claim): safe for what must never happen
+   * twice. Otherwise it cannot be sure.
+   */
   readonly sure: boolean;
   /** Closed claims on the part and how far each peer said it wrote its records (peer order). */
   readonly closed: readonly { readonly peer: string; readonly closedAt: number; readonly wroteUpTo?: number }[];
@@ -78,7 +87,7 @@ export function keeperState(init: {
     if (rule !== "follows-you" && rule !== "stays-put") throw new RangeError(`unknown rule ${String(rule)} for ${part}`);
     rules.set(part, rule);
   }
-  return { self: init.self, epoch: init.epoch, rules, timings, slots: emptySlots(), kept: new Map(), heard: new Map() };
+  return { self: init.self, epoch: init.epoch, rules, timings, slots: emptySlots(), kept: new Map(), heard: new Map(), heardSince: new Map() };
 }
 
 function ruleOf(state: KeeperState, part: string): KeeperRule {
@@ -126,6 +135,15 @@ function observe(state: KeeperState, part: string, now: number): { state: Keeper
       return at === undefined || now - at > t.othersHeardMs;
     })
     .map((c) => c.peer); // in peer order, as keeperClaimsOn returns them
+  // Settling (§3) gives the others' claims time to arrive before a keeper acts, and gives the others time to learn
+  // its claim. A keeper that settled while cut off from a claimant did so without that: when the link heals, each
+  // side may still be keeper in its own view until the other's next renewal arrives, and hearing one copy makes
+  // both "heard from". So `sure` also waits until every other claimant has been heard for SETTLING without a gap.
+  const reacquainting = claims.some((c) => {
+    if (c.peer === state.self || !mayStillAct(c, now, t)) return false;
+    const since = state.heardSince.get(c.peer);
+    return since === undefined || now - since < t.settlingMs;
+  });
   const closed = claims
     .filter((c) => c.closedAt !== undefined)
     .map((c) => ({ peer: c.peer, closedAt: c.closedAt ?? 0, ...(c.wroteUpTo !== undefined ? { wroteUpTo: c.wroteUpTo } : {}) }));
@@ -142,7 +160,7 @@ function observe(state: KeeperState, part: string, now: number): { state: Keeper
       keeps,
       mayAct,
       unheard,
-      sure: mayAct && unheard.length === 0,
+      sure: mayAct && unheard.length === 0 && !reacquainting,
       closed,
     },
   };
@@ -211,9 +229,12 @@ export function receiveKeeperSlot(
   if (slot.peer !== from) return { state, accepted: false, why: "not-author" };
   if (from === state.self) return { state, accepted: false, why: "own-slot" };
   const { slots } = putKeeperSlot(state.slots, slot);
+  const last = state.heard.get(from);
   const heard = new Map(state.heard);
-  heard.set(from, Math.max(now, heard.get(from) ?? now));
-  let next: KeeperState = { ...state, slots, heard };
+  heard.set(from, Math.max(now, last ?? now));
+  const heardSince = new Map(state.heardSince);
+  if (last === undefined || now - last > state.timings.othersHeardMs) heardSince.set(from, now);
+  let next: KeeperState = { ...state, slots, heard, heardSince };
   for (const c of slot.claims) if (next.rules.has(c.part)) next = observe(next, c.part, now).state;
   return { state: next, accepted: true };
 }

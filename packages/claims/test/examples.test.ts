@@ -56,7 +56,8 @@ describe("examples", () => {
   it("keeper: both peers agree; the keeper acts only once settled", async () => {
     const out = await output("keeper");
     expect(out).toContain("t=10s keeper: desk (laptop agrees: true); desk may act: false");
-    expect(out).toContain("t=125s keeper: desk (laptop agrees: true); desk may act: true, sure: true");
+    expect(out).toContain("t=125s keeper: desk (laptop agrees: true); desk may act: true, sure: false");
+    expect(out).toContain("t=126s keeper: desk (laptop agrees: true); desk may act: true, sure: true");
   });
 
   it("advisory: duplicates are listed after one merge", async () => {

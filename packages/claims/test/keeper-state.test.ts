@@ -110,6 +110,34 @@ describe("heard-from", () => {
     expect([a.view.mayAct, b.view.mayAct, a.view.unheard, b.view.unheard]).toStrictEqual([true, true, ["b"], ["a"]]);
   });
 
+  it("peers that settled apart are not sure the moment they hear each other: each waits to hear the other for SETTLING", () => {
+    // a and b claim reminders at 0 but cannot hear each other: each keeps the part in its own view and settles
+    const { renewEveryMs } = KEEPER_DEFAULTS;
+    let a = renewKeeper(fresh("a"), "reminders", 0, { active: 0 });
+    let b = renewKeeper(fresh("b"), "reminders", 0, { active: 1 });
+    let aBefore = a.slot;
+    for (let t = renewEveryMs; t <= 10 * renewEveryMs; t += renewEveryMs) {
+      aBefore = a.slot;
+      a = renewKeeper(a.state, "reminders", t, t === 10 * renewEveryMs ? { active: t } : {}); // the person comes to a
+      b = renewKeeper(b.state, "reminders", t);
+    }
+    const heal = 10 * renewEveryMs;
+    // the link heals: a hears b's latest slot, b hears the copy of a's slot from before the person came to a
+    let sa = receiveKeeperSlot(a.state, "b", b.slot, heal).state;
+    let sb = receiveKeeperSlot(b.state, "a", aBefore, heal).state;
+    const va = lookKeeper(sa, "reminders", heal + 1).view;
+    const vb = lookKeeper(sb, "reminders", heal + 1).view;
+    // each is keeper in its own view, settled long ago, and has heard the other just now — but neither is sure yet
+    expect([va.keeper, va.mayAct, va.unheard, vb.keeper, vb.mayAct, vb.unheard]).toStrictEqual(["a", true, [], "b", true, []]);
+    expect([va.sure, vb.sure]).toStrictEqual([false, false]);
+    // a's latest slot reaches b; once they have heard each other for SETTLING, only a is sure
+    sb = receiveKeeperSlot(sb, "a", a.slot, heal + 2).state;
+    sa = receiveKeeperSlot(sa, "b", renewKeeper(b.state, "reminders", heal + renewEveryMs).slot, heal + renewEveryMs).state;
+    sb = renewKeeper(sb, "reminders", heal + renewEveryMs).state;
+    expect(lookKeeper(sa, "reminders", heal + settlingMs).view).toMatchObject({ keeper: "a", sure: true });
+    expect(lookKeeper(sb, "reminders", heal + settlingMs).view).toMatchObject({ keeper: "a", sure: false });
+  });
+
   it("only claims on this part count: a peer claiming another part is not waited for", () => {
     let a = renewKeeper(fresh("a"), "invoices", 0, { take: true }).state;
     const rb = renewKeeper(fresh("b"), "reminders", 10);

@@ -96,13 +96,19 @@ describe("keeper state: settling, heard-from, close", () => {
     a = renewKeeper(a, "invoices", 0, { take: true }).state;
     const rb = renewKeeper(b, "invoices", 10);
     a = receiveKeeperSlot(a, "b", rb.slot, 10).state;
+    // settled at SETTLING, but b has been heard only since 10: sure once b has been heard for SETTLING too
     const early = lookKeeper(a, "invoices", settlingMs);
-    expect(early.view).toMatchObject({ keeper: "a", mayAct: true, unheard: [], sure: true });
-    const late = lookKeeper(early.state, "invoices", 10 + othersHeardMs + 1).view;
+    expect(early.view).toMatchObject({ keeper: "a", mayAct: true, unheard: [], sure: false });
+    const heardLongEnough = lookKeeper(early.state, "invoices", 10 + settlingMs);
+    expect(heardLongEnough.view).toMatchObject({ keeper: "a", mayAct: true, unheard: [], sure: true });
+    const late = lookKeeper(heardLongEnough.state, "invoices", 10 + othersHeardMs + 1).view;
     expect(late).toMatchObject({ keeper: "a", mayAct: true, unheard: ["b"], sure: false });
-    // a repeated copy of b's slot is still news that b is there
-    a = receiveKeeperSlot(early.state, "b", rb.slot, 10 + othersHeardMs + 2).state;
-    expect(lookKeeper(a, "invoices", 10 + othersHeardMs + 3).view.sure).toBe(true);
+    // a repeated copy of b's slot is still news that b is there, but after a gap hearing starts again
+    const again = 10 + othersHeardMs + 2;
+    a = receiveKeeperSlot(heardLongEnough.state, "b", rb.slot, again).state;
+    expect(lookKeeper(a, "invoices", again + 1).view).toMatchObject({ unheard: [], sure: false });
+    expect(lookKeeper(a, "invoices", again + settlingMs - 1).view.sure).toBe(false);
+    expect(lookKeeper(a, "invoices", again + settlingMs).view.sure).toBe(true);
   });
 
   it("rejects a slot from anyone but its author, and its own slot echoed back", () => {

@@ -64,7 +64,10 @@ describe("HTTP API: keeper and advisory claims", () => {
     const seenByB = await until("b sees a keep invoices", () => cb.raw("GET", "/v1/claims/keeper?part=invoices"), (r) => (r.body as { keeper: string }).keeper === a.self);
     expect(seenByB.body).toMatchObject({ keeps: false, mayAct: false });
     const settled = await until("a settles", () => ca.raw("GET", "/v1/claims/keeper?part=invoices"), (r) => (r.body as { mayAct: boolean }).mayAct);
-    expect(settled.body).toMatchObject({ keeper: a.self, sure: true, unheard: [] });
+    expect(settled.body).toMatchObject({ keeper: a.self, unheard: [] });
+    // sure once a has also heard b for settlingMs (b claimed just after a took the part)
+    const sure = await until("a is sure", () => ca.raw("GET", "/v1/claims/keeper?part=invoices"), (r) => (r.body as { sure: boolean }).sure);
+    expect(sure.body).toMatchObject({ keeper: a.self, mayAct: true, unheard: [] });
     // every configured part at once
     const all = await cb.raw("GET", "/v1/claims/keeper");
     expect((all.body as { parts: { part: string }[] }).parts.map((p) => p.part)).toEqual(["invoices", "reminders"]);
