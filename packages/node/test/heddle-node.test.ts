@@ -50,6 +50,21 @@ describe("schedule (§7): the planned round is the literal pick → delegate loo
       { numRuns: Number(process.env.HEDDLE_RUNS ?? 200), seed: Number(process.env.HEDDLE_SEED ?? 77) },
     );
   });
+
+  it("a seat whose floor's cross products leave int64 (written by another peer) still gets the loop's grant", () => {
+    // floor (2^31 + 1)/(2^31 − 1) under weight 3: pick grants 1 and delegate's checkpoint fits, but comparing the old
+    // floor with the checkpoint by the checked compare forms ≈ 3·2^62 — the policy's join threw, so schedule() did
+    const self = ReplicaId("p");
+    let view = staticGenesis(GroupId("root"), new Map([[self, 1n]]), [rec("k0", "root", "c0", 3n)]);
+    const seat = view.seat(e("k0"), Rational.of((1n << 31n) + 1n, (1n << 31n) - 1n));
+    if (!seat.ok) throw new Error(seat.refusal.kind);
+    view = view.join(seat.patch);
+    const plan = planSchedule({ work: new LedgerReplica(view), parent: GroupId("root"), self, earmarked: 0n, demand: () => HUNGRY, offsets: new Map(), observed: new Map(), policy: { quantum: 1n }, maxGrants: 10 });
+    expect(plan.grants).toEqual([{ attachment: e("k0"), amount: 1n }]);
+    const d = view.delegate(self, e("k0"), 1n);
+    if (!d.ok) throw new Error(d.refusal.kind);
+    expect(plan.patch === null ? false : view.join(plan.patch).equals(view.join(d.patch))).toBe(true);
+  });
 });
 
 describe("schedule (§7) on a partial view (ledger.md ⟨1.1⟩ detached lineages)", () => {
