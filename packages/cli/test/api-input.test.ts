@@ -35,9 +35,39 @@ describe("--idempotency-key", () => {
   });
   it("a visible-ASCII key of 200 characters is sent as the header", async () => {
     const key = `supply-1:${"x".repeat(191)}`;
-    const r = await at(["mint", "1000", "--idempotency-key", key]);
+    const r = await at(["mint", "1000", "--holder", "peer-x", "--idempotency-key", key]);
     expect(r.code, r.err).toBe(EXIT.ok);
     expect(d.seen[0]!.headers["idempotency-key"]).toBe(key);
+  });
+});
+
+describe("a keyed mint or enroll names its holder / replica (the daemon refuses one left to default)", () => {
+  const SELF = "12D3KooWFakeSelf";
+  beforeEach(() => {
+    d.answer = (req) => (req.url === "/v1/status" ? { status: 200, body: { self: SELF } } : { status: 200, body: { kind: "applied", index: 1, noop: false, key: { client: "c", seq: 1 } } });
+  });
+  const posts = () => d.seen.filter((x) => x.method === "POST").map((x) => ({ url: x.url, body: JSON.parse(x.body), key: x.headers["idempotency-key"] }));
+
+  it("mint --idempotency-key without --holder sends this peer's id (from GET /v1/status) as holder", async () => {
+    const r = await at(["mint", "1000", "--idempotency-key", "k1"]);
+    expect(r.code, r.err).toBe(EXIT.ok);
+    expect(posts()).toEqual([{ url: "/v1/control/mint", body: { amount: "1000", holder: SELF }, key: "k1" }]);
+  });
+  it("enroll --idempotency-key without PEER_ID sends this peer's id as replica", async () => {
+    const r = await at(["enroll", "--idempotency-key", "k2"]);
+    expect(r.code, r.err).toBe(EXIT.ok);
+    expect(posts()).toEqual([{ url: "/v1/control/enroll", body: { replica: SELF }, key: "k2" }]);
+  });
+  it("a named holder is sent as given, and calls without a key leave the default to the daemon (no status call)", async () => {
+    expect((await at(["mint", "5", "--holder", "peer-x", "--idempotency-key", "k3"])).code).toBe(EXIT.ok);
+    expect((await at(["mint", "6"])).code).toBe(EXIT.ok);
+    expect((await at(["enroll"])).code).toBe(EXIT.ok);
+    expect(d.seen.some((x) => x.url === "/v1/status")).toBe(false);
+    expect(posts()).toEqual([
+      { url: "/v1/control/mint", body: { amount: "5", holder: "peer-x" }, key: "k3" },
+      { url: "/v1/control/mint", body: { amount: "6" }, key: undefined },
+      { url: "/v1/control/enroll", body: {}, key: undefined },
+    ]);
   });
 });
 

@@ -52,13 +52,17 @@ describe("a governed three-peer cluster of daemons, end to end", () => {
       expect(m.code, m.err).toBe(0);
     }
     const first = await heddleJson(["mint", "1000", "--idempotency-key", "supply-1", "--config", cfg(1)]);
-    const again = await http(1, "POST", "/v1/control/mint", { amount: "1000" }, { "idempotency-key": "supply-1" });
+    // the CLI named peer-1 as the holder (a keyed mint may not leave it to default), so the same mint retried
+    // through peer-2 is the same act: applied once, answered with the first outcome
+    const holder1 = (await status(1)).self as string;
+    const again = await http(2, "POST", "/v1/control/mint", { amount: "1000", holder: holder1 }, { "idempotency-key": "supply-1" });
     expect(again.status).toBe(200);
     expect(again.body.index).toBe(first.index);
     expect((await heddleJson(["sync", "--config", cfg(2)])).mintedTotal).toBe("3000");
-    const reused = await http(1, "POST", "/v1/control/mint", { amount: "5" }, { "idempotency-key": "supply-1" });
+    const reused = await http(1, "POST", "/v1/control/mint", { amount: "5", holder: holder1 }, { "idempotency-key": "supply-1" });
     expect(reused.status).toBe(409);
     expect(reused.body.conflict.reason).toBe("keyReuse");
+    expect(reused.body.message).toContain("heddle outcome --idempotency-key supply-1");
 
     // a tree, built by reshape (attach)
     for (const [child, args] of [["tenant-a", ["--weight", "3"]], ["tenant-b", ["--weight", "1"]], ["batch", ["--parent", "tenant-a", "--weight", "1"]]] as const) {

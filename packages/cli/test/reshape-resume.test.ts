@@ -66,7 +66,7 @@ describe("heddle reshape, run again", () => {
 
 describe("heddle reshape blocked by open work (found by a new user's walkthrough)", () => {
   it("a drain that times out names who holds what and the reservations to finish; heddle reservations lists them", async () => {
-    await s.client.mint(1000, { idempotencyKey: "supply-for-drain" });
+    await s.client.mint(1000, { holder: s.daemon.self, idempotencyKey: "supply-for-drain" });
     expect((await heddle(["reshape", "d"])).code).toBe(EXIT.ok);
     await s.client.demand({ leaf: "d", targetOutstanding: 10, maximumUsefulGrant: 10 });
     let id: string | null = null;

@@ -36,7 +36,7 @@ export const EdgeQuery = Obj({ id: Id("the edge id") });
 
 /** `POST /v1/control/mint` */
 export const MintBody = Obj({
-  holder: Type.Optional(Id("the replica that receives the supply (default: this peer)", 128)),
+  holder: Type.Optional(Id("the replica that receives the supply (default: this peer; required with an Idempotency-Key, so that a retry through any peer is the same mint)", 128)),
   amount: Amount("units to create at the root", { minimum: 1 }),
 });
 /** `POST /v1/control/prepare` */
@@ -49,7 +49,7 @@ export const PrepareBody = Obj({
 /** `POST /v1/control/{activate,close,retire}` */
 export const EdgeBody = Obj({ edge: Id("the edge id") });
 /** `POST /v1/control/enroll` */
-export const EnrollBody = Obj({ replica: Type.Optional(Id("the replica to enroll (default: this peer)", 128)) });
+export const EnrollBody = Obj({ replica: Type.Optional(Id("the replica to enroll (default: this peer; required with an Idempotency-Key, so that a retry through any peer is the same enroll)", 128)) });
 /** `POST /v1/control/depart` (always this peer) */
 export const EmptyBody = Obj({});
 /** `POST /v1/control/leader/transfer` */

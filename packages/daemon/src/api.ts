@@ -102,6 +102,18 @@ function idempotencyKey(req: FastifyRequest): string | null | FieldIssue {
   return v;
 }
 
+/**
+ * Why a keyed mint (enroll) must name its holder (replica): left out, it is the peer that receives the call, so the
+ * same Idempotency-Key sent through another peer would be another act — answered 409 keyReuse, or read as "a new
+ * act takes a new key", a second mint. Named, a retry through any peer means the same act and applies at most once.
+ */
+function defaultUnderKey(verb: "mint" | "enroll", field: "holder" | "replica", self: string): string {
+  return (
+    `${verb}: ${field} is missing, and this call carries an Idempotency-Key: name the ${field} (this peer's id is ${JSON.stringify(self)}) ` +
+    `so that a retry under the key through any peer is the same ${verb} — left out it means whichever peer receives the call, so a retry through another peer would be another ${verb}`
+  );
+}
+
 function sortIds(ids: Iterable<string>): string[] {
   return [...ids].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
 }
@@ -531,7 +543,7 @@ export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
     // Refusals count alike whether the log answered them or the leader did at a confirmed read.
     const claims = o.kind === "applied" || o.kind === "refused-at-read" ? (o.claims as { ok?: boolean; blocked?: { reason?: string }[]; invalid?: string } | undefined) : undefined;
     if (claims !== undefined && claims !== null && claims.ok === false) ctx.metrics?.claimRefused(claims.invalid !== undefined ? "invalid" : (claims.blocked?.[0]?.reason ?? "unknown"));
-    return sendOutcome(reply, o, extra);
+    return sendOutcome(reply, o, extra, { idempotencyKey: ik });
   };
 
   const cpost = (path: string, summary: string, body: TSchema, act: (cp: ControlPlane, b: never, opts: CallOptions) => Promise<ClaimsOutcome>) =>
@@ -543,6 +555,7 @@ export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
   cpost("/control/mint", "Create supply at the root for a holder (one log entry)", S.MintBody, (cp, b: { holder?: string; amount: string | number }, opts) => {
     const amount = amountOf(b.amount);
     if (amount === null) throw new RangeError("mint: amount is above 2^63 − 1");
+    if (b.holder === undefined && opts.key !== undefined) throw new RangeError(defaultUnderKey("mint", "holder", d.self));
     return cp.mint(ReplicaId(b.holder ?? d.self), amount, opts);
   });
   cpost("/control/prepare", "Prepare a new edge (a new generation); refused 409 naming weight when its parent's children's weights would sum past 2^63 − 1", S.PrepareBody, (cp, b: { id: string; parent: string; child: string; weight: number | string }, opts) => {
@@ -555,6 +568,7 @@ export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
   cpost("/control/close", "Close an active edge (it drains)", S.EdgeBody, (cp, b: { edge: string }, opts) => cp.close(AttachmentId(b.edge), opts));
   cpost("/control/retire", "Retire a drained (or unused prepared) edge", S.EdgeBody, (cp, b: { edge: string }, opts) => cp.retire(AttachmentId(b.edge), opts));
   cpost("/control/enroll", "Enroll a replica as a ledger writer (a peer of this cluster's roster)", S.EnrollBody, (cp, b: { replica?: string }, opts) => {
+    if (b.replica === undefined && opts.key !== undefined) throw new RangeError(defaultUnderKey("enroll", "replica", d.self));
     const replica = b.replica ?? d.self;
     // an id off the roster can never connect (peers accept roster members only), so enrolling it would only add a
     // writer that never writes — and a typo stays on the control roster for good (found by a new user's walkthrough)
@@ -692,19 +706,38 @@ function refusalMessage(r: { kind: string }): string {
   }
 }
 
-function conflictMessage(c: { reason: string; [k: string]: unknown }): string {
+function conflictMessage(c: { reason: string; [k: string]: unknown }, at: ConflictContext): string {
   switch (c.reason) {
     case "dualInbound":
       return `conflict dualInbound: ${String(c["child"])} already has a live inbound edge, ${String(c["incumbent"])}; retire it first (heddle reshape does the whole recipe)`;
     case "notDrained":
       return `conflict notDrained: ${String(c["edge"])} still has outstanding entitlement; wait for it to drain, then retry`;
     case "keyReuse":
-      return "conflict keyReuse: this Idempotency-Key was already used for a different request; send a new key for a new request";
+      return keyReuseMessage(c, at);
     case "unknownEdge":
       return `conflict unknownEdge: no edge ${String(c["edge"])} in the control log; prepare it first`;
     default:
       return `conflict ${c.reason}`;
   }
+}
+
+/**
+ * keyReuse: the key already names another act (another verb, or other arguments), and that act may well have applied.
+ * "Send a new key" would be wrong advice for a retry that merely differs (a mint whose holder defaulted on another
+ * peer was one): look up what the key did first; only an act that is truly new takes a new key.
+ */
+function keyReuseMessage(c: { [k: string]: unknown }, at: ConflictContext): string {
+  const k = c["key"] as { client?: unknown; seq?: unknown } | undefined;
+  const lookup =
+    at.idempotencyKey !== null
+      ? `GET /v1/control/outcome?idempotencyKey=${encodeURIComponent(at.idempotencyKey)} (heddle outcome --idempotency-key ${at.idempotencyKey})`
+      : typeof k?.client === "string" && typeof k.seq === "number"
+        ? `GET /v1/control/outcome?client=${encodeURIComponent(k.client)}&seq=${k.seq}`
+        : "GET /v1/control/outcome";
+  return (
+    "conflict keyReuse: this key was already used for another act (another verb, or other arguments), which may have applied; nothing was applied now. " +
+    `See what the key did with ${lookup} before sending anything else: if that act is the one you meant, it is done (send it again exactly as first sent); only a truly new act takes a new key`
+  );
 }
 
 /** A refused take in words, naming whom to ask (claims.md rule 3): "the claim was refused: deploy is held by alice". */
@@ -715,9 +748,14 @@ function blockedText(refusal: unknown): string {
   return `the claim was refused (blocked): ${parts.join("; ")}; see refusal.blocked`;
 }
 
-function sendOutcome(reply: FastifyReply, o: ClaimsOutcome, extra: object) {
+/** What a conflict's message may name beyond the conflict itself: the call's own Idempotency-Key (null: sent without one). */
+interface ConflictContext {
+  readonly idempotencyKey: string | null;
+}
+
+function sendOutcome(reply: FastifyReply, o: ClaimsOutcome, extra: object, at: ConflictContext) {
   if (o.kind === "conflict") {
-    return reply.code(409).send({ error: "conflict", message: conflictMessage(o.conflict), conflict: toWire(o.conflict), index: o.index, key: o.key, ...extra });
+    return reply.code(409).send({ error: "conflict", message: conflictMessage(o.conflict, at), conflict: toWire(o.conflict), index: o.index, key: o.key, ...extra });
   }
   if (o.kind === "refused-at-read") {
     return reply.code(409).send({

@@ -106,9 +106,9 @@ describe("daemon: governed mode on etcd", () => {
         await new Promise((r) => setTimeout(r, 50));
       }
       expect(st.control).toMatchObject({ isWritable: true, role: "etcd", voters: [] });
-      const a = (await s.client.mint(1000, { idempotencyKey: "etcd-supply-1" })) as { kind: string; index: number };
+      const a = (await s.client.mint(1000, { holder: s.daemon.self, idempotencyKey: "etcd-supply-1" })) as { kind: string; index: number };
       expect(a.kind).toBe("applied");
-      const again = (await s.client.mint(1000, { idempotencyKey: "etcd-supply-1" })) as { kind: string; index: number };
+      const again = (await s.client.mint(1000, { holder: s.daemon.self, idempotencyKey: "etcd-supply-1" })) as { kind: string; index: number };
       expect(again).toEqual(a);
       // a leader transfer is etcd's to make: a named refusal, not a 500 (before: a plain Error, answered 500 "internal")
       const transfer = await s.client.raw("POST", "/v1/control/leader/transfer", { to: s.daemon.self });

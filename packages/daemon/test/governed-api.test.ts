@@ -32,10 +32,10 @@ afterAll(() => s.close());
 
 describe("HTTP API: governed control plane", () => {
   it("applies a mint retried with the same Idempotency-Key once, on the same index, and serves its outcome by key", async () => {
-    const a = (await s.client.mint(1000, { idempotencyKey: "supply-1" })) as { kind: string; index: number; mintId: string };
+    const a = (await s.client.mint(1000, { holder: s.daemon.self, idempotencyKey: "supply-1" })) as { kind: string; index: number; mintId: string };
     expect(a).toMatchObject({ kind: "applied", noop: false });
     const before = await state();
-    const b = (await s.client.mint(1000, { idempotencyKey: "supply-1" })) as { index: number; mintId: string };
+    const b = (await s.client.mint(1000, { holder: s.daemon.self, idempotencyKey: "supply-1" })) as { index: number; mintId: string };
     expect(b.index).toBe(a.index);
     expect(b.mintId).toBe(a.mintId);
     expect(await state()).toBe(before);
@@ -45,9 +45,11 @@ describe("HTTP API: governed control plane", () => {
     const none = await s.client.raw("GET", "/v1/control/outcome?idempotencyKey=never-used");
     expect(none.status).toBe(404);
     // The same key with another body is a conflict that changes nothing.
-    const reuse = await s.client.raw("POST", "/v1/control/mint", { amount: "7" }, { idempotencyKey: "supply-1" });
+    const reuse = await s.client.raw("POST", "/v1/control/mint", { amount: "7", holder: s.daemon.self }, { idempotencyKey: "supply-1" });
     expect(reuse.status).toBe(409);
     expect(reuse.body).toMatchObject({ error: "conflict", conflict: { reason: "keyReuse" } });
+    // the remedy is to look up what the key did (it may have applied), never a bare "send a new key"
+    expect((reuse.body as { message: string }).message).toContain("GET /v1/control/outcome?idempotencyKey=supply-1 (heddle outcome --idempotency-key supply-1)");
     expect(await state()).toBe(before);
     // Out-of-range numbers are 400s naming their field, and change nothing.
     const huge = await s.client.raw("POST", "/v1/control/mint", { amount: "9223372036854775808" });

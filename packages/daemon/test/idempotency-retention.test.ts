@@ -27,10 +27,10 @@ afterAll(() => s.close());
 describe("HTTP API: Idempotency-Key retention", () => {
   it("replays inside the window; past it the lookup says the key may be forgotten and a retried mint is a noop that mints nothing twice", async () => {
     const minted = async (): Promise<string> => ((await s.client.sync()) as { mintedTotal: string }).mintedTotal;
-    const a = (await s.client.mint(40, { idempotencyKey: "late-mint" })) as { kind: string; index: number; noop: boolean; mintId: string };
+    const a = (await s.client.mint(40, { holder: s.daemon.self, idempotencyKey: "late-mint" })) as { kind: string; index: number; noop: boolean; mintId: string };
     expect(a).toMatchObject({ kind: "applied", noop: false });
     expect(await sessionsGauge()).toBe(1);
-    const again = (await s.client.mint(40, { idempotencyKey: "late-mint" })) as { index: number };
+    const again = (await s.client.mint(40, { holder: s.daemon.self, idempotencyKey: "late-mint" })) as { index: number };
     expect(again.index).toBe(a.index);
     await entries(WINDOW + 1);
     // forgotten: the lookup cannot tell "never used" from "forgotten" any more, and says so
@@ -42,7 +42,7 @@ describe("HTTP API: Idempotency-Key retention", () => {
     expect(body.message).toMatch(/never used, or used at an index ≤ \d+ and forgotten/);
     expect(await sessionsGauge()).toBe(0);
     // a late retry is a new act: the mint id is already minted, so it is a noop carrying it
-    const late = (await s.client.mint(40, { idempotencyKey: "late-mint" })) as { kind: string; index: number; noop: boolean; mintId: string };
+    const late = (await s.client.mint(40, { holder: s.daemon.self, idempotencyKey: "late-mint" })) as { kind: string; index: number; noop: boolean; mintId: string };
     expect(late).toMatchObject({ kind: "applied", noop: true, mintId: a.mintId });
     expect(late.index).toBeGreaterThan(a.index);
     expect(await minted()).toBe("40");

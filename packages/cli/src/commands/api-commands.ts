@@ -386,9 +386,11 @@ export const API_COMMANDS: Record<string, ApiCommand> = {
     options: { holder: { type: "string" }, "idempotency-key": { type: "string" } },
     async run(c, p, v, io) {
       const [amount] = need(p, 1, this.usage);
+      const key = v["idempotency-key"] as string | undefined;
+      const holder = (v["holder"] as string | undefined) ?? (key !== undefined ? await selfId(c) : undefined);
       const r = (await c.mint(amountArg(amount!, "AMOUNT", 1), {
-        ...(v["holder"] !== undefined ? { holder: v["holder"] as string } : {}),
-        ...(v["idempotency-key"] !== undefined ? { idempotencyKey: v["idempotency-key"] as string } : {}),
+        ...(holder !== undefined ? { holder } : {}),
+        ...(key !== undefined ? { idempotencyKey: key } : {}),
       })) as Json;
       return printJsonOr(io, v, r, () => appliedLine(`mint ${amount}`, r));
     },
@@ -417,7 +419,9 @@ export const API_COMMANDS: Record<string, ApiCommand> = {
     options: { "idempotency-key": { type: "string" } },
     async run(c, p, v, io) {
       if (p.length > 1) throw new UsageError(`usage: ${this.usage}`);
-      const r = (await c.enroll(p[0], v["idempotency-key"] !== undefined ? { idempotencyKey: v["idempotency-key"] as string } : {})) as Json;
+      const key = v["idempotency-key"] as string | undefined;
+      const replica = p[0] ?? (key !== undefined ? await selfId(c) : undefined);
+      const r = (await c.enroll(replica, key !== undefined ? { idempotencyKey: key } : {})) as Json;
       return printJsonOr(io, v, r, () => appliedLine("enroll", r));
     },
   },
@@ -665,6 +669,17 @@ function checkIdempotencyKey(k: string | boolean | undefined): void {
       `--idempotency-key must be 1 … ${MAX_IDEMPOTENCY_KEY_LENGTH} visible ASCII characters (letters, digits, punctuation; no spaces or accents), got ${JSON.stringify(k.length > 60 ? `${k.slice(0, 60)}…` : k)} (${k.length} characters)`,
     );
   }
+}
+
+/**
+ * The peer id of the daemon `c` talks to. A keyed mint or enroll names its holder (replica) rather than leave it to
+ * default to the receiving peer: the daemon refuses a keyed call that leaves it out, since a retry of it through
+ * another peer would be another act.
+ */
+async function selfId(c: HeddleClient): Promise<string> {
+  const self = ((await c.status()) as { self?: unknown }).self;
+  if (typeof self !== "string") throw new Error(`${c.url}/v1/status named no peer id (self) to send as the holder; name it yourself (--holder PEER_ID, or enroll's PEER_ID)`);
+  return self;
 }
 
 /** Runs API command `name` on `argv`. */
