@@ -11,11 +11,17 @@ export const EXIT = Object.freeze({
    * peer cannot serve it at all (HTTP 501: its node has no keeper or advisory claims). Retrying will not help.
    */
   refused: 3,
-  /** The daemon cannot be reached (not running, wrong address, no answer in time). */
+  /**
+   * The daemon cannot be reached (not running, wrong address, no connection in time): the request never left. Or a
+   * read got no whole answer. A write that was sent and lost its answer is {@link EXIT.unknown}.
+   */
   unreachable: 4,
   /** The daemon refused the token (HTTP 401). */
   unauthorized: 5,
-  /** The outcome is unknown (HTTP 504: retry with the same --idempotency-key) or the daemon is unavailable (503). */
+  /**
+   * The outcome is unknown (HTTP 504, or a write that was sent and lost its answer — a timeout, a reset, an answer
+   * cut short: retry with the same --idempotency-key, or `heddle outcome`) or the daemon is unavailable (503).
+   */
   unknown: 6,
   /** The daemon rejected the request as malformed (HTTP 400 / 404 / 413 / 415). */
   invalid: 7,

@@ -60,7 +60,8 @@ Which daemon: --config FILE (a peer's heddle.json), or --url URL --token T; or H
 Human tables by default; --json prints the API's JSON.
 
 Exit codes: 0 ok · 1 internal error · 2 usage · 3 refused or conflict (409), or this peer cannot
-serve it (501) · 4 daemon unreachable · 5 token refused · 6 outcome unknown / daemon unavailable ·
+serve it (501) · 4 daemon unreachable (nothing sent) · 5 token refused · 6 outcome unknown (a write sent, its
+answer lost: retry with the same --idempotency-key, or heddle outcome) / daemon unavailable ·
 7 request rejected as malformed · 8 invalid config · 9 daemon could not start · 10 not yours
 (claims advisory: an earlier claimant holds the item; claims keeper --check, claims look --check:
 this peer may not act; claims renew: the holder no longer holds the key; claims next: every item
@@ -93,6 +94,48 @@ function apiErrorExit(e: InstanceType<typeof ApiError>, io: Io): number {
       io.err(`heddle: HTTP ${e.status}: ${b.message}\n`);
   }
   return code;
+}
+
+/** The value of `--idempotency-key K` (or `--idempotency-key=K`) on the command line, if given. */
+function idempotencyKeyArg(argv: readonly string[]): string | undefined {
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (a === "--") return undefined;
+    if (a === "--idempotency-key") return argv[i + 1];
+    if (a.startsWith("--idempotency-key=")) return a.slice("--idempotency-key=".length);
+  }
+  return undefined;
+}
+
+/** Where to see whether a write to `path` applied, when its answer was lost. */
+function lookFor(path: string): string {
+  if (path.startsWith("/v1/reservations")) return "heddle reservations";
+  if (path === "/v1/control/mint") return "heddle sync: its mintedTotal";
+  if (path === "/v1/control/enroll" || path === "/v1/control/depart") return "heddle roster";
+  if (path.startsWith("/v1/control/")) return "heddle tree";
+  if (path.startsWith("/v1/claims/keeper")) return "heddle claims look";
+  if (path.startsWith("/v1/claims/advisory")) return "heddle claims holders";
+  if (path.startsWith("/v1/claims/")) return "heddle claims list";
+  if (path.startsWith("/v1/demand")) return "heddle demand";
+  return "heddle status";
+}
+
+/**
+ * What to do about a write whose answer was lost (exit {@link EXIT.unknown}): with a key, retry under it (applied at
+ * most once) or look it up; without one, look first — a plain retry may apply it twice.
+ */
+function unknownOutcomeHint(path: string, argv: readonly string[], label: string | undefined): string {
+  if (label === "reshape") return "Run the same heddle reshape again: each of its steps is keyed, so it resumes where it stopped";
+  const key = idempotencyKeyArg(argv);
+  // the acts the control log decides: their outcome is kept under the key (GET /v1/control/outcome)
+  const logged = path.startsWith("/v1/control/") || /^\/v1\/claims\/(take|release|renew|release-all|release-scope)$/.test(path);
+  if (key !== undefined) {
+    return `Retry with the same --idempotency-key ${key}: it applies at most once${logged ? `; or see what it did: heddle outcome --idempotency-key ${key}` : ""}`;
+  }
+  const keyable = label !== undefined && (API_COMMANDS[label]?.options ?? {})["idempotency-key"] !== undefined;
+  return keyable
+    ? `It was sent without --idempotency-key, so a plain retry may apply it twice: look first (${lookFor(path)}), and pass --idempotency-key so that a retry is safe`
+    : `Look before retrying (${lookFor(path)})`;
 }
 
 /** This CLI's version: its package's. */
@@ -202,10 +245,19 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
       io.err(`heddle ${label}: ${e.message}\n`);
       return EXIT.config;
     }
+    if (e instanceof DaemonUnreachableError && e.sent && e.request !== null && e.request.method !== "GET") {
+      // a write that left: the daemon may have applied it, so "cannot reach the daemon, start it" would invite a
+      // second act with nothing to tell the first was done
+      io.err(`heddle: ${label}: ${e.message}\n  its outcome is unknown: it may or may not have applied. ${unknownOutcomeHint(e.request.path, argv, label)}\n`);
+      if (argv.includes("--json")) io.out(`${JSON.stringify({ error: "outcome-unknown", code: e.code, url: e.url, method: e.request.method, path: e.request.path, message: e.message })}\n`);
+      return EXIT.unknown;
+    }
     if (e instanceof DaemonUnreachableError) {
       // the client's own message may already say how to start it: say it once
-      const hint = e.message.includes("heddle start") ? "  (or 'heddle up DIR' for a local cluster), or check --url / HEDDLE_URL" : "  start it with 'heddle start --config FILE' (or 'heddle up DIR' for a local cluster), or check --url / HEDDLE_URL";
-      io.err(`heddle: cannot reach the daemon: ${e.message}\n${hint}\n`);
+      const hint = e.sent
+        ? "  it took the request but gave no whole answer: check that it is healthy (heddle status, its log), or give it longer with --timeout S"
+        : e.message.includes("heddle start") ? "  (or 'heddle up DIR' for a local cluster), or check --url / HEDDLE_URL" : "  start it with 'heddle start --config FILE' (or 'heddle up DIR' for a local cluster), or check --url / HEDDLE_URL";
+      io.err(`heddle: ${e.sent ? "no answer from the daemon" : "cannot reach the daemon"}: ${e.message}\n${hint}\n`);
       // --json: a script reads every outcome from stdout, this one too
       if (argv.includes("--json")) io.out(`${JSON.stringify({ error: "unreachable", code: e.code, url: e.url, message: e.message })}\n`);
       return EXIT.unreachable;

@@ -34,16 +34,40 @@ export interface CallOptions {
   readonly idempotencyKey?: string;
 }
 
-/** The daemon could not be reached (not running, wrong address, or no answer in time). */
+/** The request a {@link DaemonUnreachableError} failed, and how far it got. */
+export interface FailedRequest {
+  readonly method: string;
+  readonly path: string;
+  /**
+   * Whether the whole request had been written to the connection (or an answer had begun) when the call failed.
+   * `false`: it never left (`ECONNREFUSED`, a name that does not resolve, a timeout while connecting) — the daemon
+   * cannot have acted on it. `true`: the daemon may have acted on it (a timeout waiting for the answer, a reset, an
+   * answer cut short): a write's outcome is unknown — retry it with the same idempotency key, or look it up.
+   */
+  readonly sent: boolean;
+}
+
+/**
+ * The daemon could not be reached (not running, wrong address), or gave no whole answer in time. `request` says
+ * whether the request had been sent: if so, the daemon may have acted on it (a write's outcome is unknown).
+ */
 export class DaemonUnreachableError extends Error {
   readonly url: string;
   readonly code: string;
+  /** The request that failed, and whether it was sent; `null` when not said (an error made outside {@link HeddleClient.raw}). */
+  readonly request: FailedRequest | null;
 
-  constructor(url: string, code: string, message: string) {
+  constructor(url: string, code: string, message: string, request: FailedRequest | null = null) {
     super(message);
     this.name = "DaemonUnreachableError";
     this.url = url;
     this.code = code;
+    this.request = request;
+  }
+
+  /** Whether the request had been sent when the call failed: the daemon may have acted on it. */
+  get sent(): boolean {
+    return this.request?.sent ?? false;
   }
 }
 
@@ -53,8 +77,8 @@ export class DaemonUnreachableError extends Error {
  * cause is a URL that points at something else (a proxy's error page, another service).
  */
 export class BadResponseError extends DaemonUnreachableError {
-  constructor(url: string, code: "EBADRESPONSE" | "ERESPONSETOOLARGE", message: string) {
-    super(url, code, message);
+  constructor(url: string, code: "EBADRESPONSE" | "ERESPONSETOOLARGE", message: string, request: FailedRequest | null = null) {
+    super(url, code, message, request);
     this.name = "BadResponseError";
   }
 }
@@ -191,6 +215,10 @@ export class HeddleClient {
     if (opts.idempotencyKey !== undefined) headers["idempotency-key"] = opts.idempotencyKey;
     return new Promise((resolve, reject) => {
       let settled = false;
+      // Whether the whole request was handed to the connection (its 'finish'), or an answer began: from then on
+      // the daemon may have acted on it, and a failure leaves a write's outcome unknown. Before, it never left.
+      let written = false;
+      const at = (): FailedRequest => ({ method, path, sent: written });
       const fail = (e: Error) => {
         if (settled) return;
         settled = true;
@@ -203,16 +231,17 @@ export class HeddleClient {
         req = this.#request(
         { protocol: this.#base.protocol, hostname: this.#base.hostname.replace(/^\[|\]$/g, ""), port: this.#base.port, path: `${this.#prefix}${path}`, method, headers, agent: this.#agent },
         (res: IncomingMessage) => {
+          written = true;
           const chunks: Buffer[] = [];
           let size = 0;
           const declared = Number(res.headers["content-length"]);
           if (Number.isFinite(declared) && declared > this.#maxResponseBytes) {
-            return fail(new BadResponseError(this.url, "ERESPONSETOOLARGE", `${this.url} answered ${method} ${path} with ${declared} bytes, above maxResponseBytes (${this.#maxResponseBytes}); raise it, or check that the URL is the daemon's`));
+            return fail(new BadResponseError(this.url, "ERESPONSETOOLARGE", `${this.url} answered ${method} ${path} with ${declared} bytes, above maxResponseBytes (${this.#maxResponseBytes}); raise it, or check that the URL is the daemon's`, at()));
           }
           res.on("data", (c: Buffer) => {
             size += c.length;
             if (size > this.#maxResponseBytes) {
-              return fail(new BadResponseError(this.url, "ERESPONSETOOLARGE", `${this.url} answered ${method} ${path} with more than maxResponseBytes (${this.#maxResponseBytes}); raise it, or check that the URL is the daemon's`));
+              return fail(new BadResponseError(this.url, "ERESPONSETOOLARGE", `${this.url} answered ${method} ${path} with more than maxResponseBytes (${this.#maxResponseBytes}); raise it, or check that the URL is the daemon's`, at()));
             }
             chunks.push(c);
           });
@@ -234,9 +263,9 @@ export class HeddleClient {
             }
             resolve({ status, body: parsed, text, json });
           });
-          res.on("error", (e) => fail(new DaemonUnreachableError(this.url, "ERESPONSE", `the connection to ${this.url} broke: ${e.message}`)));
+          res.on("error", (e) => fail(new DaemonUnreachableError(this.url, "ERESPONSE", `the connection to ${this.url} broke: ${e.message}`, at())));
           res.on("close", () => {
-            if (!res.complete) fail(new DaemonUnreachableError(this.url, "ERESPONSE", `the connection to ${this.url} broke before the answer to ${method} ${path} was complete`));
+            if (!res.complete) fail(new DaemonUnreachableError(this.url, "ERESPONSE", `the connection to ${this.url} broke before the answer to ${method} ${path} was complete`, at()));
           });
         },
         );
@@ -248,13 +277,29 @@ export class HeddleClient {
       }
       // One deadline for the whole call: an idle-socket timeout alone lets an answer that trickles in run forever.
       const deadline = setTimeout(
-        () => fail(new DaemonUnreachableError(this.url, "ETIMEDOUT", `${this.url} did not answer ${method} ${path} within ${this.#timeoutMs} ms`)),
+        () =>
+          fail(
+            new DaemonUnreachableError(
+              this.url,
+              "ETIMEDOUT",
+              written ? `${this.url} did not answer ${method} ${path} within ${this.#timeoutMs} ms (the request was sent)` : `${this.url} did not accept ${method} ${path} within ${this.#timeoutMs} ms (nothing was sent)`,
+              at(),
+            ),
+          ),
         this.#timeoutMs,
       );
+      req.on("finish", () => {
+        written = true;
+      });
       req.on("error", (e: NodeJS.ErrnoException) => {
         const code = e.code ?? "EUNKNOWN";
-        const what = code === "ECONNREFUSED" ? `nothing is listening at ${this.url}: is the daemon running? (start it with: heddle start --config <file>)` : `cannot reach ${this.url}: ${e.message}`;
-        fail(new DaemonUnreachableError(this.url, code, what));
+        const what =
+          code === "ECONNREFUSED"
+            ? `nothing is listening at ${this.url}: is the daemon running? (start it with: heddle start --config <file>)`
+            : written
+              ? `the connection to ${this.url} broke after ${method} ${path} was sent, before its answer: ${e.message}`
+              : `cannot reach ${this.url}: ${e.message}`;
+        fail(new DaemonUnreachableError(this.url, code, what, at()));
       });
       if (payload !== undefined) req.end(payload);
       else req.end();
@@ -270,7 +315,7 @@ export class HeddleClient {
     const r = await this.raw(method, path, body, opts);
     if (r.status >= 200 && r.status < 300) {
       // a 2xx that is not JSON is no answer of the daemon's: resolving with a made-up body would pass it off as one
-      if (!r.json) throw new BadResponseError(this.url, "EBADRESPONSE", `${this.url} answered ${method} ${path} with ${r.status} and a body that is not JSON (${JSON.stringify(r.text.slice(0, 80))}); is this URL the heddle daemon's API?`);
+      if (!r.json) throw new BadResponseError(this.url, "EBADRESPONSE", `${this.url} answered ${method} ${path} with ${r.status} and a body that is not JSON (${JSON.stringify(r.text.slice(0, 80))}); is this URL the heddle daemon's API?`, { method, path, sent: true });
       return r.body as T;
     }
     const b = (r.body ?? { error: "http", message: `HTTP ${r.status}` }) as ApiErrorBody;

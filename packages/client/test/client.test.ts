@@ -191,6 +191,47 @@ describe("HeddleClient: requests", () => {
     expect((e as DaemonUnreachableError).code).toBe("ERESPONSE");
   });
 
+  it("a write the daemon received but never answered (it hangs) is ETIMEDOUT with sent: its outcome is unknown", async () => {
+    let received = "";
+    // reads the whole request, then never answers
+    const url = await serve((_q, _res, body) => void (received = body));
+    const e = await client(url, { timeoutMs: 200 }).mint(5, { holder: "p1", idempotencyKey: "k1" }).catch((x: unknown) => x);
+    expect(received).toBe(JSON.stringify({ amount: "5", holder: "p1" }));
+    expect(e).toBeInstanceOf(DaemonUnreachableError);
+    expect(e).toMatchObject({ code: "ETIMEDOUT", sent: true, request: { method: "POST", path: "/v1/control/mint", sent: true } });
+    expect((e as Error).message).toContain("the request was sent");
+  });
+
+  it("a write whose connection is reset after it was sent is DaemonUnreachableError with sent", async () => {
+    const url = await serve((req) => req.socket.destroy());
+    const e = await client(url).mint(5, { holder: "p1" }).catch((x: unknown) => x);
+    expect(e).toBeInstanceOf(DaemonUnreachableError);
+    expect(e).toMatchObject({ sent: true, request: { method: "POST", path: "/v1/control/mint" } });
+    expect((e as Error).message).toContain("after POST /v1/control/mint was sent");
+  });
+
+  it("an answer cut short, a 2xx that is not JSON and one above maxResponseBytes were all sent", async () => {
+    const cut = await serve((_q, res) => {
+      res.writeHead(200, { "content-type": "application/json", "content-length": "100" });
+      res.write('{"partial":');
+      setTimeout(() => res.socket?.destroy(), 5);
+    });
+    expect(await client(cut).mint(1).catch((x: unknown) => x)).toMatchObject({ code: "ERESPONSE", sent: true });
+    const html = await serve((_q, res) => res.writeHead(200, { "content-type": "text/html" }).end("<html>"));
+    expect(await client(html).mint(1).catch((x: unknown) => x)).toMatchObject({ code: "EBADRESPONSE", sent: true });
+    const big = await serve((_q, res) => json(res, 200, { pad: "x".repeat(1000) }));
+    expect(await client(big, { maxResponseBytes: 100 }).mint(1).catch((x: unknown) => x)).toMatchObject({ code: "ERESPONSETOOLARGE", sent: true });
+  });
+
+  it("nothing listening: the request never left (sent false)", async () => {
+    const url = await serve((_q, res) => json(res, 200, {}));
+    const port = new URL(url).port;
+    servers[0]!.close();
+    await new Promise((r) => setTimeout(r, 10));
+    const e = await client(`http://127.0.0.1:${port}`).mint(5).catch((x: unknown) => x);
+    expect(e).toMatchObject({ code: "ECONNREFUSED", sent: false, request: { method: "POST", path: "/v1/control/mint", sent: false } });
+  });
+
   it("nothing listening is DaemonUnreachableError ECONNREFUSED with what to do", async () => {
     const url = await serve((_q, res) => json(res, 200, {}));
     const port = new URL(url).port;
