@@ -5,7 +5,7 @@ import { createHash } from "node:crypto";
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import swagger from "@fastify/swagger";
 import type { TSchema } from "@sinclair/typebox";
-import { AttachmentId, GroupId, ReplicaId } from "@heddle/ledger";
+import { AttachmentId, GroupId, MAX as MAX_AMOUNT, ReplicaId } from "@heddle/ledger";
 import type { AttachmentRecord, EntitlementLedger } from "@heddle/ledger";
 import { fnv1a64, reservationTagOf } from "@heddle/node";
 import { CLAIM_GUARANTEES } from "@heddle/claims";
@@ -543,7 +543,7 @@ export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
     // Refusals count alike whether the log answered them or the leader did at a confirmed read.
     const claims = o.kind === "applied" || o.kind === "refused-at-read" ? (o.claims as { ok?: boolean; blocked?: { reason?: string }[]; invalid?: string } | undefined) : undefined;
     if (claims !== undefined && claims !== null && claims.ok === false) ctx.metrics?.claimRefused(claims.invalid !== undefined ? "invalid" : (claims.blocked?.[0]?.reason ?? "unknown"));
-    return sendOutcome(reply, o, extra, { idempotencyKey: ik });
+    return sendOutcome(reply, o, extra, { idempotencyKey: ik, mintedTotal: () => cp.controlView().mintedTotal().toString() });
   };
 
   const cpost = (path: string, summary: string, body: TSchema, act: (cp: ControlPlane, b: never, opts: CallOptions) => Promise<ClaimsOutcome>) =>
@@ -558,7 +558,11 @@ export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
     if (b.holder === undefined && opts.key !== undefined) throw new RangeError(defaultUnderKey("mint", "holder", d.self));
     return cp.mint(ReplicaId(b.holder ?? d.self), amount, opts);
   });
-  cpost("/control/prepare", "Prepare a new edge (a new generation); refused 409 naming weight when its parent's children's weights would sum past 2^63 − 1", S.PrepareBody, (cp, b: { id: string; parent: string; child: string; weight: number | string }, opts) => {
+  cpost("/control/prepare", "Prepare a new edge (a new generation); 400 naming child when the child is the parent or the root; refused 409 naming weight when its parent's children's weights would sum past 2^63 − 1", S.PrepareBody, (cp, b: { id: string; parent: string; child: string; weight: number | string }, opts) => {
+    // the control log would refuse these (governed.md §3.4: invalidRecord selfLoop / rootAsChild, as the ledger's
+    // prepare does) — after committing an entry for nothing, and with a 409 that reads like a race: refuse them here
+    if (b.child === b.parent) throw new RangeError(`prepare: child is ${JSON.stringify(b.child)}, the same group as parent: an edge joins a parent to another group; name the child group to attach under ${JSON.stringify(b.parent)}`);
+    if (b.child === ctx.root) throw new RangeError(`prepare: child is ${JSON.stringify(b.child)}, the root (mode.root): the root has no parent; attach another group below it (parent ${JSON.stringify(ctx.root)}, child the new group)`);
     const record: AttachmentRecord = { id: AttachmentId(b.id), parent: GroupId(b.parent), child: GroupId(b.child), weight: parseWeight(b.weight) };
     const problem = weightSumProblem(view(), record);
     if (problem !== null) throw new WeightSumRefused(record, problem.message);
@@ -716,9 +720,42 @@ function conflictMessage(c: { reason: string; [k: string]: unknown }, at: Confli
       return keyReuseMessage(c, at);
     case "unknownEdge":
       return `conflict unknownEdge: no edge ${String(c["edge"])} in the control log; prepare it first`;
+    case "recordMismatch": {
+      const e = toWire(c["existing"]) as { parent?: string; child?: string; weight?: string };
+      return `conflict recordMismatch: edge ${String(c["edge"])} is already prepared as ${e.parent} → ${e.child} (weight ${e.weight}), and an edge id names one record for good; prepare the new record under a new edge id (heddle reshape picks one), or use ${String(c["edge"])} as it is`;
+    }
+    case "invalidRecord":
+      return c["detail"] === "rootAsChild"
+        ? `conflict invalidRecord (rootAsChild): edge ${String(c["edge"])} names the root as its child, and the root has no parent; attach another group below the root`
+        : `conflict invalidRecord (${String(c["detail"])}): edge ${String(c["edge"])} joins a group to itself; name another group as its child`;
+    case "wouldCycle":
+      return `conflict wouldCycle: activating ${String(c["edge"])} would close a cycle through ${(c["path"] as unknown[] | undefined)?.map(String).join(", ") ?? "its parent's lineage"} (its child is an ancestor of its parent); attach the child under a group that is not below it, or move that group first (heddle reshape)`;
+    case "lifecycleRegression":
+      return `conflict lifecycleRegression: ${String(c["edge"])} is ${String(c["current"])}, and an edge's lifecycle only moves forward (PREPARED → ACTIVE → CLOSING → RETIRED), never back to ${String(c["requested"])}; to attach its child again, prepare a new edge id and activate it (heddle reshape CHILD --parent P does the whole recipe)`;
+    case "notClosing":
+      return `conflict notClosing: ${String(c["edge"])} is ${String(c["current"])}; close it first (heddle close ${String(c["edge"])}), wait for it to drain, then retire it — or let heddle reshape do the recipe`;
+    case "notActive":
+      return `conflict notActive: ${String(c["edge"])} is ${String(c["current"])} and was never activated, so there is nothing to close; activate it (heddle activate ${String(c["edge"])}), or retire it to abandon it (heddle retire ${String(c["edge"])})`;
+    case "notSelf":
+      return `conflict notSelf: a peer departs only itself, and ${String(c["proposer"])} proposed the depart of ${String(c["replica"])}; send the depart to ${String(c["replica"])}'s own API (heddle depart --config its heddle.json)`;
+    case "overflow": {
+      const total = at.mintedTotal();
+      const room = total === null ? null : (MAX_AMOUNT - BigInt(total)).toString();
+      return `conflict overflow: this mint would take the cluster's minted total (${total ?? "see GET /v1/control/view"}) past 2^63 − 1, the ledger's largest amount; nothing was minted${room === null ? "" : `. At most ${room} more can be minted`}: mint less (GET /v1/control/view shows mintedTotal)`;
+    }
+    case "stale":
+      return `conflict stale: this key's seq is below what its client already acknowledged, so the call is a late duplicate of an act answered before; nothing was applied now. See what that act did with ${outcomeLookup(c, at)} before acting again`;
     default:
       return `conflict ${c.reason}`;
   }
+}
+
+/** Where the outcome recorded under a conflict's key is read: by the call's Idempotency-Key, else by its ProposalKey. */
+function outcomeLookup(c: { [k: string]: unknown }, at: ConflictContext): string {
+  const k = c["key"] as { client?: unknown; seq?: unknown } | undefined;
+  if (at.idempotencyKey !== null) return `GET /v1/control/outcome?idempotencyKey=${encodeURIComponent(at.idempotencyKey)} (heddle outcome --idempotency-key ${at.idempotencyKey})`;
+  if (typeof k?.client === "string" && typeof k.seq === "number") return `GET /v1/control/outcome?client=${encodeURIComponent(k.client)}&seq=${k.seq} (heddle outcome --client ${k.client} --seq ${k.seq})`;
+  return "GET /v1/control/outcome";
 }
 
 /**
@@ -727,13 +764,7 @@ function conflictMessage(c: { reason: string; [k: string]: unknown }, at: Confli
  * peer was one): look up what the key did first; only an act that is truly new takes a new key.
  */
 function keyReuseMessage(c: { [k: string]: unknown }, at: ConflictContext): string {
-  const k = c["key"] as { client?: unknown; seq?: unknown } | undefined;
-  const lookup =
-    at.idempotencyKey !== null
-      ? `GET /v1/control/outcome?idempotencyKey=${encodeURIComponent(at.idempotencyKey)} (heddle outcome --idempotency-key ${at.idempotencyKey})`
-      : typeof k?.client === "string" && typeof k.seq === "number"
-        ? `GET /v1/control/outcome?client=${encodeURIComponent(k.client)}&seq=${k.seq}`
-        : "GET /v1/control/outcome";
+  const lookup = outcomeLookup(c, at);
   return (
     "conflict keyReuse: this key was already used for another act (another verb, or other arguments), which may have applied; nothing was applied now. " +
     `See what the key did with ${lookup} before sending anything else: if that act is the one you meant, it is done (send it again exactly as first sent); only a truly new act takes a new key`
@@ -748,9 +779,11 @@ function blockedText(refusal: unknown): string {
   return `the claim was refused (blocked): ${parts.join("; ")}; see refusal.blocked`;
 }
 
-/** What a conflict's message may name beyond the conflict itself: the call's own Idempotency-Key (null: sent without one). */
+/** What a conflict's message may name beyond the conflict itself: the call's own Idempotency-Key (null: sent without one), the minted total. */
 interface ConflictContext {
   readonly idempotencyKey: string | null;
+  /** The control state's minted total (decimal), for an overflow's room; null when it cannot be read. */
+  readonly mintedTotal: () => string | null;
 }
 
 function sendOutcome(reply: FastifyReply, o: ClaimsOutcome, extra: object, at: ConflictContext) {

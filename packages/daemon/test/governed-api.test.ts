@@ -85,6 +85,44 @@ describe("HTTP API: governed control plane", () => {
     expect(await state()).toBe(before);
   });
 
+  it("refuses a prepare whose child is its parent or the root with 400 naming child, before proposing anything", async () => {
+    const root = ((await s.client.status()) as { root: string }).root;
+    const applied = async () => ((await s.client.roster()) as { appliedIndex: number }).appliedIndex;
+    const at = await applied();
+    const self = await s.client.raw("POST", "/v1/control/prepare", { id: "loop", parent: "a", child: "a", weight: 1 });
+    expect(self.status).toBe(400);
+    expect(self.body).toMatchObject({ error: "invalid-request", issues: [{ field: "child", in: "body" }] });
+    expect((self.body as { message: string }).message).toContain("the same group as parent");
+    const rootChild = await s.client.raw("POST", "/v1/control/prepare", { id: "up", parent: "a", child: root, weight: 1 });
+    expect(rootChild.status).toBe(400);
+    expect(rootChild.body).toMatchObject({ error: "invalid-request", issues: [{ field: "child", in: "body" }] });
+    expect((rootChild.body as { message: string }).message).toContain("the root (mode.root)");
+    // nothing reached the log: before, each was committed as a 409 invalidRecord
+    expect(await applied()).toBe(at);
+  });
+
+  it("every conflict says what to do", async () => {
+    const msg = async (path: string, body: unknown) => {
+      const r = await s.client.raw("POST", path, body);
+      expect(r.status, JSON.stringify(r.body)).toBe(409);
+      return (r.body as { message: string }).message;
+    };
+    await s.client.prepare({ id: "m1", parent: "root", child: "m", weight: 1 });
+    expect(await msg("/v1/control/prepare", { id: "m1", parent: "root", child: "m", weight: 4 })).toMatch(/recordMismatch: edge m1 is already prepared as root → m \(weight 1\).*under a new edge id/);
+    expect(await msg("/v1/control/close", { edge: "m1" })).toMatch(/notActive: m1 is PREPARED .*heddle activate m1.*heddle retire m1/);
+    await s.client.activate("m1");
+    expect(await msg("/v1/control/retire", { edge: "m1" })).toMatch(/notClosing: m1 is ACTIVE; close it first \(heddle close m1\)/);
+    await s.client.closeEdge("m1");
+    expect(await msg("/v1/control/activate", { edge: "m1" })).toMatch(/lifecycleRegression: m1 is CLOSING.*never back to ACTIVE; to attach its child again, prepare a new edge id/);
+    // x → y live; then y → x would make x its own ancestor (x has no live inbound edge, so no dualInbound first)
+    await s.client.prepare({ id: "xy", parent: "x", child: "y", weight: 1 });
+    await s.client.activate("xy");
+    await s.client.prepare({ id: "yx", parent: "y", child: "x", weight: 1 });
+    expect(await msg("/v1/control/activate", { edge: "yx" })).toMatch(/wouldCycle: activating yx would close a cycle through xy .*attach the child under a group that is not below it/);
+    const total = BigInt(((await s.client.sync()) as { mintedTotal: string }).mintedTotal);
+    expect(await msg("/v1/control/mint", { amount: "9223372036854775807" })).toContain(`At most ${(2n ** 63n - 1n - total).toString()} more can be minted`);
+  });
+
   it("takes, refuses and releases claims", async () => {
     const t = (await s.client.claimsTake({ holder: "alice", resources: [{ key: "deploy", mode: "exclusive" }] })) as { claims: { ok: boolean; grants: { token: number }[] } };
     expect(t.claims.ok).toBe(true);
