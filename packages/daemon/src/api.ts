@@ -4,7 +4,7 @@
 import { createHash } from "node:crypto";
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import swagger from "@fastify/swagger";
-import type { TSchema } from "@sinclair/typebox";
+import { Type, type TSchema } from "@sinclair/typebox";
 import { AttachmentId, GroupId, MAX as MAX_AMOUNT, ReplicaId } from "@heddle/ledger";
 import type { AttachmentRecord, EntitlementLedger } from "@heddle/ledger";
 import { fnv1a64, reservationTagOf } from "@heddle/node";
@@ -112,6 +112,86 @@ function defaultUnderKey(verb: "mint" | "enroll", field: "holder" | "replica", s
     `${verb}: ${field} is missing, and this call carries an Idempotency-Key: name the ${field} (this peer's id is ${JSON.stringify(self)}) ` +
     `so that a retry under the key through any peer is the same ${verb} — left out it means whichever peer receives the call, so a retry through another peer would be another ${verb}`
   );
+}
+
+/** A route's schema as the OpenAPI document reads it. */
+interface DocumentedSchema {
+  readonly hide?: boolean;
+  readonly body?: unknown;
+  readonly querystring?: unknown;
+  readonly headers?: unknown;
+  readonly response?: Readonly<Record<string, unknown>>;
+  readonly [k: string]: unknown;
+}
+
+/**
+ * Statuses a route answers beyond what its schema lists, by "METHOD url" (the handlers' own 404s, 409s, 503s and 504s);
+ * `test/fuzz-api.test.ts` checks that every status the fuzzer sees is in the document.
+ */
+const ROUTE_STATUSES: Readonly<Record<string, readonly number[]>> = (() => {
+  const v = API_PREFIX;
+  const control = [409, 503, 504]; // a refusal or conflict, or static mode; unavailable or halted; outcome unknown
+  const gossip = [400, 409, 501]; // a bad part or item; a named limit; no keeper or advisory claims on this node
+  const out: Record<string, readonly number[]> = {
+    [`POST ${v}/reservations/cancel`]: [409, 503],
+    [`POST ${v}/demand`]: [409],
+    [`GET ${v}/edge`]: [404],
+    [`GET ${v}/bounds`]: [404],
+    [`GET ${v}/claims`]: [409],
+    [`POST ${v}/control/sync`]: control,
+    [`GET ${v}/control/roster`]: [409],
+    [`GET ${v}/control/view`]: [409],
+    [`GET ${v}/control/outcome`]: [404, 409],
+    [`POST ${v}/control/leader/transfer`]: control,
+  };
+  for (const verb of ["mint", "prepare", "activate", "close", "retire", "enroll", "depart"]) out[`POST ${v}/control/${verb}`] = control;
+  for (const verb of ["take", "release", "renew", "release-all", "release-scope"]) out[`POST ${v}/claims/${verb}`] = control;
+  for (const r of ["POST /claims/keeper", "POST /claims/keeper/close", "GET /claims/keeper", "POST /claims/advisory", "POST /claims/advisory/drop", "GET /claims/advisory", "POST /claims/advisory/next"]) {
+    const [method, path] = r.split(" ");
+    out[`${method} ${v}${path}`] = gossip;
+  }
+  return out;
+})();
+
+const ERROR_STATUS_TEXT: Readonly<Record<number, string>> = {
+  400: "`invalid-request`: the body, query or a header is not what the schema says; `issues` names each field",
+  401: "`unauthorized`: no `Authorization: Bearer <token>`, or another token",
+  404: "`not-found`: nothing by that name (the field is named)",
+  408: "the request did not arrive within `limits.requestTimeoutMs`",
+  409: "`refused`, `conflict` or `static-mode`: the act was refused, nothing changed (see the route)",
+  413: "`body-too-large`: the body is above `limits.maxBodyBytes`",
+  501: "`unavailable`: this peer's node has no keeper or advisory claims",
+  415: "the body is not sent as `Content-Type: application/json`",
+  503: "`unavailable` or a `closed` refusal: this peer cannot take the call now (retrying later is safe)",
+  504: "`outcome-unknown`: the act may still commit; retry with the `key` in the body (or the same `Idempotency-Key`)",
+};
+
+/**
+ * The OpenAPI view of a route's schema (documentation only: validation uses the route's own): every route answers
+ * 401 and 408, one with a body 400, 413 and 415, one with a query 400; the routes of `ROUTE_STATUSES` their own; and
+ * a keyed route (`keyed`) lists its `Idempotency-Key` header.
+ */
+function documented(schema: DocumentedSchema | undefined, route: string, keyed: ReadonlySet<string>): DocumentedSchema | undefined {
+  if (schema === undefined || schema.hide === true) return schema;
+  const response: Record<string, unknown> = { ...(schema.response ?? {}) };
+  const add = (code: number): void => {
+    if (response[String(code)] === undefined) response[String(code)] = { ...S.ErrorBody, description: ERROR_STATUS_TEXT[code] };
+  };
+  // a route without a response schema answers 200 with what the README says (the document's default, kept)
+  if (!Object.keys(response).some((c) => c.startsWith("2"))) response["200"] = { description: "Default Response" };
+  add(401);
+  add(408);
+  // any POST may carry a body (one whose schema takes none is still parsed): not JSON, too large, malformed
+  if (schema.body !== undefined || route.startsWith("POST ")) for (const c of [400, 413, 415]) add(c);
+  if (schema.querystring !== undefined) add(400);
+  for (const c of ROUTE_STATUSES[route] ?? []) add(c);
+  if (!keyed.has(route)) return { ...schema, response };
+  const header = Type.Object({
+    "idempotency-key": Type.Optional(
+      Type.String({ minLength: 1, maxLength: MAX_IDEMPOTENCY_KEY_LENGTH, pattern: "^[\\x21-\\x7e]+$", description: "the same key on a retry applies the call once (see the daemon README's idempotency section); visible ASCII" }),
+    ),
+  });
+  return { ...schema, response, headers: header };
 }
 
 function sortIds(ids: Iterable<string>): string[] {
@@ -234,6 +314,9 @@ export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
   // Response schemas document; they do not filter. Plain JSON keeps what the handler built.
   app.setSerializerCompiler(() => (data) => JSON.stringify(data));
 
+  // Routes that take an `Idempotency-Key` header ("METHOD url"): it is checked by hand (`idempotencyKey`), so the
+  // document gets it from here, as it gets the error statuses every route shares (`documented`)
+  const keyedRoutes = new Set<string>();
   await app.register(swagger, {
     openapi: {
       openapi: "3.1.0",
@@ -241,6 +324,7 @@ export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
       components: { securitySchemes: { bearer: { type: "http", scheme: "bearer" } } },
       security: [{ bearer: [] }],
     },
+    transform: ({ schema, url, route }) => ({ schema: documented(schema as DocumentedSchema | undefined, `${String(route.method)} ${url}`, keyedRoutes) as never, url }),
   });
 
   app.addHook("onRequest", bearerHook(ctx.token, (path, method) => ctx.dashboard?.isPublic(path, method) ?? false));
@@ -303,6 +387,7 @@ export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
   const tags = (t: string) => ({ tags: [t] });
 
   // ---- data plane ------------------------------------------------------------------------------
+  keyedRoutes.add(`POST ${API_PREFIX}/reservations`);
   app.post(`${API_PREFIX}/reservations`, { schema: { ...tags("data"), summary: "Reserve work at a leaf (earmarks maximumCost)", body: S.ReserveBody, response: { 201: S.ReserveOk, 400: S.ErrorBody, 409: S.ErrorBody, 503: S.ErrorBody } } }, async (req, reply) => {
     const b = req.body as { leaf: string; maximumCost: string | number };
     const ik = idempotencyKey(req);
@@ -546,11 +631,13 @@ export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
     return sendOutcome(reply, o, extra, { idempotencyKey: ik, mintedTotal: () => cp.controlView().mintedTotal().toString() });
   };
 
-  const cpost = (path: string, summary: string, body: TSchema, act: (cp: ControlPlane, b: never, opts: CallOptions) => Promise<ClaimsOutcome>) =>
+  const cpost = (path: string, summary: string, body: TSchema, act: (cp: ControlPlane, b: never, opts: CallOptions) => Promise<ClaimsOutcome>): void => {
+    keyedRoutes.add(`POST ${API_PREFIX}${path}`);
     app.post(`${API_PREFIX}${path}`, { schema: { ...tags(path.startsWith("/claims") ? "claims" : "control"), summary, body, response: { 200: S.AppliedOk, 409: S.ErrorBody } } }, (req, reply) =>
       // granted claims say which guarantee they give, as the keeper and advisory answers do
       control(req, reply, (cp, opts) => act(cp, req.body as never, opts), path.startsWith("/claims") ? GRANTED : {}),
     );
+  };
 
   cpost("/control/mint", "Create supply at the root for a holder (one log entry)", S.MintBody, (cp, b: { holder?: string; amount: string | number }, opts) => {
     const amount = amountOf(b.amount);

@@ -209,6 +209,15 @@ describe("OpenAPI", () => {
   it("is served and built from the schemas that validate", async () => {
     const doc = (await s.client.call("GET", "/openapi.json")) as any;
     expect(doc.openapi).toBe("3.1.0");
+    // the Idempotency-Key header (checked by hand, not by a schema) is documented on the routes that take it, and
+    // the statuses every route shares are listed (found missing by review: a generated client expected 200/409 only)
+    const headerOf = (op: any) => (op.parameters ?? []).find((p: any) => p.in === "header" && p.name === "idempotency-key");
+    expect(headerOf(doc.paths["/v1/reservations"].post)).toMatchObject({ in: "header", schema: { maxLength: 200 } });
+    expect(headerOf(doc.paths["/v1/control/mint"].post)).toBeDefined();
+    expect(headerOf(doc.paths["/v1/claims/take"].post)).toBeDefined();
+    expect(headerOf(doc.paths["/v1/reservations"].get)).toBeUndefined();
+    expect(Object.keys(doc.paths["/v1/control/mint"].post.responses).sort()).toEqual(["200", "400", "401", "408", "409", "413", "415", "503", "504"]);
+    expect(Object.keys(doc.paths["/v1/status"].get.responses).sort()).toEqual(["200", "401", "408"]);
     const reserve = doc.paths["/v1/reservations"].post;
     const schema = reserve.requestBody.content["application/json"].schema;
     expect(schema.required).toEqual(["leaf", "maximumCost"]);
