@@ -480,6 +480,11 @@ export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
     const target = amountOf(b.targetOutstanding);
     const maxGrant = amountOf(b.maximumUsefulGrant);
     if (target === null || maxGrant === null) return sendInvalid(reply, "body", [{ field: target === null ? "targetOutstanding" : "maximumUsefulGrant", problem: "is above 2^63 − 1" }]);
+    const withdraw = target === 0n && maxGrant === 0n;
+    if (!withdraw && b.leaseMs !== undefined && b.leaseMs <= ctx.scheduler.intervalMs) {
+      // the next round (at most scheduler.intervalMs away) would drop it before scheduling anything for it
+      return sendInvalid(reply, "body", [{ field: "leaseMs", problem: `is ${b.leaseMs}, not above scheduler.intervalMs (${ctx.scheduler.intervalMs}): the demand would lapse before the next scheduler round served it; give a longer lease (or none: node.demandTtlMs, ${ctx.demandTtlMs}) and set the demand again before it ends` }]);
+    }
     const r = ctx.scheduler.setDemand(edge, { targetOutstanding: target, maximumUsefulGrant: maxGrant }, b.leaseMs ?? ctx.demandTtlMs);
     if (!r.ok) {
       const f = r.refusal;

@@ -113,6 +113,13 @@ export const CONFIG_DEFAULTS = Object.freeze({
   log: { format: "text" as const, level: "info" as const },
 });
 
+/**
+ * `scheduler.intervalMs` may be at most `node.demandTtlMs` / this. The scheduler re-advertises an entry at its first
+ * round once the entry is a third of the TTL old (scheduler.ts), so two advertisements can be up to TTL / 3 + interval
+ * apart; node.md §6 has callers refresh at least every TTL / 2, hence interval ≤ TTL / 2 − TTL / 3 = TTL / 6.
+ */
+export const SCHEDULER_INTERVAL_TTL_DIVISOR = 6;
+
 const outer = checker(PeerConfigOuterSchema);
 const staticMode = checker(StaticModeSchema);
 const governedMode = checker(GovernedModeSchema);
@@ -200,6 +207,14 @@ export function parseConfig(doc: unknown, file: string | null = null): DaemonCon
   const maxHoldingsPerPeer = big(n.maxHoldingsPerPeer, "node.maxHoldingsPerPeer") ?? CONFIG_DEFAULTS.maxHoldingsPerPeer;
   const perChildOutstandingCap = big(n.perChildOutstandingCap, "node.perChildOutstandingCap");
   const sleeperCredit = big(n.sleeperCredit, "node.sleeperCredit");
+  const demandTtlMs = n.demandTtlMs ?? CONFIG_DEFAULTS.demandTtlMs;
+  const schedulerIntervalMs = d.scheduler?.intervalMs ?? CONFIG_DEFAULTS.schedulerIntervalMs;
+  if (schedulerIntervalMs * SCHEDULER_INTERVAL_TTL_DIVISOR > demandTtlMs) {
+    issues.push({
+      field: "scheduler.intervalMs",
+      problem: `is ${schedulerIntervalMs}, above node.demandTtlMs / ${SCHEDULER_INTERVAL_TTL_DIVISOR} (${Math.floor(demandTtlMs / SCHEDULER_INTERVAL_TTL_DIVISOR)} with node.demandTtlMs ${demandTtlMs}): the scheduler re-advertises demand at its first round after the demand is a third of node.demandTtlMs old, so a refresh can come up to node.demandTtlMs / 3 + scheduler.intervalMs apart, and node.md §6 requires one at least every node.demandTtlMs / 2 — lower scheduler.intervalMs or raise node.demandTtlMs`,
+    });
+  }
   const claims = resolveClaims(d.claims, issues);
   if (issues.length > 0) throw new ConfigError(file, issues);
 
@@ -225,7 +240,7 @@ export function parseConfig(doc: unknown, file: string | null = null): DaemonCon
       maxHoldingsPerPeer,
       ...(perChildOutstandingCap !== undefined ? { perChildOutstandingCap } : {}),
       ...(sleeperCredit !== undefined ? { sleeperCredit } : {}),
-      demandTtlMs: n.demandTtlMs ?? CONFIG_DEFAULTS.demandTtlMs,
+      demandTtlMs,
       antiEntropyIntervalMs: n.antiEntropyIntervalMs ?? CONFIG_DEFAULTS.antiEntropyIntervalMs,
       heartbeat: hb,
       ...(n.maxFrameBytes !== undefined ? { maxFrameBytes: n.maxFrameBytes } : {}),
@@ -234,7 +249,7 @@ export function parseConfig(doc: unknown, file: string | null = null): DaemonCon
       ...(n.compactAfterPatchBytes !== undefined ? { compactAfterPatchBytes: n.compactAfterPatchBytes } : {}),
     },
     claims,
-    schedulerIntervalMs: d.scheduler?.intervalMs ?? CONFIG_DEFAULTS.schedulerIntervalMs,
+    schedulerIntervalMs,
     limits: { ...CONFIG_DEFAULTS.limits, ...(d.limits ?? {}) },
     log: { ...CONFIG_DEFAULTS.log, ...(d.log ?? {}) },
   };

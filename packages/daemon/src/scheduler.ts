@@ -146,6 +146,11 @@ export class Scheduler {
     return [...this.#recent.values()].sort((a, b) => a.last - b.last).map((r) => ({ where: r.where, message: r.message, firstAt: r.first, lastAt: r.last, count: r.count }));
   }
 
+  /** How often a round runs (`scheduler.intervalMs`): a lease no longer than this may lapse before any round serves it. */
+  get intervalMs(): number {
+    return this.#o.intervalMs;
+  }
+
   /** Ticks run so far. */
   get ticks(): number {
     return this.#ticks;

@@ -115,6 +115,20 @@ describe("config file", () => {
     expect(issuesOf(edit((d) => d.roster.push(d.roster[0]))).map((i) => i.field)).toEqual(["roster[3].id"]);
   });
 
+  it("refuses a scheduler.intervalMs above node.demandTtlMs / 6, which could not refresh demand every demandTtlMs / 2 (node.md §6)", () => {
+    const at = (ttl: number | undefined, interval: number) =>
+      edit((d) => {
+        if (ttl !== undefined) d.node = { ...(d.node ?? {}), demandTtlMs: ttl };
+        d.scheduler = { intervalMs: interval };
+      });
+    expect(issuesOf(at(1_000, 3_000))).toEqual([{ field: "scheduler.intervalMs", problem: expect.stringMatching(/^is 3000, above node\.demandTtlMs \/ 6 \(166 with node\.demandTtlMs 1000\).*lower scheduler\.intervalMs or raise node\.demandTtlMs$/) }]);
+    expect(issuesOf(at(1_200, 201)).map((i) => i.field)).toEqual(["scheduler.intervalMs"]);
+    expect(parseConfig(at(1_200, 200), join(dir, "x.json")).schedulerIntervalMs).toBe(200); // exactly TTL / 6
+    // against the default TTL (30 000) too
+    expect(issuesOf(at(undefined, 5_001))[0]).toMatchObject({ field: "scheduler.intervalMs", problem: expect.stringContaining("5000 with node.demandTtlMs 30000") });
+    expect(parseConfig(at(undefined, 5_000), join(dir, "x.json")).node.demandTtlMs).toBe(30_000);
+  });
+
   it("checks mode.raft against the Raft member's timing rules, naming the key to change", () => {
     const gov = (raft: unknown) => edit((d) => (d.mode = { kind: "governed", root: "root", voters: [peers[0]!.id], learners: [], raft }));
     // the reviewer's example: a heartbeat of 5 ms is not above Raft's 5 ms commit notice

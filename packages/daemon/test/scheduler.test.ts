@@ -5,6 +5,7 @@ import { VirtualTimers } from "@heddle/node/testing";
 import type { Demand } from "@heddle/policy";
 import { describe, expect, it } from "vitest";
 import { Scheduler, type StandingDemand } from "../src/scheduler.ts";
+import { SCHEDULER_INTERVAL_TTL_DIVISOR } from "../src/config.ts";
 
 function tree(): EntitlementLedger {
   let l = EntitlementLedger.bootstrap(GroupId("root"), new Map([[ReplicaId("p1"), 100n]]), "scheduler-test");
@@ -19,7 +20,7 @@ function tree(): EntitlementLedger {
   return l;
 }
 
-function harness(maxSlot: number | (() => number) = Infinity, failing: ReadonlySet<string> = new Set(), memory?: { put(s: StandingDemand): void; drop(edge: AttachmentId): void }) {
+function harness(maxSlot: number | (() => number) = Infinity, failing: ReadonlySet<string> = new Set(), memory?: { put(s: StandingDemand): void; drop(edge: AttachmentId): void }, intervalMs = 100) {
   const ledger = tree();
   const slot = new Map<string, Demand>();
   const advertiseMany = (changes: Iterable<readonly [AttachmentId, Demand]>) => {
@@ -48,7 +49,7 @@ function harness(maxSlot: number | (() => number) = Infinity, failing: ReadonlyS
     },
     root: GroupId("root"),
     timers,
-    intervalMs: 100,
+    intervalMs,
     demandTtlMs: 3_000,
     maxStanding: 8,
     onError: (e) => errors.push((e as Error).message),
@@ -63,6 +64,23 @@ describe("daemon scheduler", () => {
     h.s.tick();
     h.s.tick();
     expect(h.scheduled).toEqual([]);
+  });
+
+  it("at the largest scheduler.intervalMs the config allows, refreshes standing demand at least every demandTtlMs / 2 (node.md §6)", () => {
+    const interval = 3_000 / SCHEDULER_INTERVAL_TTL_DIVISOR;
+    const h = harness(Infinity, new Set(), undefined, interval);
+    h.s.start();
+    expect(h.s.setDemand(AttachmentId("a→batch"), { targetOutstanding: 50n, maximumUsefulGrant: 10n }, 60_000).ok).toBe(true);
+    const at: number[] = [];
+    let seen = 0;
+    for (let t = 0; t < 30_000; t += 10) {
+      h.timers.advanceBy(10);
+      for (; seen < h.advertised.length; seen++) if (h.advertised[seen]![0] === "a→batch") at.push(h.timers.now());
+    }
+    expect(at.length).toBeGreaterThan(10);
+    const gaps = at.slice(1).map((t, i) => t - at[i]!);
+    expect(Math.max(...gaps)).toBeLessThanOrEqual(3_000 / 2);
+    h.s.stop();
   });
 
   it("schedules the parents along its own demand, top-down, and no other subtree", () => {
