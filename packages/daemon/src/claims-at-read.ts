@@ -117,8 +117,10 @@ export function claimsWithReadRefusals(source: ReadRefusalSource, counts?: ReadR
   /** Per key, the takes proposed here that name it and have not yet settled. */
   const inFlight = new Map<string, Set<InFlightTake>>();
   const propose = (request: ClaimRequest, opts: CallOptions): Promise<ClaimsOutcome> => {
+    // counted once the node took it: a malformed take throws here (the API's 400) and was never proposed
+    const p = inner.take(request, opts);
     if (counts !== undefined) counts.proposed++;
-    return inner.take(request, opts);
+    return p;
   };
   const proposeTracked = (request: ClaimRequest, opts: CallOptions, keys: ReadonlyMap<string, boolean>): Promise<ClaimsOutcome> => {
     const p = propose(request, opts);

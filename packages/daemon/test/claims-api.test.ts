@@ -196,6 +196,12 @@ describe("HTTP API: claims refusals without a commit", () => {
     // the bound is pinned here; the waits themselves are counted deterministically in claims-read-refusal.test.ts
     expect(last.waits - after.waits).toBeGreaterThanOrEqual(0);
     expect(last.waits - after.waits).toBeLessThanOrEqual(7 * 8);
+    // a take the node refuses as malformed (one key twice once trimmed) is a 400 and was never proposed
+    for (let i = 0; i < 3; i++) {
+      const bad = await s.client.raw("POST", "/v1/claims/take", { holder: "h", resources: [{ key: "a", mode: "exclusive" }, { key: " a", mode: "exclusive" }] });
+      expect(bad.status).toBe(400);
+    }
+    expect((await paths()).proposed).toBe(last.proposed);
   });
 
   it("serves all three modes side by side on a governed peer, each answer naming its guarantee", async () => {
