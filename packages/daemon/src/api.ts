@@ -43,6 +43,8 @@ export interface ApiContext {
   /** Where keyed reserve answers are kept (durable in the daemon); absent: in memory, `limits.maxIdempotencyEntries` of them. */
   readonly reserveMemory?: ReserveMemory;
   readonly demandTtlMs: number;
+  /** `node.maxHoldingsPerPeer` and `node.quantum`: GET /v1/bounds names them when a parent's bounds leave int64. */
+  readonly tuning?: { readonly maxHoldingsPerPeer: bigint; readonly quantum: bigint };
   readonly tls: { key: Buffer; cert: Buffer } | null;
   /** Every peer of the cluster with its configured addresses. */
   readonly roster: readonly { id: string; addrs: readonly string[] }[];
@@ -550,7 +552,8 @@ export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
       return reply.code(404).send({ error: "not-found", message: `there is no group ${JSON.stringify(q.parent)} on this peer's view; GET /v1/tree (heddle tree) lists the groups`, issues: [{ field: "parent", in: "query", problem: "no such group" }] });
     }
     const parents = q.parent !== undefined ? [q.parent] : sortIds(new Set<string>([...v.groups(), ...v.roots()])).filter((g) => v.childrenOf(GroupId(g)).length > 0);
-    return { bounds: parents.map((p) => toWire(boundsOf(d, GroupId(p)))) };
+    const tuning = ctx.tuning === undefined ? undefined : { ...ctx.tuning, roster: ctx.roster };
+    return { bounds: parents.map((p) => toWire(boundsOf(d, GroupId(p), tuning))) };
   });
 
   app.get(`${API_PREFIX}/peers`, { schema: { ...tags("data"), summary: "The roster with connection and liveness state" } }, async () => {

@@ -16,7 +16,7 @@ import {
   type GovernedModeDocument,
   type PeerConfigDocument,
 } from "./config-schema.ts";
-import { amountOf, checker, renderIssues, type FieldIssue } from "./schema.ts";
+import { amountOf, checker, INT64_MAX, renderIssues, type FieldIssue } from "./schema.ts";
 
 /** A config that cannot be used: every problem, each naming its field. */
 export class ConfigError extends Error {
@@ -205,6 +205,15 @@ export function parseConfig(doc: unknown, file: string | null = null): DaemonCon
   };
   const quantum = big(n.quantum, "node.quantum") ?? CONFIG_DEFAULTS.quantum;
   const maxHoldingsPerPeer = big(n.maxHoldingsPerPeer, "node.maxHoldingsPerPeer") ?? CONFIG_DEFAULTS.maxHoldingsPerPeer;
+  // node.md §11's configuredWorstCase n·E + q, n at least the roster: exact int64, or every bound is unavailable
+  const peersCounted = BigInt(Math.max(1, d.roster.length));
+  if (peersCounted * maxHoldingsPerPeer + quantum > INT64_MAX) {
+    issues.push(
+      quantum + peersCounted > INT64_MAX
+        ? { field: "node.quantum", problem: `is ${quantum}: with ${peersCounted} roster peers, the bound n·node.maxHoldingsPerPeer + node.quantum (node.md §11) leaves 2^63 − 1 whatever node.maxHoldingsPerPeer is; set it to at most ${INT64_MAX - peersCounted}` }
+        : { field: "node.maxHoldingsPerPeer", problem: `is ${maxHoldingsPerPeer}: ${peersCounted} roster peers × it + node.quantum (${quantum}) — the bound of node.md §11 — leaves 2^63 − 1, so no bound could be computed; set it to at most ${(INT64_MAX - quantum) / peersCounted} (or lower node.quantum)` },
+    );
+  }
   const perChildOutstandingCap = big(n.perChildOutstandingCap, "node.perChildOutstandingCap");
   const sleeperCredit = big(n.sleeperCredit, "node.sleeperCredit");
   const demandTtlMs = n.demandTtlMs ?? CONFIG_DEFAULTS.demandTtlMs;

@@ -378,6 +378,7 @@ export async function startDaemon(configOrPath: DaemonConfig | string, opts: Sta
       limits: config.limits,
       ...(state !== null ? { reserveMemory: opts.wrapReserveMemory === undefined ? state.reserveMemory() : opts.wrapReserveMemory(state.reserveMemory()) } : {}),
       demandTtlMs: config.node.demandTtlMs,
+      tuning: { maxHoldingsPerPeer: config.node.maxHoldingsPerPeer, quantum: config.node.quantum },
       tls,
       roster: config.roster,
       connected: () => seam.peers.get(),

@@ -129,6 +129,16 @@ describe("config file", () => {
     expect(parseConfig(at(undefined, 5_000), join(dir, "x.json")).node.demandTtlMs).toBe(30_000);
   });
 
+  it("refuses node.maxHoldingsPerPeer and node.quantum whose bound n·E + q (node.md §11, n the roster) leaves int64, naming the key", () => {
+    const MAX = 2n ** 63n - 1n;
+    const node = (E: bigint, q: bigint) => edit((d) => (d.node = { ...(d.node ?? {}), maxHoldingsPerPeer: E.toString(), quantum: q.toString() }));
+    // three roster peers: E ≤ (2^63 − 1 − q) / 3
+    const limit = (MAX - 10n) / 3n;
+    expect(issuesOf(node(limit + 1n, 10n))).toEqual([{ field: "node.maxHoldingsPerPeer", problem: expect.stringContaining(`set it to at most ${limit}`) }]);
+    expect(parseConfig(node(limit, 10n), join(dir, "x.json")).node.maxHoldingsPerPeer).toBe(limit);
+    expect(issuesOf(node(MAX, MAX))).toEqual([{ field: "node.quantum", problem: expect.stringContaining(`set it to at most ${MAX - 3n}`) }]);
+  });
+
   it("checks mode.raft against the Raft member's timing rules, naming the key to change", () => {
     const gov = (raft: unknown) => edit((d) => (d.mode = { kind: "governed", root: "root", voters: [peers[0]!.id], learners: [], raft }));
     // the reviewer's example: a heartbeat of 5 ms is not above Raft's 5 ms commit notice
