@@ -492,6 +492,9 @@ export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
       const f = r.refusal;
       const message =
         f.kind === "unknown-edge" ? `edge ${edge} is not known on this peer`
+        : f.kind === "not-active" ?
+          f.lifecycle === "PREPARED" ? `edge ${edge} is PREPARED: only ACTIVE edges are scheduled (node.md §7), so the demand would stand unserved; activate it first (POST /v1/control/activate, heddle activate) and stand the demand then`
+          : `edge ${edge} is ${f.lifecycle}: it is never scheduled again, so the demand would stand unserved; stand it on the child's live inbound edge instead (give leaf rather than edge)`
         : f.kind === "too-many" ? `too many standing demands (limit ${f.limit}, limits.maxStandingDemands); withdraw one (targetOutstanding 0) or raise the limit`
         : `this demand and the edges above every standing demand would not fit this peer's demand slot (${f.limit} ${f.value}); nothing was stored — withdraw some standing demand first`;
       return reply.code(409).send({ error: "refused", message, refusal: toWire(r.refusal) });

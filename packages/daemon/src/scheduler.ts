@@ -2,7 +2,7 @@
 // API, rolls it up the tree, re-advertises it before the node's demand TTL runs out (node.md §6: callers
 // refresh, the node does not), and schedules the parents along its own demand top-down on a timer
 // (node.md §7).
-import type { AttachmentId, EntitlementLedger, GroupId } from "@heddle/ledger";
+import type { AttachmentId, EntitlementLedger, GroupId, Lifecycle } from "@heddle/ledger";
 import { DEMAND_NONE, type Demand } from "@heddle/policy";
 import { DemandLimitError, type HeddleNode, type Timers } from "@heddle/node";
 import { INT64_MAX } from "./schema.ts";
@@ -18,6 +18,8 @@ export interface StandingDemand {
 /** Why a demand could not be stood. */
 export type DemandRefusal =
   | { kind: "unknown-edge"; edge: AttachmentId }
+  /** Only ACTIVE edges are scheduled (node.md §7 `policyEdges`): demand on any other would stand unserved. */
+  | { kind: "not-active"; edge: AttachmentId; lifecycle: Lifecycle }
   | { kind: "too-many"; limit: number }
   /** The rolled-up demand (this edge and every edge above each standing one) would not fit this peer's demand slot. */
   | { kind: "board-full"; limit: "maxDemandEntries" | "maxFrameBytes"; value: number };
@@ -163,7 +165,11 @@ export class Scheduler {
   setDemand(edge: AttachmentId, demand: Demand, leaseMs: number): { ok: true; standing: StandingDemand | null } | { ok: false; refusal: DemandRefusal } {
     const view = this.#o.node.ledger.get();
     if (view.record(edge) === null) return { ok: false, refusal: { kind: "unknown-edge", edge } };
-    if (demand.targetOutstanding === 0n && demand.maximumUsefulGrant === 0n) {
+    const withdraw = demand.targetOutstanding === 0n && demand.maximumUsefulGrant === 0n;
+    // a withdrawal is taken whatever the edge's lifecycle: demand stood while it was ACTIVE must be removable
+    const lifecycle = view.lifecycle(edge);
+    if (!withdraw && lifecycle !== null && lifecycle !== "ACTIVE") return { ok: false, refusal: { kind: "not-active", edge, lifecycle } };
+    if (withdraw) {
       this.#o.memory?.drop(edge);
       this.#standing.delete(edge);
       try {

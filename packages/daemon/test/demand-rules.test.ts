@@ -1,4 +1,5 @@
-// What POST /v1/demand refuses before standing anything: a lease the next scheduler round would drop unserved.
+// What POST /v1/demand refuses before standing anything: a lease the next scheduler round would drop unserved, and
+// an edge that is not ACTIVE (node.md §7 schedules only ACTIVE edges).
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { governedSoloDaemon, type SoloDaemon } from "./support/embedded.ts";
 
@@ -26,5 +27,26 @@ describe("POST /v1/demand: the lease", () => {
     const off = await s.client.raw("POST", "/v1/demand", { edge: "e-live", targetOutstanding: 0, maximumUsefulGrant: 0, leaseMs: 100 });
     expect(off.status).toBe(200);
     expect(await standing()).toEqual([]);
+  });
+});
+
+describe("POST /v1/demand: the edge's lifecycle", () => {
+  it("refuses demand on a PREPARED, CLOSING or RETIRED edge (409 naming the edge and its lifecycle), stands nothing, and still takes a withdrawal", async () => {
+    expect(await s.client.prepare({ id: "e-prep", parent: "root", child: "prep", weight: 1 })).toMatchObject({ kind: "applied" });
+    expect(await s.client.prepare({ id: "e-ret", parent: "root", child: "ret", weight: 1 })).toMatchObject({ kind: "applied" });
+    expect(await s.client.raw("POST", "/v1/control/retire", { edge: "e-ret" })).toMatchObject({ status: 200 });
+    expect(await s.client.prepare({ id: "e-closing", parent: "root", child: "closing", weight: 1 })).toMatchObject({ kind: "applied" });
+    expect(await s.client.activate("e-closing")).toMatchObject({ kind: "applied" });
+    expect(await s.client.raw("POST", "/v1/control/close", { edge: "e-closing" })).toMatchObject({ status: 200 });
+    const prepared = await s.client.raw("POST", "/v1/demand", { edge: "e-prep", targetOutstanding: 10, maximumUsefulGrant: 5 });
+    expect(prepared.status).toBe(409);
+    expect(prepared.body).toMatchObject({ error: "refused", refusal: { kind: "not-active", edge: "e-prep", lifecycle: "PREPARED" }, message: expect.stringMatching(/^edge e-prep is PREPARED: .*activate it first/) });
+    for (const [edge, lifecycle] of [["e-ret", "RETIRED"], ["e-closing", "CLOSING"]] as const) {
+      const r = await s.client.raw("POST", "/v1/demand", { edge, targetOutstanding: 10, maximumUsefulGrant: 5, leaseMs: 86_400_000 });
+      expect(r.status, edge).toBe(409);
+      expect(r.body).toMatchObject({ refusal: { kind: "not-active", edge, lifecycle }, message: expect.stringMatching(new RegExp(`^edge ${edge} is ${lifecycle}: .*give leaf rather than edge`)) });
+    }
+    expect(await standing()).toEqual([]);
+    expect((await s.client.raw("POST", "/v1/demand", { edge: "e-ret", targetOutstanding: 0, maximumUsefulGrant: 0 })).status).toBe(200);
   });
 });
