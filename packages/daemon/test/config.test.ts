@@ -139,6 +139,27 @@ describe("config file", () => {
     expect(issuesOf(node(MAX, MAX))).toEqual([{ field: "node.quantum", problem: expect.stringContaining(`set it to at most ${MAX - 3n}`) }]);
   });
 
+  it("refuses roster ids that are not peer ids and addresses that are not multiaddrs, naming each", () => {
+    const issues = issuesOf(
+      edit((d) => {
+        d.roster[1].id = "peer-2";
+        d.roster[2].addrs = ["/ip4/127.0.0.1/tcp/7103", "/ip4/999.1.1.1/tcp/7103"];
+        d.p2p.announce = ["/ip4/127.0.0.1/tcp"];
+        d.p2p.listen = ["/foo/1"];
+      }),
+    );
+    expect(issues).toEqual(
+      expect.arrayContaining([
+        { field: "roster[1].id", problem: expect.stringMatching(/^is not a libp2p peer id .*12D3KooW/) },
+        { field: "roster[2].addrs[1]", problem: expect.stringMatching(/^is not a valid multiaddr \(Invalid IPv4 address "999\.1\.1\.1"\)/) },
+        { field: "p2p.announce[0]", problem: expect.stringMatching(/^is not a valid multiaddr/) },
+        { field: "p2p.listen[0]", problem: expect.stringMatching(/^is not a valid multiaddr/) },
+      ]),
+    );
+    // the renamed roster peer's supply now names a peer off the roster: that, and nothing about the valid entries
+    expect(issues.map((i) => i.field).filter((f) => f.startsWith("roster") || f.startsWith("p2p"))).toEqual(["roster[1].id", "roster[2].addrs[1]", "p2p.listen[0]", "p2p.announce[0]"]);
+  });
+
   it("checks mode.raft against the Raft member's timing rules, naming the key to change", () => {
     const gov = (raft: unknown) => edit((d) => (d.mode = { kind: "governed", root: "root", voters: [peers[0]!.id], learners: [], raft }));
     // the reviewer's example: a heartbeat of 5 ms is not above Raft's 5 ms commit notice
