@@ -19,6 +19,7 @@ import {
   type PeerConfigDocument,
 } from "./config-schema.ts";
 import { amountOf, checker, INT64_MAX, renderIssues, type FieldIssue } from "./schema.ts";
+import { weightSumProblem } from "./weight-sum.ts";
 
 /** A config that cannot be used: every problem, each naming its field. */
 export class ConfigError extends Error {
@@ -443,6 +444,8 @@ function resolveMode(m: PeerConfigDocument["mode"], rosterIds: readonly string[]
   for (const id of rosterIds ?? []) if (!Object.hasOwn(m.supply, id)) issues.push({ field: `mode.supply.${id}`, problem: "is missing: every roster peer needs a supply (0 is allowed)" });
   const ids = new Set<string>();
   const topology: AttachmentRecord[] = [];
+  /** Each parsed edge's index in `mode.topology`. */
+  const at = new Map<string, number>();
   m.topology.forEach((e, i) => {
     if (ids.has(e.id)) issues.push({ field: `mode.topology[${i}].id`, problem: `repeats edge id ${e.id}` });
     ids.add(e.id);
@@ -455,6 +458,23 @@ function resolveMode(m: PeerConfigDocument["mode"], rosterIds: readonly string[]
       return;
     }
     topology.push({ id: AttachmentId(e.id), parent: GroupId(e.parent), child: GroupId(e.child), weight });
+    at.set(e.id, i);
+  });
+  // Every genesis edge is ACTIVE: a parent whose children's weights sum past int64 could never be scheduled (the
+  // API refuses such a prepare; weight-sum.ts). Named at the entry that tips its parent over, in the file's order.
+  const genesisView = (records: readonly AttachmentRecord[]) => ({
+    knownEdges: () => records.map((r) => r.id),
+    record: (id: AttachmentId) => records.find((r) => r.id === id) ?? null,
+    lifecycle: () => "ACTIVE" as const,
+  });
+  const overflowing = new Set<string>();
+  topology.forEach((rec, k) => {
+    if (overflowing.has(rec.parent)) return;
+    const before = topology.slice(0, k).filter((r) => r.parent === rec.parent);
+    const bad = weightSumProblem(genesisView(before), rec, `genesis edge ${rec.id}`);
+    if (bad === null) return;
+    overflowing.add(rec.parent);
+    issues.push({ field: `mode.topology[${at.get(rec.id)!}].weight`, problem: bad.message });
   });
   return { kind: "static", root: GroupId(m.root), supply, topology };
 }

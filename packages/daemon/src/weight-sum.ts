@@ -7,8 +7,8 @@
 import { LedgerOverflowError, Rational, type AttachmentRecord, type EntitlementLedger } from "@heddle/ledger";
 import { fractionText } from "./wire.ts";
 
-/** Why a prepare of `record` on `view` would leave its parent's children's weight sum outside int64, or null. */
-export function weightSumProblem(view: Pick<EntitlementLedger, "knownEdges" | "record" | "lifecycle">, record: AttachmentRecord): { siblings: number; message: string } | null {
+/** Why a prepare of `record` on `view` would leave its parent's children's weight sum outside int64, or null; `act` starts the message. */
+export function weightSumProblem(view: Pick<EntitlementLedger, "knownEdges" | "record" | "lifecycle">, record: AttachmentRecord, act = "prepare"): { siblings: number; message: string } | null {
   // The children the parent will schedule together: its ACTIVE and PREPARED edges. An edge with the record's own id
   // (a retried prepare) and the child's other generations under this parent (a re-weight: only one of them is ever
   // live) are replaced by the new record.
@@ -30,7 +30,7 @@ export function weightSumProblem(view: Pick<EntitlementLedger, "knownEdges" | "r
     const siblings = weights.length - 1;
     return {
       siblings,
-      message: `prepare: weight ${fractionText(record.weight)} would make the weights of ${record.parent}'s children (this edge and ${siblings} other ACTIVE or PREPARED) sum past 2^63 − 1, so ${record.parent} could never be scheduled (exact int64 arithmetic, policy.md §2.3); choose a smaller weight, or scale the siblings' weights down together`,
+      message: `${act}: weight ${fractionText(record.weight)} would make the weights of ${record.parent}'s children (this edge and ${siblings} other ACTIVE or PREPARED) sum past 2^63 − 1, so ${record.parent} could never be scheduled (exact int64 arithmetic, policy.md §2.3); choose a smaller weight, or scale the siblings' weights down together`,
     };
   }
   return null;

@@ -160,6 +160,19 @@ describe("config file", () => {
     expect(issues.map((i) => i.field).filter((f) => f.startsWith("roster") || f.startsWith("p2p"))).toEqual(["roster[1].id", "roster[2].addrs[1]", "p2p.listen[0]", "p2p.announce[0]"]);
   });
 
+  it("refuses a genesis topology whose weights under one parent sum past int64, naming the entry that tips it over", () => {
+    const P62 = (2n ** 62n).toString();
+    const topo = (weights: string[]) =>
+      edit((d) => (d.mode.topology = weights.map((w, i) => ({ id: `root→g${i}`, parent: "root", child: `g${i}`, weight: w }))));
+    expect(issuesOf(topo([P62, "1", P62]))).toEqual([
+      { field: "mode.topology[2].weight", problem: expect.stringMatching(/^genesis edge root→g2: weight 4611686018427387904 would make the weights of root's children \(this edge and 2 other .*\) sum past 2\^63 − 1.*choose a smaller weight/) },
+    ]);
+    // the same sum one below the limit is fine; so are large weights under different parents
+    expect(parseConfig(topo([P62, (2n ** 62n - 1n).toString()]), join(dir, "x.json")).mode.kind).toBe("static");
+    const split = edit((d) => (d.mode.topology = [{ id: "root→a", parent: "root", child: "a", weight: P62 }, { id: "root→b", parent: "root", child: "b", weight: 1 }, { id: "a→x", parent: "a", child: "x", weight: P62 }, { id: "b→y", parent: "b", child: "y", weight: P62 }]));
+    expect(parseConfig(split, join(dir, "x.json")).mode.kind).toBe("static");
+  });
+
   it("checks mode.raft against the Raft member's timing rules, naming the key to change", () => {
     const gov = (raft: unknown) => edit((d) => (d.mode = { kind: "governed", root: "root", voters: [peers[0]!.id], learners: [], raft }));
     // the reviewer's example: a heartbeat of 5 ms is not above Raft's 5 ms commit notice
