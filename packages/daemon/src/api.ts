@@ -23,6 +23,7 @@ import { memoryReserveMemory, reserveTagOf, type ReserveMemory } from "./reserve
 import { amountOf, checker, type FieldIssue } from "./schema.ts";
 import { fractionText, toWire } from "./wire.ts";
 import { weightSumProblem } from "./weight-sum.ts";
+import { jsonKeyProblem } from "./json-body.ts";
 import { Weight } from "@heddle/ledger";
 
 /** The API's version prefix. */
@@ -309,9 +310,29 @@ export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
     const optionalBody = httpPart === "body" && (schema as { type?: unknown }).type === "object" && ((schema as { required?: unknown[] }).required?.length ?? 0) === 0;
     return (data: unknown) => {
       if (optionalBody && (data === null || data === undefined)) return { value: {} };
+      if (httpPart === "body" && (data === null || data === undefined)) {
+        return { error: new RequestInvalid("body", [{ field: "(document)", problem: "is empty: send a JSON object with this route's fields (GET /openapi.json lists them)" }]) };
+      }
       const r = c.check(data);
       return r.ok ? { value: data } : { error: new RequestInvalid(httpPart ?? "body", r.issues) };
     };
+  });
+  // One body parser for every route: JSON only — any other Content-Type (or a body without one) is 415 saying to send
+  // JSON; an empty body is no body (a route whose fields are all optional takes it as {}, the validator above); a
+  // key given twice, or one that would reach a prototype, is 400 naming it (json-body.ts).
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser("application/json", { parseAs: "string" }, (_req, body, done) => {
+    const text = body as string;
+    if (text.trim() === "") return done(null, undefined);
+    let value: unknown;
+    try {
+      value = JSON.parse(text);
+    } catch (e) {
+      return done(Object.assign(e as Error, { statusCode: 400 }), undefined);
+    }
+    const bad = jsonKeyProblem(text);
+    if (bad !== null) return done(new RequestInvalid("body", [bad]), undefined);
+    done(null, value);
   });
   // Response schemas document; they do not filter. Plain JSON keeps what the handler built.
   app.setSerializerCompiler(() => (data) => JSON.stringify(data));

@@ -68,6 +68,43 @@ describe("HTTP API: bad input", () => {
     expect(await state()).toBe(before);
   });
 
+  it("415 saying to send JSON for a body of another Content-Type or of none, and nothing changes", async () => {
+    const before = await state();
+    const plain = await s.client.raw("POST", "/v1/reservations", undefined, { rawBody: '{"leaf":"batch","maximumCost":1}', headers: { "content-type": "text/plain" } });
+    expect(plain.status).toBe(415);
+    expect(plain.body).toMatchObject({ error: "invalid-request", message: expect.stringMatching(/send the body as JSON with 'Content-Type: application\/json'/) });
+    const form = await s.client.raw("POST", "/v1/demand", undefined, { rawBody: "leaf=batch", headers: { "content-type": "application/x-www-form-urlencoded" } });
+    expect(form.status).toBe(415);
+    const none = await fetch(`${s.daemon.url}/v1/reservations`, { method: "POST", headers: { authorization: `Bearer ${s.daemon.token}` }, body: new Uint8Array(Buffer.from('{"leaf":"batch","maximumCost":1}')) });
+    expect(none.status).toBe(415);
+    // JSON with parameters is JSON
+    const charset = await s.client.raw("POST", "/v1/reservations", undefined, { rawBody: '{"leaf":"nowhere","maximumCost":1}', headers: { "content-type": "application/json; charset=utf-8" } });
+    expect(charset.status).toBe(409);
+    expect(await state()).toBe(before);
+  });
+
+  it("400 naming a key given twice (JSON.parse would keep the last), or one reaching a prototype, and nothing changes", async () => {
+    const before = await state();
+    const twice = await s.client.raw("POST", "/v1/reservations", undefined, { rawBody: '{"leaf":"batch","maximumCost":1,"leaf":"tenant-b"}' });
+    expect(twice.status).toBe(400);
+    expect(twice.body).toMatchObject({ error: "invalid-request", issues: [{ field: "leaf", in: "body", problem: expect.stringMatching(/^is given twice in one object/) }] });
+    const proto = await s.client.raw("POST", "/v1/reservations", undefined, { rawBody: '{"leaf":"batch","maximumCost":1,"__proto__":{"x":1}}' });
+    expect(proto.status).toBe(400);
+    expect(proto.body).toMatchObject({ issues: [{ field: "__proto__", in: "body" }] });
+    expect(await state()).toBe(before);
+  });
+
+  it("an empty JSON body is no body: {} where every field is optional, 400 naming the missing fields elsewhere", async () => {
+    const before = await state();
+    // enroll's fields are all optional: the empty body reaches the route (a static peer has no control plane)
+    const enroll = await s.client.raw("POST", "/v1/control/enroll", undefined, { rawBody: "", headers: { "content-type": "application/json" } });
+    expect(enroll.body).toMatchObject({ error: "static-mode" });
+    const reserve = await s.client.raw("POST", "/v1/reservations", undefined, { rawBody: "", headers: { "content-type": "application/json" } });
+    expect(reserve.status).toBe(400);
+    expect(reserve.body).toMatchObject({ error: "invalid-request", issues: [{ field: "(body)", in: "body", problem: expect.stringMatching(/^is empty: send a JSON object/) }] });
+    expect(await state()).toBe(before);
+  });
+
   it("400 naming each field of the wrong type, missing or unknown", async () => {
     const before = await state();
     const wrongType = await s.client.raw("POST", "/v1/reservations", { leaf: 5, maximumCost: "ten" });
