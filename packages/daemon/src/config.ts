@@ -19,7 +19,7 @@ import {
   type PeerConfigDocument,
 } from "./config-schema.ts";
 import { amountOf, checker, INT64_MAX, renderIssues, type FieldIssue } from "./schema.ts";
-import { weightSumProblem } from "./weight-sum.ts";
+import { genesisWeightProblems } from "./weight-sum.ts";
 
 /** A config that cannot be used: every problem, each naming its field. */
 export class ConfigError extends Error {
@@ -462,19 +462,6 @@ function resolveMode(m: PeerConfigDocument["mode"], rosterIds: readonly string[]
   });
   // Every genesis edge is ACTIVE: a parent whose children's weights sum past int64 could never be scheduled (the
   // API refuses such a prepare; weight-sum.ts). Named at the entry that tips its parent over, in the file's order.
-  const genesisView = (records: readonly AttachmentRecord[]) => ({
-    knownEdges: () => records.map((r) => r.id),
-    record: (id: AttachmentId) => records.find((r) => r.id === id) ?? null,
-    lifecycle: () => "ACTIVE" as const,
-  });
-  const overflowing = new Set<string>();
-  topology.forEach((rec, k) => {
-    if (overflowing.has(rec.parent)) return;
-    const before = topology.slice(0, k).filter((r) => r.parent === rec.parent);
-    const bad = weightSumProblem(genesisView(before), rec, `genesis edge ${rec.id}`);
-    if (bad === null) return;
-    overflowing.add(rec.parent);
-    issues.push({ field: `mode.topology[${at.get(rec.id)!}].weight`, problem: bad.message });
-  });
+  for (const bad of genesisWeightProblems(topology)) issues.push({ field: `mode.topology[${at.get(topology[bad.index]!.id)!}].weight`, problem: bad.message });
   return { kind: "static", root: GroupId(m.root), supply, topology };
 }

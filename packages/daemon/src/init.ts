@@ -4,7 +4,9 @@ import { chmodSync, existsSync, mkdirSync, readdirSync, writeFileSync } from "no
 import { join, resolve } from "node:path";
 import { privateKeyToProtobuf } from "@libp2p/crypto/keys";
 import { edgeId, freeListenPort, generatePeerKey, peerIdOf } from "@heddle/node";
+import { AttachmentId, GroupId, Weight } from "@heddle/ledger";
 import { CONFIG_VERSION, type PeerConfigDocument } from "./config-schema.ts";
+import { genesisWeightProblems } from "./weight-sum.ts";
 
 /**
  * A new API bearer token: 32 random bytes, base64url (43 characters), never starting with `-`. One token in 64
@@ -85,6 +87,20 @@ export function parseTreeSpec(spec: string, root: string): { id: string; parent:
       if (seen.has(g)) throw new TreeSpecError(`--tree: groups ${[...seen].map((x) => `"${x}"`).join(", ")} form a cycle; each group must descend from the root`);
       seen.add(g);
     }
+  }
+  // and each parent's children's weights must sum within int64, else start refuses the config (and no round at that
+  // parent could run): say so here, at the item that tips it over
+  const records = out.map((e) => {
+    const [n, d] = e.weight.split("/");
+    try {
+      return { id: AttachmentId(e.id), parent: GroupId(e.parent), child: GroupId(e.child), weight: Weight.of(BigInt(n!), BigInt(d ?? "1")) };
+    } catch {
+      throw new TreeSpecError(`--tree item "${e.parent}>${e.child}=${e.weight}": a weight's parts must be 1 … 2^63 − 1`);
+    }
+  });
+  for (const bad of genesisWeightProblems(records)) {
+    const e = out[bad.index]!;
+    throw new TreeSpecError(`--tree item "${e.parent}>${e.child}=${e.weight}": ${bad.message}`);
   }
   return out;
 }

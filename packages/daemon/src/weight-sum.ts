@@ -35,3 +35,23 @@ export function weightSumProblem(view: Pick<EntitlementLedger, "knownEdges" | "r
   }
   return null;
 }
+
+/**
+ * A genesis topology's edges (all ACTIVE) whose parent's children's weights would sum past int64, in the order given:
+ * for each such parent, the position of the edge that tips it over and why (`weightSumProblem`'s message). The
+ * config check names `mode.topology[i].weight` with it, `heddle init --tree` the item.
+ */
+export function genesisWeightProblems(topology: readonly AttachmentRecord[]): { index: number; message: string }[] {
+  const out: { index: number; message: string }[] = [];
+  const overflowing = new Set<string>();
+  topology.forEach((rec, k) => {
+    if (overflowing.has(rec.parent)) return;
+    const before = topology.slice(0, k).filter((r) => r.parent === rec.parent);
+    const view = { knownEdges: () => before.map((r) => r.id), record: (id: string) => before.find((r) => r.id === id) ?? null, lifecycle: () => "ACTIVE" as const };
+    const bad = weightSumProblem(view as never, rec, `genesis edge ${rec.id}`);
+    if (bad === null) return;
+    overflowing.add(rec.parent);
+    out.push({ index: k, message: bad.message });
+  });
+  return out;
+}

@@ -14,6 +14,10 @@ describe("parseTreeSpec", () => {
     ["a=1,b>c=1,c>b=1", /does not hang|cycle/],
     ["a=1,b=1,a>c=1,b>c=1", /group "c" two parents \("a" and "b"\)/],
     ["a>root=1", /makes the root "root" a child/],
+    // weights a parent's children sum past int64: start would refuse the config, so init does (found by review)
+    ["a=9223372036854775807,b=1", /--tree item "root>b=1": .*2\^63 − 1/],
+    ["a=1,a>x=4611686018427387904,a>y=4611686018427387904", /--tree item "a>y=4611686018427387904"/],
+    ["a=9223372036854775808", /a weight's parts must be 1 … 2\^63 − 1/],
   ])("refuses %s, naming the group", (spec, message) => {
     expect(() => parseTreeSpec(spec, "root")).toThrow(TreeSpecError);
     expect(() => parseTreeSpec(spec, "root")).toThrow(message);
