@@ -16,8 +16,8 @@
 // socket still emits `drain` once a flush empties it.
 //
 // Two more per-message costs of the same stack are cut here, each explained at its function:
-// `halfWindowUpdates` (yamux's window update after every data frame) and `quietLengthDecoder` (an error object
-// built after every Noise message received). `withCoalescedWrites` applies the Noise-side ones to each connection.
+// `halfWindowUpdates` (yamux's window update after every data frame) and `quietLengthDecoder` (an exception
+// thrown after every Noise message received). `withCoalescedWrites` applies the Noise-side ones to each connection.
 import type { Socket } from "node:net";
 import type { ConnectionEncrypter } from "@libp2p/interface";
 import { StreamState, YamuxStream } from "@chainsafe/libp2p-yamux/stream";
@@ -95,28 +95,40 @@ export function coalesceWrites(connection: unknown): boolean {
   return true;
 }
 
-/** The one "need more bytes" signal {@link quietLengthDecoder} throws: built once, so no stack is captured per throw. */
+/** The one "need more bytes" signal {@link quietLengthDecoder} throws when it cannot answer with a length. */
 const SHORT = new RangeError("heddle: a Noise length prefix needs 2 bytes");
+
+/** Bytes of a Noise length prefix (a big-endian uint16). */
+const NOISE_PREFIX_BYTES = 2;
 
 /** What {@link quietLengthDecoder} reads of `@chainsafe/libp2p-noise` 17's encrypted stream. */
 interface NoiseDecoding {
-  decoder?: { lengthDecoder?: unknown };
+  decoder?: { lengthDecoder?: unknown; encodingLength?: unknown };
 }
 
 /**
- * Makes a Noise connection's frame decoder signal "the buffer holds less than a length prefix" without building
- * a new error each time. `@libp2p/utils`' `LengthPrefixedDecoder` asks its length decoder for the next length
- * after every message it takes out, and Noise's `uint16BEDecode` answers an empty buffer by constructing a
- * `RangeError` — a stack capture per message received, 157 ms of a Raft leader's 1.9 s busy in a 4.5 s profile.
- * The decoder catches any `RangeError` there and waits for more bytes, so throwing one prebuilt instance keeps
- * its behaviour. Returns whether `connection` had such a decoder (else it is left as it is).
+ * Makes a Noise connection's frame decoder wait for a length prefix's second byte without an exception.
+ * `@libp2p/utils`' `LengthPrefixedDecoder` asks its length decoder for the next length after every message it takes
+ * out, and Noise's `uint16BEDecode` answers a buffer holding less than a prefix by constructing a `RangeError`,
+ * which the decoder catches to wait for more bytes. Building that error captured a stack per message received
+ * (157 ms of a Raft leader's 1.9 s busy in a 4.5 s profile); throwing one prebuilt instance still made V8 compute
+ * the throw's source location per message (1.7 % of a 5-voter follower's CPU, 2.7 % of the leader's, in a `perf`
+ * profile of the Raft bench's one-client cell). So a short buffer is answered with length 0 instead: the decoder
+ * then needs `encodingLength(0)` = 2 bytes for the message, holds fewer, and waits for more — the same outcome,
+ * no throw. Where the decoder's `encodingLength` would not ask for those 2 bytes (not Noise's), the prebuilt
+ * error is thrown as before. Returns whether `connection` had such a decoder (else it is left as it is).
  */
 export function quietLengthDecoder(connection: unknown): boolean {
   const decoder = (connection as NoiseDecoding | null)?.decoder;
   if (typeof decoder !== "object" || decoder === null || typeof decoder.lengthDecoder !== "function") return false;
   const original = decoder.lengthDecoder as ((data: ByteList) => number) & { bytes?: number };
+  const encodingLength = decoder.encodingLength;
+  const waitsOnZero = typeof encodingLength === "function" && (encodingLength as (n: number) => unknown)(0) === NOISE_PREFIX_BYTES;
   const lengthDecoder = (data: ByteList & { length?: number }): number => {
-    if (data.byteLength < 2) throw SHORT;
+    if (data.byteLength < NOISE_PREFIX_BYTES) {
+      if (waitsOnZero) return 0;
+      throw SHORT;
+    }
     return original(data);
   };
   lengthDecoder.bytes = original.bytes;

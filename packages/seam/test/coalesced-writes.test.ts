@@ -179,25 +179,104 @@ describe("quietLengthDecoder", () => {
     },
     { bytes: 2 },
   );
+  type LengthDecoder = typeof uint16BE;
 
-  it("answers a short buffer with one prebuilt RangeError, and decodes the rest as before", () => {
-    const conn = { decoder: { lengthDecoder: uint16BE as unknown } };
+  /**
+   * The contract of `@libp2p/utils` 7's `LengthPrefixedDecoder.decode` as Noise 17 configures it
+   * (`encodingLength: () => 2`): after each chunk, read lengths until the length decoder throws a `RangeError` or
+   * the buffer holds less than prefix + body, taking out each complete message (empty ones are skipped).
+   */
+  const lpDecoder = (decoder: { lengthDecoder: LengthDecoder; encodingLength: (n: number) => number }) => {
+    const buffer = new Uint8ArrayList();
+    return (chunk: Uint8Array): Uint8Array[] => {
+      buffer.append(chunk);
+      const out: Uint8Array[] = [];
+      for (;;) {
+        let len: number;
+        try {
+          len = decoder.lengthDecoder(buffer);
+        } catch (e) {
+          if (e instanceof RangeError) break;
+          throw e;
+        }
+        const total = decoder.encodingLength(len) + len;
+        if (buffer.byteLength < total) break;
+        const body = buffer.subarray(decoder.encodingLength(len), total);
+        buffer.consume(total);
+        if (body.byteLength > 0) out.push(body);
+      }
+      return out;
+    };
+  };
+
+  it("waits for a prefix's second byte without throwing, and decodes the rest as before", () => {
+    const conn = { decoder: { lengthDecoder: uint16BE as unknown, encodingLength: () => 2 } };
     expect(quietLengthDecoder(conn)).toBe(true);
-    const decode = conn.decoder.lengthDecoder as typeof uint16BE;
+    const decode = conn.decoder.lengthDecoder as LengthDecoder;
     expect(decode).not.toBe(uint16BE);
     expect(decode.bytes).toBe(2);
-    const caught = (data: Uint8ArrayList): unknown => {
-      try {
-        decode(data);
-      } catch (e) {
-        return e;
-      }
-      return null;
-    };
-    const first = caught(new Uint8ArrayList());
-    expect(first).toBeInstanceOf(RangeError); // what LengthPrefixedDecoder waits for more bytes on
-    expect(caught(new Uint8ArrayList(Uint8Array.of(1)))).toBe(first); // the same instance: no stack per throw
+    // 0 bytes or 1: length 0, whose 2-byte prefix is more than the buffer holds — the decoder waits
+    expect(decode(new Uint8ArrayList())).toBe(0);
+    expect(decode(new Uint8ArrayList(Uint8Array.of(1)))).toBe(0);
     expect(decode(new Uint8ArrayList(Uint8Array.of(1), Uint8Array.of(2, 99)))).toBe(258);
+  });
+
+  it("keeps a decoder whose encodingLength would not wait on 0 on the prebuilt RangeError", () => {
+    for (const decoder of [{ lengthDecoder: uint16BE as unknown }, { lengthDecoder: uint16BE as unknown, encodingLength: () => 0 }]) {
+      expect(quietLengthDecoder({ decoder })).toBe(true);
+      const decode = decoder.lengthDecoder as LengthDecoder;
+      const caught = (data: Uint8ArrayList): unknown => {
+        try {
+          decode(data);
+        } catch (e) {
+          return e;
+        }
+        return null;
+      };
+      const first = caught(new Uint8ArrayList());
+      expect(first).toBeInstanceOf(RangeError); // what LengthPrefixedDecoder waits for more bytes on
+      expect(caught(new Uint8ArrayList(Uint8Array.of(1)))).toBe(first); // the same instance: no stack per throw
+    }
+  });
+
+  it("gives the same messages as Noise's own decoder however the stream is cut, and never throws", () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.uint8Array({ minLength: 0, maxLength: 40 }), { maxLength: 12 }),
+        fc.array(fc.integer({ min: 1, max: 9 }), { minLength: 1, maxLength: 30 }),
+        (messages, cuts) => {
+          const wire = new Uint8ArrayList();
+          for (const m of messages) wire.append(Uint8Array.of(m.length >> 8, m.length & 0xff), m);
+          const bytes = wire.subarray();
+          const quiet = { lengthDecoder: uint16BE as unknown, encodingLength: () => 2 };
+          expect(quietLengthDecoder({ decoder: quiet })).toBe(true);
+          const patched = quiet.lengthDecoder as LengthDecoder;
+          let throws = 0;
+          const counting: LengthDecoder = Object.assign((d: Uint8ArrayList) => {
+            try {
+              return patched(d);
+            } catch (e) {
+              throws++;
+              throw e;
+            }
+          }, { bytes: 2 });
+          const ours = lpDecoder({ lengthDecoder: counting, encodingLength: () => 2 });
+          const theirs = lpDecoder({ lengthDecoder: uint16BE, encodingLength: () => 2 });
+          const got: Uint8Array[] = [];
+          const want: Uint8Array[] = [];
+          let at = 0;
+          for (let i = 0; at < bytes.length; i++) {
+            const chunk = bytes.subarray(at, at + cuts[i % cuts.length]!);
+            at += chunk.length;
+            got.push(...ours(chunk));
+            want.push(...theirs(chunk));
+          }
+          expect(got.map((b) => [...b])).toEqual(want.map((b) => [...b]));
+          expect(want.map((b) => [...b])).toEqual(messages.filter((m) => m.length > 0).map((m) => [...m]));
+          expect(throws).toBe(0); // Noise's own throws once per chunk that ends on a message boundary
+        },
+      ),
+    );
   });
 
   it("leaves anything without a length decoder alone", () => {
