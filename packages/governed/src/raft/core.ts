@@ -444,6 +444,16 @@ export class RaftCore {
   get now(): number {
     return this.#now;
   }
+  /**
+   * The earliest clock reading at which `tick` has a timeout to fire (Infinity when none): a leader's heartbeat,
+   * quorum check or commit notice, a transfer's deadline, any other member's election deadline. Inputs can move it
+   * earlier (a commit due to be noticed, a step-down's fresh election deadline); a driver asks again after each.
+   */
+  get nextDeadline(): number {
+    const transfer = this.#transfer?.deadline ?? Infinity;
+    if (this.#state === "leader") return Math.min(transfer, this.#heartbeatDue, this.#checkQuorumDue, this.#commitNoticeAt);
+    return Math.min(transfer, this.#electionDeadline);
+  }
   /** Term of the entry at `i`, or undefined when unknown (compacted below the floor, or past the end). */
   termAt(i: LogIndex): number | undefined {
     const floor = this.floor;

@@ -48,7 +48,10 @@ import type { ClusterConfig, Committed, HardState, LogEntry, LogIndex, NodeId, P
 
 /** Most trace events buffered for a slow `trace` reader; older ones are dropped (and counted). */
 export const MAX_TRACE_BUFFER = 4096;
-/** Driver tick period: how often the core's clock is advanced. */
+/**
+ * Driver tick period: how often a leader's core clock is advanced (its heartbeats, quorum checks and commit notices
+ * fall due every few ms). Any other member's clock is advanced at its election deadline (and by every input).
+ */
 export const TICK_MS = 10;
 
 /** A running Raft member (governed.md §4.1). */
@@ -190,6 +193,9 @@ class Driver implements RaftNode {
   /** The deferred write in flight, if any: at most one storage call runs at a time. */
   #writer: Promise<void> | null = null;
   #tickHandle: unknown = null;
+  /** When the armed tick fires (Infinity: none armed), and whether it was armed at a leader's cadence. */
+  #tickAt = Infinity;
+  #tickLeader = false;
   #nextId = 1;
   readonly #pending = new Map<number, Pending>();
   #delivered = 0;
@@ -220,14 +226,39 @@ class Driver implements RaftNode {
     this.#schedule();
   }
 
+  /**
+   * Arms the clock timer. A leader ticks every TICK_MS. Any other member sleeps until its election deadline, but
+   * arms no later than the shortest election timeout from now: each AppendEntries moves the deadline to at least
+   * that far ahead, so a follower's timer needs no re-arming per message, and wakes about once per election
+   * timeout instead of every TICK_MS (100 wakes a second cost an idle follower 1.3 % of a core, measured on the
+   * bench's 5-member cluster).
+   */
   #tick(): void {
-    if (this.#closed) return;
+    if (this.#closed || this.#core === null) return;
+    const core = this.#core;
+    const now = this.#o.timers.now();
+    this.#tickLeader = core.role === "leader";
+    const at = this.#tickLeader ? now + TICK_MS : Math.min(core.nextDeadline, now + this.#cfg.electionTimeoutMinMs);
+    if (this.#tickHandle !== null) this.#o.timers.clear(this.#tickHandle);
+    this.#tickAt = Math.max(at, now);
     this.#tickHandle = this.#o.timers.set(() => {
+      this.#tickHandle = null;
+      this.#tickAt = Infinity;
       if (this.#closed || this.#core === null) return;
       this.#core.tick(this.#o.timers.now());
-      this.#schedule();
+      if (this.#core.hasReady()) this.#schedule();
       this.#tick();
-    }, TICK_MS);
+    }, this.#tickAt - now);
+  }
+
+  /**
+   * After an input: re-arms the clock when the member has just become leader, or when its core has a timeout due
+   * before the armed tick (a step-down's fresh election deadline). A leader's tick is never postponed.
+   */
+  #retick(): void {
+    const core = this.#core;
+    if (core === null || this.#closed) return;
+    if (core.role === "leader" ? !this.#tickLeader : core.nextDeadline < this.#tickAt) this.#tick();
   }
 
   #onFrame(from: NodeId, frame: Uint8Array): void {
@@ -242,6 +273,7 @@ class Driver implements RaftNode {
     this.#core.tick(this.#o.timers.now());
     this.#core.step(from, m);
     this.#schedule();
+    this.#retick();
   }
 
   #schedule(): void {
@@ -386,6 +418,7 @@ class Driver implements RaftNode {
       if (out.ok) p.resolve(out);
       else p.reject(errorFor(out.refusal, out.detail));
     }
+    this.#retick();
     this.role.set(core.role);
     this.leader.set(core.leader);
     this.commitIndex.set(core.commitIndex);
@@ -408,6 +441,7 @@ class Driver implements RaftNode {
           this.#core!.tick(this.#o.timers.now());
           start(this.#core!, id);
           this.#schedule();
+          this.#retick();
         },
         (err: unknown) => {
           this.#pending.delete(id);
