@@ -537,6 +537,7 @@ class Driver implements RaftNode {
   #pushTrace(t: RaftTraceEvent): void {
     if (this.#traceBuffer.length >= MAX_TRACE_BUFFER) this.#traceBuffer.shift();
     this.#traceBuffer.push(t);
+    if (this.#traceWaiters.size === 0) return; // nobody reads the trace (the common case): no copy per event
     const w = [...this.#traceWaiters];
     this.#traceWaiters.clear();
     for (const f of w) f();
