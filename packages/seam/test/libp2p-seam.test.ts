@@ -86,6 +86,30 @@ describe("libp2p seam", () => {
     }
   });
 
+  it("a connected roster peer is re-checked every redialMaxMs, not every redialMinMs, and a lost one is redialed at once", async () => {
+    const keys = [await generatePeerKey(), await generatePeerKey()];
+    const armed: number[] = [];
+    const counting = { ...realTimers, set: (fn: () => void, ms: number) => (armed.push(ms), realTimers.set(fn, ms)) };
+    const b = await libp2pSeam({ privateKey: keys[1]!, listen: ["/ip4/127.0.0.1/tcp/0"], roster: [{ id: peerIdOf(keys[0]!), addrs: [] }], allowOnlyRoster: true, timers: realTimers, random: seededRandom(2), redialMinMs: 20, redialMaxMs: 5_000 });
+    const a = await libp2pSeam({ privateKey: keys[0]!, listen: ["/ip4/127.0.0.1/tcp/0"], roster: [{ id: b.self, addrs: b.addrs() }], allowOnlyRoster: true, timers: counting, random: seededRandom(1), redialMinMs: 20, redialMaxMs: 5_000 });
+    try {
+      await until(() => a.peers.get().has(b.self), "connected");
+      await sleep(100); // the dial's own follow-up check (redialMinMs after it) comes and goes
+      armed.length = 0;
+      await sleep(400);
+      // before: a check every 20 ms (±20 %), some 20 timers in 400 ms; now none until redialMaxMs
+      expect(armed.filter((ms) => ms < 5_000 * 0.8)).toEqual([]);
+      // a dropped connection is still redialed at once
+      a.setBlocked([b.self]);
+      await until(() => !a.peers.get().has(b.self), "blocked");
+      a.setBlocked([]);
+      await until(() => a.peers.get().has(b.self), "reconnected");
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  });
+
   it("a restarted peer with the same key rejoins under the same id", async () => {
     const { seams, keys } = await startLibp2pSeams(2);
     const [a, b] = seams as [typeof seams[0], typeof seams[0]];
