@@ -259,6 +259,8 @@ export class RaftCore {
   /** Followers owed a commit notice (no AppendEntries carried the new commit index yet), and when it is due. */
   #commitNoticeDue = new Set<NodeId>();
   #commitNoticeAt = Infinity;
+  /** Scratch space for `#maybeCommit`'s match indexes (one slot per voter). */
+  readonly #matchScratch: number[] = [];
 
   #pendingProposals = new Map<LogIndex, { id: number; term: number }>();
   #pendingForwardsIn = new Map<LogIndex, { from: NodeId; corrId: number; term: number }>();
@@ -1415,13 +1417,23 @@ export class RaftCore {
   #maybeCommit(): void {
     // Stryker disable next-line ConditionalExpression: every caller runs on a leader (it checks the state or has just become leader); this also hides the killed `true` variant
     if (this.#state !== "leader") return;
-    const matches: number[] = [];
-    for (const v of this.#config.voters) {
-      if (v === this.id) matches.push(this.#persistedLast);
-      else matches.push(this.#progress.get(v)?.match ?? 0);
+    // the highest index a quorum of voters has durably: the quorum-th largest match, found without allocating or
+    // sorting (this runs on every append reply)
+    const voters = this.#config.voters;
+    const matches = this.#matchScratch;
+    matches.length = voters.length;
+    for (let i = 0; i < voters.length; i++) {
+      const v = voters[i]!;
+      matches[i] = v === this.id ? this.#persistedLast : (this.#progress.get(v)?.match ?? 0);
     }
-    matches.sort((a, b) => b - a);
-    const n = matches[this.#quorum() - 1] ?? 0;
+    const quorum = this.#quorum();
+    let n = 0;
+    for (const m of matches) {
+      if (m <= n) continue;
+      let atLeast = 0;
+      for (const o of matches) if (o >= m) atLeast++;
+      if (atLeast >= quorum) n = m;
+    }
     // Stryker disable next-line EqualityOperator: at n === #commit, #commitTo returns at once (termAt has no side effect); this also hides the killed `<=` and `!==` variants
     if (n > this.#commit && this.termAt(n) === this.#term) this.#commitTo(n);
   }
