@@ -53,6 +53,7 @@ describe("demand refresh failing", () => {
     await c.prepare({ id: edge("q", 0), parent: "root", child: "q", weight: 1 });
     await c.prepare({ id: edge("p", 0), parent: "q", child: "p", weight: 1 });
     await c.prepare({ id: edge("c", 0), parent: "p", child: "c", weight: 1 });
+    await c.activate(edge("c", 0)); // demand stands only on an ACTIVE edge
     const set = await c.raw("POST", "/v1/demand", { edge: edge("c", 0), ...demand });
     expect(set.status).toBe(200);
     expect((set.body as { refresh: DemandView["refresh"] }).refresh).toMatchObject({ ok: true, failing: null });

@@ -23,6 +23,7 @@ import {
 import type { FastifyInstance } from "fastify";
 import { buildApi } from "./api.ts";
 import { ConfigError, loadConfig, raftTimingIssues, type DaemonConfig } from "./config.ts";
+import { addressIssues } from "./config-addresses.ts";
 import type { ControlPlane } from "./control-plane.ts";
 import type { DataPlane } from "./data-plane.ts";
 import { heddleGoverned, RaftConfigError, type RaftStorage } from "@heddle/governed";
@@ -185,6 +186,8 @@ export const SEAM_DEFAULT_FRAME_BYTES = 1_048_576;
  */
 export async function startDaemon(configOrPath: DaemonConfig | string, opts: StartDaemonOptions = {}): Promise<RunningDaemon> {
   const config = typeof configOrPath === "string" ? loadConfig(configOrPath) : configOrPath;
+  const addresses = addressIssues(config);
+  if (addresses.length > 0) throw new ConfigError(config.file, addresses);
   const token = readToken(config.api.tokenFile);
   const key = readKey(config.keyFile);
   const self = peerIdOf(key);

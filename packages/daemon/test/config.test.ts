@@ -3,7 +3,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEFAULT_RAFT_CONFIG, raftConfig } from "@heddle/governed";
-import { ConfigError, initCluster, loadConfig, parseConfig, type GovernedMode, type InitPeer } from "../src/index.ts";
+import { ConfigError, initCluster, loadConfig, parseConfig, silentLogger, startDaemon, type GovernedMode, type InitPeer } from "../src/index.ts";
+import { addressIssues } from "../src/config-addresses.ts";
 import { RAFT_TIMING_DEFAULTS, raftConfigOf, raftTimingIssues } from "../src/config.ts";
 import { ephemeralPortRange } from "../../seam/src/ports.ts";
 
@@ -139,25 +140,29 @@ describe("config file", () => {
     expect(issuesOf(node(MAX, MAX))).toEqual([{ field: "node.quantum", problem: expect.stringContaining(`set it to at most ${MAX - 3n}`) }]);
   });
 
-  it("refuses roster ids that are not peer ids and addresses that are not multiaddrs, naming each", () => {
-    const issues = issuesOf(
-      edit((d) => {
-        d.roster[1].id = "peer-2";
-        d.roster[2].addrs = ["/ip4/127.0.0.1/tcp/7103", "/ip4/999.1.1.1/tcp/7103"];
-        d.p2p.announce = ["/ip4/127.0.0.1/tcp"];
-        d.p2p.listen = ["/foo/1"];
-      }),
+  it("refuses roster ids that are not peer ids and addresses that are not multiaddrs, naming each (at start: reading a config loads no libp2p)", async () => {
+    const good = parseConfig(edit(() => {}), join(dir, "x.json"));
+    expect(addressIssues(good)).toEqual([]);
+    const issues = addressIssues({
+      roster: good.roster.map((p, i) => (i === 1 ? { ...p, id: "peer-2" } : i === 2 ? { ...p, addrs: ["/ip4/127.0.0.1/tcp/7103", "/ip4/999.1.1.1/tcp/7103"] } : p)),
+      listen: ["/foo/1"],
+      announce: ["/ip4/127.0.0.1/tcp"],
+    });
+    expect(issues).toEqual([
+      { field: "roster[1].id", problem: expect.stringMatching(/^is not a libp2p peer id .*12D3KooW/) },
+      { field: "roster[2].addrs[1]", problem: expect.stringMatching(/^is not a valid multiaddr \(Invalid IPv4 address "999\.1\.1\.1"\)/) },
+      { field: "p2p.listen[0]", problem: expect.stringMatching(/^is not a valid multiaddr/) },
+      { field: "p2p.announce[0]", problem: expect.stringMatching(/^is not a valid multiaddr/) },
+    ]);
+    // startDaemon refuses such a config file before it opens or listens on anything, naming the key
+    const file = join(dir, "bad-announce.json");
+    writeFileSync(file, JSON.stringify(edit((d) => (d.p2p.announce = ["/ip4/127.0.0.1/tcp"]))));
+    const err = await startDaemon(file, { logger: silentLogger }).then(
+      (d) => d.close().then(() => null),
+      (e: unknown) => e,
     );
-    expect(issues).toEqual(
-      expect.arrayContaining([
-        { field: "roster[1].id", problem: expect.stringMatching(/^is not a libp2p peer id .*12D3KooW/) },
-        { field: "roster[2].addrs[1]", problem: expect.stringMatching(/^is not a valid multiaddr \(Invalid IPv4 address "999\.1\.1\.1"\)/) },
-        { field: "p2p.announce[0]", problem: expect.stringMatching(/^is not a valid multiaddr/) },
-        { field: "p2p.listen[0]", problem: expect.stringMatching(/^is not a valid multiaddr/) },
-      ]),
-    );
-    // the renamed roster peer's supply now names a peer off the roster: that, and nothing about the valid entries
-    expect(issues.map((i) => i.field).filter((f) => f.startsWith("roster") || f.startsWith("p2p"))).toEqual(["roster[1].id", "roster[2].addrs[1]", "p2p.listen[0]", "p2p.announce[0]"]);
+    expect(err).toBeInstanceOf(ConfigError);
+    expect((err as ConfigError).issues).toEqual([{ field: "p2p.announce[0]", problem: expect.stringMatching(/^is not a valid multiaddr/) }]);
   });
 
   it("refuses a genesis topology whose weights under one parent sum past int64, naming the entry that tips it over", () => {

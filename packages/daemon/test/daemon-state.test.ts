@@ -12,7 +12,7 @@ describe("daemon state across a restart (daemon.sqlite)", () => {
     const leaf = "a";
     try {
       expect((await s.client.raw("POST", "/v1/demand", { leaf, targetOutstanding: 100, maximumUsefulGrant: 10, leaseMs: 3_600_000 })).status).toBe(200);
-      expect((await s.client.raw("POST", "/v1/demand", { leaf: "b", targetOutstanding: 5, maximumUsefulGrant: 5, leaseMs: 100 })).status).toBe(200);
+      expect((await s.client.raw("POST", "/v1/demand", { leaf: "b", targetOutstanding: 5, maximumUsefulGrant: 5, leaseMs: 150 })).status).toBe(200);
       for (let i = 0; i < 200; i++) {
         const h = (await s.client.holdings(leaf)) as { groups: { available: string }[] };
         if (BigInt(h.groups[0]!.available) >= 10n) break;
@@ -23,13 +23,14 @@ describe("daemon state across a restart (daemon.sqlite)", () => {
       expect(refused.status).toBe(409);
       s.client.close();
       await s.daemon.close();
-      await new Promise((r) => setTimeout(r, 150)); // b's lease (100 ms) ends while the daemon is down
+      // b's lease (150 ms: a lease must outlast one scheduler interval, init's 100 ms) ends while the daemon is down
+      await new Promise((r) => setTimeout(r, 200));
 
       const d2 = await startDaemon(s.config, { logger: silentLogger });
       const c = new HeddleClient({ url: d2.url, token: d2.token });
       try {
         const demand = (await c.raw("GET", "/v1/demand")).body as { standing: { edge: string; demand: { targetOutstanding: string } }[] };
-        // a's demand is back; b's 100 ms lease lapsed before the restart and is not
+        // a's demand is back; b's 150 ms lease lapsed before the restart and is not
         expect(demand.standing.map((d) => d.edge)).toEqual(["root→a"]);
         expect(demand.standing[0]!.demand.targetOutstanding).toBe("100");
         const retry = await c.raw("POST", "/v1/reservations", { leaf, maximumCost: 5 }, { idempotencyKey: "job-1" });
