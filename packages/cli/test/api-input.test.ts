@@ -194,21 +194,23 @@ describe("claims holders", () => {
   });
 });
 
+/** A daemon whose `GET /v1/status` is a governed peer with `control` as its control part (and `/v1/peers` itself alone). */
+const statusOf =
+  (control: object) =>
+  (req: { url?: string }): { status: number; body: unknown } =>
+    req.url === "/v1/peers"
+      ? { status: 200, body: { peers: [{ id: "12D3KooWself", self: true, connected: true, unreachable: false, lastLiveness: null }] } }
+      : {
+          status: 200,
+          body: { self: "12D3KooWself", mode: "governed", epoch: 3, ledgerDigest: "d", mintedTotal: "0", leafSpentTotal: "0", conflicts: [], reservationsOpen: 0, schedulerTicks: 1, failed: false, control },
+        };
+
 describe("heddle status on a halted control plane", () => {
   it("prints the halt and the config keys to fix", async () => {
-    d.answer = (req) =>
-      req.url === "/v1/peers"
-        ? { status: 200, body: { peers: [{ id: "12D3KooWself", self: true, connected: true, unreachable: false, lastLiveness: null }] } }
-        : {
-            status: 200,
-            body: {
-              self: "12D3KooWself", mode: "governed", epoch: 3, ledgerDigest: "d", mintedTotal: "0", leafSpentTotal: "0", conflicts: [], reservationsOpen: 0, schedulerTicks: 1, failed: false,
-              control: {
-                role: "follower", leader: null, appliedIndex: 4, isWritable: false, enrolled: [],
-                halted: { index: 5, message: "claims.capacity differs from the log's", settings: [{ setting: "claims.capacity", configKey: "mode.claims.capacity" }] },
-              },
-            },
-          };
+    d.answer = statusOf({
+      role: "follower", leader: null, appliedIndex: 4, isWritable: false, enrolled: [],
+      halted: { index: 5, message: "claims.capacity differs from the log's", settings: [{ setting: "claims.capacity", configKey: "mode.claims.capacity" }] },
+    });
     const r = await run(["status", "--url", d.url, "--token", "t"]);
     expect(r.code, r.err).toBe(EXIT.ok);
     expect(r.out).toContain("HALTED    at index 5: claims.capacity differs from the log's");
@@ -219,19 +221,10 @@ describe("heddle status on a halted control plane", () => {
 describe("heddle status on a member that cannot install its leader's snapshot", () => {
   it("prints each stall's message, which names the config key and the size to raise it to", async () => {
     const message = "the snapshot leader 12D3KooWlead sends (through index 900, 70000000 bytes) is above this member's mode.raft.snapshotMaxBytes (67108864): it is refused and this member cannot catch up — raise mode.raft.snapshotMaxBytes to at least 70000000 on this member";
-    d.answer = (req) =>
-      req.url === "/v1/peers"
-        ? { status: 200, body: { peers: [{ id: "12D3KooWself", self: true, connected: true, unreachable: false, lastLiveness: null }] } }
-        : {
-            status: 200,
-            body: {
-              self: "12D3KooWself", mode: "governed", epoch: 3, ledgerDigest: "d", mintedTotal: "0", leafSpentTotal: "0", conflicts: [], reservationsOpen: 0, schedulerTicks: 1, failed: false,
-              control: {
-                role: "follower", leader: "12D3KooWlead", appliedIndex: 4, isWritable: true, enrolled: [], halted: null,
-                snapshotStalls: [{ side: "receiving", peer: "12D3KooWlead", snapshotBytes: 70_000_000, snapshotMaxBytes: 67_108_864, message }],
-              },
-            },
-          };
+    d.answer = statusOf({
+      role: "follower", leader: "12D3KooWlead", appliedIndex: 4, isWritable: true, enrolled: [], halted: null,
+      snapshotStalls: [{ side: "receiving", peer: "12D3KooWlead", snapshotBytes: 70_000_000, snapshotMaxBytes: 67_108_864, message }],
+    });
     const r = await run(["status", "--url", d.url, "--token", "t"]);
     expect(r.code, r.err).toBe(EXIT.ok);
     expect(r.out).toContain(`STALLED   ${message}`);

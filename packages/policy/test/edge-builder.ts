@@ -1,5 +1,5 @@
 import { AttachmentId, GroupId, Rational, Weight } from "@heddle/ledger";
-import type { Gauge } from "@heddle/ledger";
+import type { EntitlementLedger, Gauge } from "@heddle/ledger";
 import { applyGrantToEdge } from "../src/grant-application.ts";
 import type { PolicyEdge } from "../src/policy-edge.ts";
 
@@ -89,4 +89,22 @@ export function tally(grants: readonly { attachment: string; amount: bigint }[])
   const m = new Map<string, bigint>();
   for (const g of grants) m.set(g.attachment, (m.get(g.attachment) ?? 0n) + g.amount);
   return m;
+}
+
+/**
+ * A parent's children as the node reads them from a ledger view, in the order of `ids`: each with its record,
+ * summary, gauge and base issuance from `L`, and the demand (and virtual offset, default 0) of its spec.
+ */
+export function edgesFromLedger(L: EntitlementLedger, ids: readonly AttachmentId[], specs: readonly { target: bigint; maxGrant: bigint; offset?: Rational }[]): PolicyEdge[] {
+  return ids.map((id, i) => {
+    const s = specs[i]!;
+    return {
+      record: L.record(id)!,
+      summary: L.edge(id)!,
+      demand: { targetOutstanding: s.target, maximumUsefulGrant: s.maxGrant },
+      gauge: L.gauge(id),
+      baseIssued: L.baseIssuance(id),
+      virtualOffset: s.offset ?? Rational.ZERO,
+    };
+  });
 }

@@ -14,7 +14,7 @@ import { AttachmentId, EntitlementLedger, GroupId, LedgerOverflowError, MAX, Rat
 import type { Gauge, MutationResult } from "@heddle/ledger";
 import { HeddlePolicy, joinGauge } from "../src/index.ts";
 import type { Grant, PolicyConfig, PolicyEdge } from "../src/index.ts";
-import { edge } from "./edge-builder.ts";
+import { edge, edgesFromLedger } from "./edge-builder.ts";
 
 const RUNS = Number(process.env["HEDDLE_RUNS"] ?? 300);
 const root = GroupId("root");
@@ -63,20 +63,8 @@ const childArb: fc.Arbitrary<ChildSpec> = fc.record({
   maxGrant: fc.bigInt({ min: 0n, max: 12n }),
 });
 
-/** The parent's children as the node reads them from a ledger view, in id order. */
-function edgesFrom(L: EntitlementLedger, ids: readonly AttachmentId[], specs: readonly ChildSpec[]): PolicyEdge[] {
-  return ids.map((id, i) => {
-    const s = specs[i]!;
-    return {
-      record: L.record(id)!,
-      summary: L.edge(id)!,
-      demand: { targetOutstanding: s.target, maximumUsefulGrant: s.maxGrant },
-      gauge: L.gauge(id),
-      baseIssued: L.baseIssuance(id),
-      virtualOffset: Rational.ZERO,
-    };
-  });
-}
+/** The parent's children as the node reads them from a ledger view, in id order (no virtual offset). */
+const edgesFrom = (L: EntitlementLedger, ids: readonly AttachmentId[], specs: readonly ChildSpec[]): PolicyEdge[] => edgesFromLedger(L, ids, specs);
 
 describe("gauge floors whose cross products leave int64 (near 2^63, or over denominators near 2^32)", () => {
   it("allocate ends as the node loop (pick + ledger.delegate) does: the same grants, or LedgerOverflowError", () => {

@@ -5,6 +5,7 @@ import type { MutationResult } from "@heddle/ledger";
 import { HeddlePolicy } from "../src/index.ts";
 import type { Grant, PolicyConfig, PolicyEdge } from "../src/index.ts";
 import { applyGrant } from "../src/grant-application.ts";
+import { edgesFromLedger } from "./edge-builder.ts";
 
 const RUNS = Number(process.env["HEDDLE_RUNS"] ?? 150);
 const root = GroupId("root");
@@ -40,19 +41,8 @@ const childArb: fc.Arbitrary<ChildSpec> = fc.record({
 });
 
 /** The parent's ACTIVE children as the node reads them from a ledger view, in id order. */
-function edgesFrom(L: EntitlementLedger, ids: readonly AttachmentId[], specs: readonly ChildSpec[]): PolicyEdge[] {
-  return ids.map((id, i) => {
-    const s = specs[i]!;
-    return {
-      record: L.record(id)!,
-      summary: L.edge(id)!,
-      demand: { targetOutstanding: s.target, maximumUsefulGrant: s.maxGrant },
-      gauge: L.gauge(id),
-      baseIssued: L.baseIssuance(id),
-      virtualOffset: Rational.of(s.offset[0], s.offset[1]),
-    };
-  });
-}
+const edgesFrom = (L: EntitlementLedger, ids: readonly AttachmentId[], specs: readonly ChildSpec[]): PolicyEdge[] =>
+  edgesFromLedger(L, ids, specs.map((s) => ({ ...s, offset: Rational.of(s.offset[0], s.offset[1]) })));
 
 describe("allocate agrees with a loop of pick + ledger.delegate over the same ledger view", () => {
   it("identical grant lists, and the engine's apply step checkpoints exactly as ledger.delegate does", () => {
