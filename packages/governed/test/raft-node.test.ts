@@ -8,7 +8,6 @@ import { MemoryNetwork, seededRandom } from "@heddle/seam";
 import { VirtualTimers } from "@heddle/seam/testing";
 import { runFor, runUntil, tick } from "./support/virtual-steps.ts";
 import {
-  decodeMessage,
   LeadershipLostError,
   LeadershipTransferError,
   memoryRaftStorage,
@@ -22,6 +21,7 @@ import {
 } from "../src/index.ts";
 import type { ClusterConfig, Committed, LogEntry, Message, RaftNode, RaftStorage, RaftTransport } from "../src/index.ts";
 import { KvMachine, kvCommand } from "./support/kv-machine.ts";
+import { watchedTransport } from "./support/watched-transport.ts";
 
 
 class Cluster {
@@ -43,19 +43,7 @@ class Cluster {
   add(id: string, cluster: ClusterConfig, storage: RaftStorage = memoryRaftStorage(), sent?: (to: string, m: Message) => void): RaftNode {
     const seam = this.nodes.has(id) ? this.net.restart(id) : this.net.join(id);
     const inner = raftChannelTransport(seam);
-    const transport: RaftTransport = sent === undefined ? inner : {
-      self: inner.self,
-      peers: inner.peers,
-      get maxPayloadBytes() {
-        return inner.maxPayloadBytes;
-      },
-      onFrame: (fn) => inner.onFrame(fn),
-      send: (to, frame) => {
-        const m = decodeMessage(frame);
-        if (m !== null) sent(to, m);
-        inner.send(to, frame);
-      },
-    };
+    const transport: RaftTransport = sent === undefined ? inner : watchedTransport(inner, (to, m) => sent(to, m));
     const node = raftNode({ cluster, transport, storage, timers: this.timers, random: seededRandom(this.seed * 1000 + id.charCodeAt(1)) });
     this.nodes.set(id, node);
     this.stores.set(id, storage);

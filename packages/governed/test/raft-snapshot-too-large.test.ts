@@ -16,7 +16,6 @@ import { describe, expect, it } from "vitest";
 import { MemoryNetwork, seededRandom } from "@heddle/seam";
 import { VirtualTimers } from "@heddle/seam/testing";
 import {
-  decodeMessage,
   memoryRaftStorage,
   raftChannelTransport,
   raftNode,
@@ -27,6 +26,7 @@ import type { ClusterConfig, Envelope, Message, RaftConfig, RaftCore, RaftNode, 
 import { cycle, electVia, hand, handCore, sent } from "./support/hand-driven.ts";
 import { KvMachine, kvCommand } from "./support/kv-machine.ts";
 import { runFor, runUntil } from "./support/virtual-steps.ts";
+import { watchedTransport } from "./support/watched-transport.ts";
 
 const V: ClusterConfig = { voters: ["a", "b", "late"], learners: [] };
 const enc = new TextEncoder();
@@ -190,19 +190,7 @@ class Cluster {
 
   add(id: string, cluster: ClusterConfig, config: Partial<RaftConfig> = {}, sent?: (m: Message) => void): RaftNode {
     const inner = raftChannelTransport(this.net.join(id));
-    const transport: RaftTransport = sent === undefined ? inner : {
-      self: inner.self,
-      peers: inner.peers,
-      get maxPayloadBytes() {
-        return inner.maxPayloadBytes;
-      },
-      onFrame: (fn) => inner.onFrame(fn),
-      send: (to, frame) => {
-        const m = decodeMessage(frame);
-        if (m !== null) sent(m);
-        inner.send(to, frame);
-      },
-    };
+    const transport: RaftTransport = sent === undefined ? inner : watchedTransport(inner, (_to, m) => sent(m));
     const node = raftNode({ cluster, transport, storage: memoryRaftStorage(), timers: this.timers, random: seededRandom(31 + id.charCodeAt(1)), config });
     this.nodes.set(id, node);
     const kv = new KvMachine();
