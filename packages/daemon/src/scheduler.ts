@@ -270,6 +270,7 @@ export class Scheduler {
       }
     }
     const view = this.#o.node.ledger.get();
+    this.#follow(view);
     try {
       this.#refresh(view, now);
     } catch (e) {
@@ -279,6 +280,35 @@ export class Scheduler {
       this.#report(e);
     }
     this.#scheduleAll();
+  }
+
+  /**
+   * Standing demand follows its child across a reshape (governed.md §3.7: prepare the new generation, close the old,
+   * drain, retire, activate): demand on an edge that is no longer ACTIVE moves to the child's live inbound edge once
+   * that is another, ACTIVE edge, keeping its demand and lease — or gives way to demand already standing there (set
+   * since, by leaf). Until then it stays where it is (and lapses with its lease if the child never gets one). It was
+   * left on the old generation: rolled up along the old parent's lineage and never served.
+   */
+  #follow(view: EntitlementLedger): void {
+    for (const [e, s] of [...this.#standing]) {
+      const lc = view.lifecycle(e);
+      if (lc === "ACTIVE" || lc === "PREPARED" || lc === null) continue;
+      const rec = view.record(e);
+      const to = rec === null ? null : inboundEdge(view, rec.child);
+      if (to === null || to === e || view.lifecycle(to) !== "ACTIVE") continue;
+      const there = this.#standing.get(to);
+      const moved: StandingDemand = there ?? { edge: to, demand: s.demand, expiresAt: s.expiresAt };
+      try {
+        // durable first, as setDemand is: the moved demand, then the old one gone
+        if (there === undefined) this.#o.memory?.put(moved);
+        this.#o.memory?.drop(e);
+      } catch (err) {
+        this.#report(err, `move standing demand from ${e} to ${to}`);
+        continue;
+      }
+      this.#standing.delete(e);
+      this.#standing.set(to, moved);
+    }
   }
 
   /**

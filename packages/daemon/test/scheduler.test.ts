@@ -21,7 +21,7 @@ function tree(): EntitlementLedger {
 }
 
 function harness(maxSlot: number | (() => number) = Infinity, failing: ReadonlySet<string> = new Set(), memory?: { put(s: StandingDemand): void; drop(edge: AttachmentId): void }, intervalMs = 100) {
-  const ledger = tree();
+  let ledger = tree();
   const slot = new Map<string, Demand>();
   const advertiseMany = (changes: Iterable<readonly [AttachmentId, Demand]>) => {
     const next = new Map(slot);
@@ -55,7 +55,15 @@ function harness(maxSlot: number | (() => number) = Infinity, failing: ReadonlyS
     onError: (e) => errors.push((e as Error).message),
     ...(memory !== undefined ? { memory } : {}),
   });
-  return { s, scheduled, advertised, slot, timers, errors };
+  /** Applies ledger steps (each must be accepted) to the view the scheduler reads. */
+  const apply = (...steps: ((x: EntitlementLedger) => ReturnType<EntitlementLedger["activate"]>)[]) => {
+    for (const step of steps) {
+      const r = step(ledger);
+      if (!r.ok) throw new Error(r.refusal.kind);
+      ledger = ledger.join(r.patch);
+    }
+  };
+  return { s, scheduled, advertised, slot, timers, errors, apply };
 }
 
 describe("daemon scheduler", () => {
@@ -211,6 +219,44 @@ describe("daemon scheduler", () => {
     expect([...disk.keys()]).toEqual(["a→batch"]);
     expect(h.s.setDemand(AttachmentId("a→batch"), { targetOutstanding: 0n, maximumUsefulGrant: 0n }, 10_000).ok).toBe(true);
     expect(disk.size).toBe(0);
+  });
+
+  it("standing demand follows its child across a reshape: it moves to the new generation once that is ACTIVE, durably, keeping demand and lease", () => {
+    const disk = new Map<string, StandingDemand>();
+    const h = harness(Infinity, new Set(), { put: (s) => disk.set(s.edge, s), drop: (e) => disk.delete(e) });
+    const old = AttachmentId("a→batch");
+    const next = AttachmentId("b→batch");
+    expect(h.s.setDemand(old, { targetOutstanding: 50n, maximumUsefulGrant: 10n }, 60_000).ok).toBe(true);
+    const lease = h.s.standing()[0]!.expiresAt;
+    // governed.md §3.7: prepare the new generation under b, close the old; while it drains nothing moves
+    h.apply((x) => x.prepare({ id: next, parent: GroupId("b"), child: GroupId("batch"), weight: Weight.ONE }), (x) => x.close(old));
+    h.s.tick();
+    expect(h.s.standing().map((s) => s.edge)).toEqual([old]);
+    // retired, the new generation not yet active: still nowhere to go
+    h.apply((x) => x.retire(old));
+    h.s.tick();
+    expect(h.s.standing().map((s) => s.edge)).toEqual([old]);
+    h.apply((x) => x.activate(next));
+    h.scheduled.length = 0;
+    h.s.tick();
+    expect(h.s.standing()).toEqual([{ edge: next, demand: { targetOutstanding: 50n, maximumUsefulGrant: 10n }, expiresAt: lease }]);
+    expect([...disk.keys()]).toEqual([next]);
+    // rolled up and scheduled along the new lineage: root → b → batch, nothing under a
+    expect(h.slot.get(next)).toEqual({ targetOutstanding: 50n, maximumUsefulGrant: 10n });
+    expect(h.slot.has(old)).toBe(false);
+    expect(h.slot.has(AttachmentId("root→a"))).toBe(false);
+    expect(h.scheduled).toEqual(["root", "b"]);
+  });
+
+  it("a reshape's moved demand gives way to demand already standing on the new generation (set since, by leaf)", () => {
+    const h = harness();
+    const old = AttachmentId("a→batch");
+    const next = AttachmentId("b→batch");
+    expect(h.s.setDemand(old, { targetOutstanding: 50n, maximumUsefulGrant: 10n }, 60_000).ok).toBe(true);
+    h.apply((x) => x.prepare({ id: next, parent: GroupId("b"), child: GroupId("batch"), weight: Weight.ONE }), (x) => x.close(old), (x) => x.retire(old), (x) => x.activate(next));
+    expect(h.s.setDemand(next, { targetOutstanding: 7n, maximumUsefulGrant: 7n }, 5_000).ok).toBe(true);
+    h.s.tick();
+    expect(h.s.standing().map((s) => [s.edge, s.demand.targetOutstanding])).toEqual([[next, 7n]]);
   });
 
   it("restore stands what has not lapsed, up to maxStanding, and forgets the rest on disk", () => {
