@@ -39,19 +39,35 @@ export function weightSumProblem(view: Pick<EntitlementLedger, "knownEdges" | "r
 /**
  * A genesis topology's edges (all ACTIVE) whose parent's children's weights would sum past int64, in the order given:
  * for each such parent, the position of the edge that tips it over and why (`weightSumProblem`'s message). The
- * config check names `mode.topology[i].weight` with it, `heddle init --tree` the item.
+ * config check names `mode.topology[i].weight` with it, `heddle init --tree` the item. Each parent is summed once; only
+ * a parent whose children overflow is searched (by halving) for the first edge, in the order given, whose prefix
+ * overflows — a config of 10,000 edges is checked in milliseconds.
  */
 export function genesisWeightProblems(topology: readonly AttachmentRecord[]): { index: number; message: string }[] {
-  const out: { index: number; message: string }[] = [];
-  const overflowing = new Set<string>();
+  const byParent = new Map<string, number[]>();
   topology.forEach((rec, k) => {
-    if (overflowing.has(rec.parent)) return;
-    const before = topology.slice(0, k).filter((r) => r.parent === rec.parent);
-    const view = { knownEdges: () => before.map((r) => r.id), record: (id: string) => before.find((r) => r.id === id) ?? null, lifecycle: () => "ACTIVE" as const };
-    const bad = weightSumProblem(view as never, rec, `genesis edge ${rec.id}`);
-    if (bad === null) return;
-    overflowing.add(rec.parent);
-    out.push({ index: k, message: bad.message });
+    const list = byParent.get(rec.parent);
+    if (list === undefined) byParent.set(rec.parent, [k]);
+    else list.push(k);
   });
-  return out;
+  const out: { index: number; message: string }[] = [];
+  for (const idx of byParent.values()) {
+    // the problem of adding the parent's k-th edge (in the order given) to the ones before it
+    const problemAt = (k: number): { siblings: number; message: string } | null => {
+      const before = new Map(idx.slice(0, k).map((j) => [topology[j]!.id as string, topology[j]!]));
+      const view = { knownEdges: () => [...before.keys()], record: (id: string) => before.get(id) ?? null, lifecycle: () => "ACTIVE" as const };
+      const rec = topology[idx[k]!]!;
+      return weightSumProblem(view as never, rec, `genesis edge ${rec.id}`);
+    };
+    if (problemAt(idx.length - 1) === null) continue;
+    let lo = 0;
+    let hi = idx.length - 1; // the prefix through hi overflows
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (problemAt(mid) === null) lo = mid + 1;
+      else hi = mid;
+    }
+    out.push({ index: idx[hi]!, message: problemAt(hi)!.message });
+  }
+  return out.sort((a, b) => a.index - b.index);
 }

@@ -176,6 +176,12 @@ describe("config file", () => {
     expect(parseConfig(topo([P62, (2n ** 62n - 1n).toString()]), join(dir, "x.json")).mode.kind).toBe("static");
     const split = edit((d) => (d.mode.topology = [{ id: "root→a", parent: "root", child: "a", weight: P62 }, { id: "root→b", parent: "root", child: "b", weight: 1 }, { id: "a→x", parent: "a", child: "x", weight: P62 }, { id: "b→y", parent: "b", child: "y", weight: P62 }]));
     expect(parseConfig(split, join(dir, "x.json")).mode.kind).toBe("static");
+    // the schema's largest topology, 10,000 siblings: checked once per parent (review: the check was cubic, minutes
+    // per config read at this size), and the one that tips it over still found, in the file's order
+    const many = Array.from({ length: 10_000 }, () => "1");
+    expect(parseConfig(topo(many), join(dir, "x.json")).mode.kind).toBe("static");
+    many[7_777] = (2n ** 63n - 1n).toString();
+    expect(issuesOf(topo(many))).toEqual([{ field: "mode.topology[7777].weight", problem: expect.stringMatching(/^genesis edge root→g7777: /) }]);
   });
 
   it("checks mode.raft against the Raft member's timing rules, naming the key to change", () => {
