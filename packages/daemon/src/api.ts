@@ -493,17 +493,19 @@ export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
     if ((b.edge === undefined) === (b.leaf === undefined)) {
       return sendInvalid(reply, "body", [{ field: b.edge === undefined ? "edge" : "leaf", problem: "give exactly one of edge and leaf" }]);
     }
-    let edge: AttachmentId;
-    if (b.edge !== undefined) edge = AttachmentId(b.edge);
-    else {
-      const e = inboundEdge(view(), GroupId(b.leaf!));
-      if (e === null) return reply.code(409).send({ error: "refused", message: `group ${b.leaf} has no live inbound edge on this peer's view`, refusal: { kind: "no-lineage", leaf: b.leaf } });
-      edge = e;
-    }
     const target = amountOf(b.targetOutstanding);
     const maxGrant = amountOf(b.maximumUsefulGrant);
     if (target === null || maxGrant === null) return sendInvalid(reply, "body", [{ field: target === null ? "targetOutstanding" : "maximumUsefulGrant", problem: "is above 2^63 − 1" }]);
     const withdraw = target === 0n && maxGrant === 0n;
+    let edge: AttachmentId;
+    if (b.edge !== undefined) edge = AttachmentId(b.edge);
+    else {
+      // a withdrawal by leaf finds the leaf's standing demand even between a reshape's retire and activate, when
+      // the leaf has no live inbound edge
+      const e = inboundEdge(view(), GroupId(b.leaf!)) ?? (withdraw ? ctx.scheduler.standingFor(view(), GroupId(b.leaf!)) : null);
+      if (e === null) return reply.code(409).send({ error: "refused", message: `group ${b.leaf} has no live inbound edge on this peer's view`, refusal: { kind: "no-lineage", leaf: b.leaf } });
+      edge = e;
+    }
     if (!withdraw && b.leaseMs !== undefined && b.leaseMs <= ctx.scheduler.intervalMs) {
       // the next round (at most scheduler.intervalMs away) would drop it before scheduling anything for it
       return sendInvalid(reply, "body", [{ field: "leaseMs", problem: `is ${b.leaseMs}, not above scheduler.intervalMs (${ctx.scheduler.intervalMs}): the demand would lapse before the next scheduler round served it; give a longer lease (or none: node.demandTtlMs, ${ctx.demandTtlMs}) and set the demand again before it ends` }]);
@@ -520,7 +522,8 @@ export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
         : `this demand and the edges above every standing demand would not fit this peer's demand slot (${f.limit} ${f.value}); nothing was stored — withdraw some standing demand first`;
       return reply.code(409).send({ error: "refused", message, refusal: toWire(r.refusal) });
     }
-    return { edge, standing: r.standing === null ? null : toWire(r.standing), refresh: toWire(ctx.scheduler.refresh()) };
+    // the edge the demand stands on: after a reshape, the asked edge's next generation (Scheduler#follow)
+    return { edge: r.standing?.edge ?? edge, standing: r.standing === null ? null : toWire(r.standing), refresh: toWire(ctx.scheduler.refresh()) };
   });
   app.get(`${API_PREFIX}/demand`, { schema: { ...tags("data"), summary: "Standing demand, what this peer advertises per edge (live or lapsed on the peers) and how its periodic refresh is going", response: { 200: S.DemandView } } }, async () => ({
     standing: ctx.scheduler.standing().map((s) => toWire(s)),

@@ -98,6 +98,8 @@ function sat(a: bigint, b: bigint): bigint {
 export class Scheduler {
   readonly #o: SchedulerOptions;
   readonly #standing = new Map<AttachmentId, StandingDemand>();
+  /** Where demand moved with a reshape (`#follow`): old edge → new; kept while demand stands at the end of the chain. */
+  readonly #moved = new Map<AttachmentId, AttachmentId>();
   readonly #advertised = new Map<AttachmentId, { demand: Demand; at: number }>();
   #timer: unknown = null;
   #ticks = 0;
@@ -162,13 +164,18 @@ export class Scheduler {
    * Sets (or, with a zero target, removes) the standing demand on `edge` for `leaseMs`; it is rolled up
    * to every edge above and advertised at the next tick (run at once here).
    */
-  setDemand(edge: AttachmentId, demand: Demand, leaseMs: number): { ok: true; standing: StandingDemand | null } | { ok: false; refusal: DemandRefusal } {
+  setDemand(asked: AttachmentId, demand: Demand, leaseMs: number): { ok: true; standing: StandingDemand | null } | { ok: false; refusal: DemandRefusal } {
     const view = this.#o.node.ledger.get();
-    if (view.record(edge) === null) return { ok: false, refusal: { kind: "unknown-edge", edge } };
+    if (view.record(asked) === null) return { ok: false, refusal: { kind: "unknown-edge", edge: asked } };
+    // demand that moved with a reshape is still addressed by the edge it stood on: refreshed or withdrawn where it is
+    const edge = this.#movedTo(asked);
     const withdraw = demand.targetOutstanding === 0n && demand.maximumUsefulGrant === 0n;
-    // a withdrawal is taken whatever the edge's lifecycle: demand stood while it was ACTIVE must be removable
+    // A withdrawal is taken whatever the edge's lifecycle: demand stood while it was ACTIVE must be removable. New
+    // demand stands on an ACTIVE edge, or a CLOSING one — the child's live inbound edge while a reshape drains it
+    // (governed.md §3.7), whose demand follows the child to its next generation once that is ACTIVE (#follow);
+    // never on a PREPARED or RETIRED one, which nothing would ever serve.
     const lifecycle = view.lifecycle(edge);
-    if (!withdraw && lifecycle !== null && lifecycle !== "ACTIVE") return { ok: false, refusal: { kind: "not-active", edge, lifecycle } };
+    if (!withdraw && lifecycle !== null && lifecycle !== "ACTIVE" && lifecycle !== "CLOSING") return { ok: false, refusal: { kind: "not-active", edge, lifecycle } };
     if (withdraw) {
       this.#o.memory?.drop(edge);
       this.#standing.delete(edge);
@@ -290,6 +297,8 @@ export class Scheduler {
    * left on the old generation: rolled up along the old parent's lineage and never served.
    */
   #follow(view: EntitlementLedger): void {
+    // forget moves whose demand no longer stands (withdrawn or lapsed): the map stays as small as the standing set
+    for (const [from] of this.#moved) if (!this.#standing.has(this.#movedTo(from))) this.#moved.delete(from);
     for (const [e, s] of [...this.#standing]) {
       const lc = view.lifecycle(e);
       if (lc === "ACTIVE" || lc === "PREPARED" || lc === null) continue;
@@ -308,7 +317,25 @@ export class Scheduler {
       }
       this.#standing.delete(e);
       this.#standing.set(to, moved);
+      this.#moved.set(e, to);
     }
+  }
+
+  /** Where demand that stood on `edge` stands now: `edge` itself unless it moved with a reshape (`#follow`). */
+  #movedTo(edge: AttachmentId): AttachmentId {
+    let at = edge;
+    for (let hops = 0; !this.#standing.has(at) && hops <= this.#moved.size; hops++) {
+      const next = this.#moved.get(at);
+      if (next === undefined) break;
+      at = next;
+    }
+    return this.#standing.has(at) ? at : edge;
+  }
+
+  /** The edge standing demand for `child` is on (after a reshape it may be the old generation), or null. */
+  standingFor(view: EntitlementLedger, child: GroupId): AttachmentId | null {
+    for (const e of this.#standing.keys()) if (view.record(e)?.child === child) return e;
+    return null;
   }
 
   /**

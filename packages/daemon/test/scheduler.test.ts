@@ -248,6 +248,29 @@ describe("daemon scheduler", () => {
     expect(h.scheduled).toEqual(["root", "b"]);
   });
 
+  it("during a reshape's drain the demand can be refreshed on the CLOSING edge, and after the move it is still addressed by its old edge (review)", () => {
+    const h = harness();
+    const old = AttachmentId("a→batch");
+    const next = AttachmentId("b→batch");
+    expect(h.s.setDemand(old, { targetOutstanding: 50n, maximumUsefulGrant: 10n }, 60_000).ok).toBe(true);
+    h.apply((x) => x.prepare({ id: next, parent: GroupId("b"), child: GroupId("batch"), weight: Weight.ONE }), (x) => x.close(old));
+    // refreshing (a new lease) while the old generation drains: it was refused not-active for the whole drain
+    const refreshed = h.s.setDemand(old, { targetOutstanding: 60n, maximumUsefulGrant: 10n }, 90_000);
+    expect(refreshed).toMatchObject({ ok: true, standing: { edge: old, demand: { targetOutstanding: 60n } } });
+    // a PREPARED edge still takes none: nothing would serve it
+    expect(h.s.setDemand(next, { targetOutstanding: 1n, maximumUsefulGrant: 1n }, 60_000)).toMatchObject({ ok: false, refusal: { kind: "not-active", lifecycle: "PREPARED" } });
+    h.apply((x) => x.retire(old), (x) => x.activate(next));
+    h.s.tick();
+    expect(h.s.standing().map((s) => [s.edge, s.demand.targetOutstanding])).toEqual([[next, 60n]]);
+    // a refresh by the old edge id lands on the new generation (the old one is RETIRED)
+    expect(h.s.setDemand(old, { targetOutstanding: 70n, maximumUsefulGrant: 10n }, 90_000)).toMatchObject({ ok: true, standing: { edge: next, demand: { targetOutstanding: 70n } } });
+    // and a withdrawal by the old edge id withdraws it: it answered ok and left the demand standing
+    expect(h.s.setDemand(old, { targetOutstanding: 0n, maximumUsefulGrant: 0n }, 0)).toEqual({ ok: true, standing: null });
+    expect(h.s.standing()).toEqual([]);
+    // with nothing standing any more, the old edge is RETIRED again for new demand
+    expect(h.s.setDemand(old, { targetOutstanding: 1n, maximumUsefulGrant: 1n }, 60_000)).toMatchObject({ ok: false, refusal: { kind: "not-active", lifecycle: "RETIRED" } });
+  });
+
   it("a reshape's moved demand gives way to demand already standing on the new generation (set since, by leaf)", () => {
     const h = harness();
     const old = AttachmentId("a→batch");
