@@ -457,11 +457,12 @@ export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
   /**
    * A reservation id starts with the peer that made it (node.md §1, `${self}/${epoch}/${n}`): only that peer can
    * complete or cancel it. Sent anywhere else it is `no-such-reservation` (node.md §8) and stays open there, holding
-   * its earmark — so the answer names that peer.
+   * its earmark — so the answer names that peer (one of the roster: a made-up prefix names nobody).
    */
   const settled = (id: string, charged: bigint, outcome: "charged" | "no-such-reservation") => {
     const by = id.slice(0, Math.max(0, id.indexOf("/")));
-    return { id, charged: charged.toString(), outcome, ...(outcome === "no-such-reservation" && by !== "" && by !== String(d.self) ? { reservedBy: by } : {}) };
+    const another = by !== String(d.self) && ctx.roster.some((p) => p.id === by);
+    return { id, charged: charged.toString(), outcome, ...(outcome === "no-such-reservation" && another ? { reservedBy: by } : {}) };
   };
   const finish = (id: string, cost: bigint, reply: FastifyReply) => {
     const r = cost === 0n ? d.cancel(id) : d.complete(id, cost);

@@ -143,11 +143,19 @@ describe("HTTP API: data plane", () => {
   });
 
   it("a reservation id made on another peer: no-such-reservation here, naming the peer to send it to", async () => {
-    const other = "12D3KooWAnotherPeerThatMadeThisReservationXyZ";
-    expect(await s.client.complete(`${other}/3/17`, 5)).toEqual({ id: `${other}/3/17`, charged: "0", outcome: "no-such-reservation", reservedBy: other });
-    expect(await s.client.cancel(`${other}/3/18`)).toEqual({ id: `${other}/3/18`, charged: "0", outcome: "no-such-reservation", reservedBy: other });
-    // one of this peer's own ids that is not open names nobody: there is nowhere else to send it
-    expect(await s.client.complete(`${s.daemon.self}/1/999999`, 0)).toEqual({ id: `${s.daemon.self}/1/999999`, charged: "0", outcome: "no-such-reservation" });
+    // a peer of a two-peer cluster (the other is not started: only its id in the roster matters here)
+    const two = await soloDaemon({ peers: 2, supply: 1_000n, tree: "a=1" });
+    try {
+      const other = two.config.roster.find((p) => p.id !== two.daemon.self)!.id;
+      expect(await two.client.complete(`${other}/3/17`, 5)).toEqual({ id: `${other}/3/17`, charged: "0", outcome: "no-such-reservation", reservedBy: other });
+      expect(await two.client.cancel(`${other}/3/18`)).toEqual({ id: `${other}/3/18`, charged: "0", outcome: "no-such-reservation", reservedBy: other });
+      // one of this peer's own ids that is not open names nobody: there is nowhere else to send it; nor does a
+      // prefix that is no peer of the roster
+      expect(await two.client.complete(`${two.daemon.self}/1/999999`, 0)).toEqual({ id: `${two.daemon.self}/1/999999`, charged: "0", outcome: "no-such-reservation" });
+      expect(await two.client.complete("foo/1/2", 3)).toEqual({ id: "foo/1/2", charged: "0", outcome: "no-such-reservation" });
+    } finally {
+      await two.close();
+    }
   });
 
   it("409 with the node's refusal object, and nothing changes", async () => {
