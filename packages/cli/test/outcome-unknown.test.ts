@@ -46,6 +46,20 @@ describe("a write already sent whose answer is lost exits 6", () => {
     expect(r.err).not.toContain("cannot reach the daemon");
   });
 
+  it("a keyed mint whose holder the CLI filled in says which id it named, so a retry through another peer can name it too (review)", async () => {
+    const s = createServer((req, res) => {
+      req.resume();
+      req.on("end", () => {
+        if (req.url === "/v1/status") res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ self: "12D3KooWthisPeer" }));
+      });
+    });
+    servers.push(s);
+    await new Promise<void>((r) => s.listen(0, "127.0.0.1", r));
+    const r = await at(`http://127.0.0.1:${(s.address() as AddressInfo).port}`, ["mint", "5", "--idempotency-key", "K3"]);
+    expect(r.code, r.err).toBe(EXIT.unknown);
+    expect(r.err).toContain("it named this peer, 12D3KooWthisPeer, for --holder; a retry through another peer must pass --holder 12D3KooWthisPeer to be the same act");
+  });
+
   it("a reset after the request was sent (the peer killed mid-call): exit 6; --json says outcome-unknown on stdout", async () => {
     const url = await serve(reset);
     const r = await at(url, ["mint", "5", "--holder", "p1", "--idempotency-key=K2", "--json"]);

@@ -98,6 +98,20 @@ function printJsonOr(io: Io, v: Record<string, unknown>, body: unknown, human: (
 }
 
 /**
+ * Runs a keyed act whose peer (`--holder`, `PEER_ID`) the CLI filled in with this peer's id (`filled`, else
+ * undefined). If its outcome is unknown, says which id it named: a retry through another peer's config must name the
+ * same one, or it is another act (409 keyReuse).
+ */
+async function filledIn<T>(io: Io, filled: string | undefined, option: string, act: () => Promise<T>): Promise<T> {
+  try {
+    return await act();
+  } catch (e) {
+    if (filled !== undefined && (e as { sent?: unknown }).sent === true) io.err(`heddle: it named this peer, ${filled}, for ${option}; a retry through another peer must pass ${option === "PEER_ID" ? filled : `--holder ${filled}`} to be the same act\n`);
+    throw e;
+  }
+}
+
+/**
  * `complete`/`cancel` of an id the daemon holds no open reservation under (its 200 `no-such-reservation`, node.md
  * §8): exit {@link EXIT.noSuchReservation} so a script can tell it from a charge; `--json` still prints the answer.
  */
@@ -387,11 +401,14 @@ export const API_COMMANDS: Record<string, ApiCommand> = {
     async run(c, p, v, io) {
       const [amount] = need(p, 1, this.usage);
       const key = v["idempotency-key"] as string | undefined;
-      const holder = (v["holder"] as string | undefined) ?? (key !== undefined ? await selfId(c) : undefined);
-      const r = (await c.mint(amountArg(amount!, "AMOUNT", 1), {
-        ...(holder !== undefined ? { holder } : {}),
-        ...(key !== undefined ? { idempotencyKey: key } : {}),
-      })) as Json;
+      const named = v["holder"] as string | undefined;
+      const holder = named ?? (key !== undefined ? await selfId(c) : undefined);
+      const r = (await filledIn(io, named === undefined ? holder : undefined, "--holder", () =>
+        c.mint(amountArg(amount!, "AMOUNT", 1), {
+          ...(holder !== undefined ? { holder } : {}),
+          ...(key !== undefined ? { idempotencyKey: key } : {}),
+        }),
+      )) as Json;
       return printJsonOr(io, v, r, () => appliedLine(`mint ${amount}`, r));
     },
   },
@@ -421,7 +438,7 @@ export const API_COMMANDS: Record<string, ApiCommand> = {
       if (p.length > 1) throw new UsageError(`usage: ${this.usage}`);
       const key = v["idempotency-key"] as string | undefined;
       const replica = p[0] ?? (key !== undefined ? await selfId(c) : undefined);
-      const r = (await c.enroll(replica, key !== undefined ? { idempotencyKey: key } : {})) as Json;
+      const r = (await filledIn(io, p[0] === undefined ? replica : undefined, "PEER_ID", () => c.enroll(replica, key !== undefined ? { idempotencyKey: key } : {}))) as Json;
       return printJsonOr(io, v, r, () => appliedLine("enroll", r));
     },
   },
