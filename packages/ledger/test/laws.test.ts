@@ -30,14 +30,18 @@ const same = (a: EntitlementLedger, b: EntitlementLedger): void => {
   expect(a.equals(b)).toBe(true);
   expect(a.encode()).toBe(b.encode());
 };
+/** I-1's laws on three states: idempotent, commutative, associative. */
+const semilattice = (a: EntitlementLedger, b: EntitlementLedger, c: EntitlementLedger): void => {
+  same(a.join(a), a);
+  same(a.join(b), b.join(a));
+  same(a.join(b).join(c), a.join(b.join(c)));
+};
 
 describe("I-1 join is a semilattice with EMPTY as identity", () => {
   it("I-1 idempotent, commutative, associative, EMPTY identity", () => {
     fc.assert(
       fc.property(ledgerArb, ledgerArb, ledgerArb, (a, b, c) => {
-        same(a.join(a), a);
-        same(a.join(b), b.join(a));
-        same(a.join(b).join(c), a.join(b.join(c)));
+        semilattice(a, b, c);
         same(a.join(EMPTY), a);
         same(EMPTY.join(a), a);
       }),
@@ -66,9 +70,7 @@ describe("I-1 on gauges whose floors span the whole decodable range (§3.8; READ
   it("I-1 join never throws; idempotent, commutative, associative; each floor is the exact max of the operands'", () => {
     fc.assert(
       fc.property(extremeLedgerArb, extremeLedgerArb, extremeLedgerArb, (a, b, c) => {
-        same(a.join(a), a);
-        same(a.join(b), b.join(a));
-        same(a.join(b).join(c), a.join(b.join(c)));
+        semilattice(a, b, c);
         same(a.join(c).join(b), c.join(b).join(a));
         const ca = components(a);
         const cb = components(b);
