@@ -18,7 +18,7 @@ export interface StandingDemand {
 /** Why a demand could not be stood. */
 export type DemandRefusal =
   | { kind: "unknown-edge"; edge: AttachmentId }
-  /** Only ACTIVE edges are scheduled (node.md §7 `policyEdges`): demand on any other would stand unserved. */
+  /** Only ACTIVE edges are scheduled (node.md §7 `policyEdges`): demand on a PREPARED or RETIRED edge would stand unserved (a CLOSING edge's follows its child, `#follow`). */
   | { kind: "not-active"; edge: AttachmentId; lifecycle: Lifecycle }
   | { kind: "too-many"; limit: number }
   /** The rolled-up demand (this edge and every edge above each standing one) would not fit this peer's demand slot. */
