@@ -21,7 +21,12 @@ export const SHARE_DECIMALS = 4;
 export interface DashboardSnapshot {
   /** This peer at a glance. */
   readonly node: Fields;
-  /** Per edge (id): parent, child, weight, lifecycle, fair share, committed share, demanding now, the bar's tone, counters. */
+  /**
+   * Per edge (id): parent, child, weight, lifecycle; `fairShare` w/W and `committedShare` c/C among the ACTIVE
+   * siblings (as `GET /v1/tree` and `/metrics` report them); `demanding` now; `fairShareDemanding` w/W and
+   * `committedShareDemanding` c/T among the siblings demanding now (node.md §11's D, what the tone grades) with
+   * `demandingSiblings` = |D|; the bar's `tone`; counters.
+   */
   readonly edges: ReadonlyMap<string, Fields>;
   /** Per group: holdings here and in total, earmarked, leaf or not, inbound edge. */
   readonly groups: ReadonlyMap<string, Fields>;
@@ -44,15 +49,61 @@ export const SHARE_OK = 0.02;
 export const SHARE_WARN = 0.1;
 
 /**
- * The tone of an edge's bar. A child that demands nothing now (`demanding` false: its folded live demand has no
- * `targetOutstanding`, node.md §11's D) is `idle` whatever its share: it is not being treated unfairly, it wants
- * nothing — its siblings' service is the scheduler working, not an alarm. So is one without both shares. `demanding`
- * null (this peer cannot read demand) grades by the shares alone.
+ * The tone of an edge's bar from the two shares it is graded by. A child that demands nothing now (`demanding`
+ * false: its folded live demand has no `targetOutstanding`, node.md §11's D) is `idle` whatever its share: it is
+ * not being treated unfairly, it wants nothing — its siblings' service is the scheduler working, not an alarm.
+ * So is one without both shares. `demanding` null (this peer cannot read demand) grades by the shares alone.
+ * The shares must be taken over the siblings the child is measured against: {@link dashboardSnapshot} passes
+ * those among the demanding siblings (D), as `observedDeviation` measures — so `|c/T − w/W|` here is that
+ * child's term of the deviation divided by `T`.
  */
 export function shareTone(fairShare: number | null, committedShare: number | null, demanding: boolean | null): ShareTone {
   if (demanding === false || fairShare === null || committedShare === null) return "idle";
   const off = Math.abs(committedShare - fairShare);
   return off <= SHARE_OK ? "ok" : off <= SHARE_WARN ? "warn" : "bad";
+}
+
+/** A demanding child's shares among its parent's demanding ACTIVE children (node.md §11's D). */
+export interface DemandShares {
+  /** `w_i / W`, `W = Σ w` over D. */
+  readonly fair: number;
+  /** `c_i / T`, `T = Σ c` over D; null when `T = 0` (nothing committed to D: no deviation to show). */
+  readonly committed: number | null;
+  /** `|D|` at this child's parent, the child included. */
+  readonly siblings: number;
+}
+
+/**
+ * The shares of every child in D, per edge id: for each parent, its ACTIVE children whose `demanding(edge)` is
+ * true, their weight share and committed-service share among themselves — the quantities `boundMetrics`'
+ * `observedDeviation` compares (`max |(w_i/W)·T − c_i|`), here as fractions of `T` for drawing. Edges not in
+ * any D are absent. Floating point, like the ACTIVE shares of `GET /v1/tree`: these only draw and grade a bar.
+ */
+export function demandShares(
+  view: EntitlementLedger,
+  edges: readonly { readonly id: string; readonly parent: string | null; readonly lifecycle: string | null; readonly committedService: string }[],
+  demanding: (edge: string) => boolean,
+): Map<string, DemandShares> {
+  const byParent = new Map<string, { id: string; w: number; c: bigint }[]>();
+  for (const e of edges) {
+    if (e.lifecycle !== "ACTIVE" || e.parent === null || !demanding(e.id)) continue;
+    const rec = view.record(AttachmentId(e.id));
+    if (rec === null) continue;
+    const list = byParent.get(e.parent) ?? [];
+    list.push({ id: e.id, w: Number(rec.weight.num) / Number(rec.weight.den), c: BigInt(e.committedService) });
+    byParent.set(e.parent, list);
+  }
+  const out = new Map<string, DemandShares>();
+  for (const list of byParent.values()) {
+    let W = 0;
+    let T = 0n;
+    for (const x of list) {
+      W += x.w;
+      T += x.c;
+    }
+    for (const x of list) out.set(x.id, { fair: x.w / W, committed: T > 0n ? Number(x.c) / Number(T) : null, siblings: list.length });
+  }
+  return out;
 }
 
 function round(x: number | null): number | null {
@@ -81,12 +132,21 @@ export function dashboardSnapshot(reads: PeerReads, now: number): DashboardSnaps
   const m = d.metrics?.();
 
   const edges = new Map<string, Fields>();
+  // only ACTIVE children have shares; their demand as the scheduler and the bound metrics read it (null: unreadable)
+  const demandOf = new Map<string, boolean | null>();
+  for (const e of tree.edges) {
+    if (e.lifecycle === "ACTIVE") demandOf.set(e.id, d.demand === undefined ? null : d.demand(AttachmentId(e.id)).targetOutstanding > 0n);
+  }
+  // over every edge, before the section is cut: a sibling left out of the document still counts in its parent's D
+  const amongDemanding = demandShares(view, tree.edges, (id) => demandOf.get(id) === true);
   const ce = cut(tree.edges);
   for (const e of ce.items) {
     const fairShare = round(e.weightShare);
     const committedShare = round(e.serviceShare);
-    // only ACTIVE children have shares; their demand as the scheduler and the bound metrics read it
-    const demanding = e.lifecycle === "ACTIVE" && d.demand !== undefined ? d.demand(AttachmentId(e.id)).targetOutstanding > 0n : null;
+    const demanding = demandOf.get(e.id) ?? null;
+    const inD = amongDemanding.get(e.id);
+    const fairShareDemanding = round(inD?.fair ?? null);
+    const committedShareDemanding = round(inD?.committed ?? null);
     edges.set(e.id, {
       parent: e.parent,
       child: e.child,
@@ -95,7 +155,11 @@ export function dashboardSnapshot(reads: PeerReads, now: number): DashboardSnaps
       fairShare,
       committedShare,
       demanding,
-      tone: shareTone(fairShare, committedShare, demanding),
+      fairShareDemanding,
+      committedShareDemanding,
+      demandingSiblings: inD?.siblings ?? null,
+      // graded among the demanding siblings, as observedDeviation measures; where demand is unreadable, among the ACTIVE ones
+      tone: demanding === null ? shareTone(fairShare, committedShare, null) : shareTone(fairShareDemanding, committedShareDemanding, demanding),
       committed: e.committedService,
       spent: e.spent,
       outstanding: e.outstanding,
