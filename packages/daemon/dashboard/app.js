@@ -96,22 +96,30 @@ function drawTree() {
     seen.add(parent);
     const kids = byParent.get(parent).sort((a, b) => (a.child < b.child ? -1 : 1));
     const b = bounds[parent];
+    const demandingKids = kids.filter((e) => e.demanding === true).length;
     out.push(`<div class="block" data-depth="${depth}" data-parent="${esc(parent)}">`);
-    out.push(`<div class="block-head"><span class="group">${esc(parent)}</span><span class="muted">${kids.length} child${kids.length === 1 ? "" : "ren"}</span>${b ? `<span class="muted">deviation <b>${units(b.observed)}</b> of bound ${units(b.current)}</span>` : ""}</div>`);
+    out.push(`<div class="block-head"><span class="group">${esc(parent)}</span><span class="muted">${kids.length} child${kids.length === 1 ? "" : "ren"}, <span data-field="demanding-count">${demandingKids}</span> demanding</span>${b ? `<span class="muted">deviation <b>${units(b.observed)}</b> of bound ${units(b.current)}</span>` : ""}</div>`);
     for (const e of kids) {
-      const fair = e.fairShare;
-      const got = e.committedShare;
+      // A demanding child is drawn and graded among the siblings demanding now (node.md §11's D, as the deviation
+      // above measures); one without demand, or whose demand this peer cannot read, among all active siblings.
+      const amongDemanding = e.demanding === true && e.fairShareDemanding !== null && e.fairShareDemanding !== undefined;
+      const fair = amongDemanding ? e.fairShareDemanding : e.fairShare;
+      const got = amongDemanding ? e.committedShareDemanding : e.committedShare;
+      const basis = amongDemanding ? `of ${e.demandingSiblings} demanding` : "of all active";
+      const basisTitle = amongDemanding
+        ? `shares among the ${e.demandingSiblings} sibling${e.demandingSiblings === 1 ? "" : "s"} demanding now; among all active siblings: committed ${pct(e.committedShare)} · fair ${pct(e.fairShare)}`
+        : "shares among all active siblings";
       // the daemon decides the tone (dashboard-snapshot.ts shareTone): a child without demand is drawn neutrally
       const tone = ["ok", "warn", "bad"].includes(e.tone) ? e.tone : "idle";
       const idle = e.demanding === false;
-      out.push(`<div class="row" data-edge="${esc(e.id)}" data-tone="${tone}" data-demanding="${e.demanding === null || e.demanding === undefined ? "" : String(e.demanding)}">
+      out.push(`<div class="row" data-edge="${esc(e.id)}" data-tone="${tone}" data-demanding="${e.demanding === null || e.demanding === undefined ? "" : String(e.demanding)}" data-basis="${amongDemanding ? "demanding" : "active"}">
         <div class="name"><span class="group">${esc(e.child)}</span>${e.lifecycle !== "ACTIVE" ? `<span class="badge life">${esc(e.lifecycle)}</span>` : ""}${idle ? `<span class="badge" data-field="no-demand" title="no demand stands for it now: its share is not a fairness alarm">no demand</span>` : ""}</div>
         <div class="weight" title="weight"><span class="label">w</span> <span data-field="weight">${esc(e.weight)}</span></div>
-        <div class="bar" title="committed ${pct(got)} · fair ${pct(fair)}${idle ? " · no demand now" : ""}">
-          <div class="fill" data-w="${got === null ? 0 : Math.min(100, got * 100)}"></div>
-          ${fair === null ? "" : `<div class="target" data-left="${Math.min(100, fair * 100)}"></div>`}
+        <div class="bar" title="committed ${pct(got)} · fair ${pct(fair)} ${basis}${idle ? " · no demand now" : ""}">
+          <div class="fill" data-w="${got === null || got === undefined ? 0 : Math.min(100, got * 100)}"></div>
+          ${fair === null || fair === undefined ? "" : `<div class="target" data-left="${Math.min(100, fair * 100)}"></div>`}
         </div>
-        <div class="nums"><span class="label">fair</span> <span data-field="fair">${pct(fair)}</span> <span class="label">got</span> <span data-field="committed">${pct(got)}</span></div>
+        <div class="nums" title="${esc(basisTitle)}"><span class="label">fair</span> <span data-field="fair">${pct(fair)}</span> <span class="label">got</span> <span data-field="committed">${pct(got)}</span><div class="label basis" data-field="basis">${basis}</div></div>
         <div class="service" title="committed service (issued − returned) · spent"><span data-field="service">${units(e.committed)}</span> <span class="label">spent</span> <span data-field="spent">${units(e.spent)}</span></div>
       </div>`);
     }

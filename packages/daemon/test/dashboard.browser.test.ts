@@ -10,7 +10,6 @@ import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { HeddleClient } from "@heddle/client";
 import { initCluster, loadConfig, silentLogger, startDaemon, type DaemonConfig, type RunningDaemon } from "../src/index.ts";
-import { shareTone } from "../src/dashboard-snapshot.ts";
 import { launchChromium } from "./support/browser.ts";
 
 const ARTIFACTS = fileURLToPath(new URL("../../../.ci-results/", import.meta.url));
@@ -117,19 +116,27 @@ describe("the dashboard in headless Chromium", () => {
       expect(await row.getAttribute("data-demanding")).toBe("false");
       expect(await row.locator('[data-field="no-demand"]').count()).toBe(1);
     }
-    // a child that demands again is graded by its shares, as shareTone decides
+    // a child that demands again is drawn and graded among the siblings demanding now (node.md §11's D), not among
+    // every active one: alone in D it is due all of tenant-a's service and has all of it — ok, whatever its 2/3
+    // weight share among the active lanes says (found in review: an idle sibling made its due look smaller)
     const lane = active.find((e) => e.child === "interactive")!;
+    const other = active.find((e) => e.child === "batch")!;
+    expect(BigInt(lane.committedService)).toBeGreaterThan(0n);
     await api.demand({ leaf: "interactive", targetOutstanding: 400, maximumUsefulGrant: 60 });
     const laneRow = page.locator(`[data-edge="${lane.id}"]`);
     await expect.poll(() => laneRow.getAttribute("data-demanding"), { timeout: 5_000 }).toBe("true");
     expect(await laneRow.locator('[data-field="no-demand"]').count()).toBe(0);
-    await expect
-      .poll(async () => {
-        const now = ((await api.tree()) as { edges: TreeEdge[] }).edges.find((e) => e.id === lane.id)!;
-        const round = (x: number | null) => (x === null ? null : Math.round(x * 1e4) / 1e4);
-        return (await laneRow.getAttribute("data-tone")) === shareTone(round(now.weightShare), round(now.serviceShare), true);
-      }, { timeout: 5_000 })
-      .toBe(true);
+    await expect.poll(() => laneRow.getAttribute("data-basis"), { timeout: 5_000 }).toBe("demanding");
+    await expect.poll(() => field(`[data-edge="${lane.id}"]`, "fair")).toBe("100.0 %");
+    await expect.poll(() => field(`[data-edge="${lane.id}"]`, "committed")).toBe("100.0 %");
+    expect(await field(`[data-edge="${lane.id}"]`, "basis")).toBe("of 1 demanding");
+    await expect.poll(() => laneRow.getAttribute("data-tone"), { timeout: 5_000 }).toBe("ok");
+    expect(await field('[data-parent="tenant-a"]', "demanding-count")).toBe("1");
+    // its idle sibling stays grey, its shares among every active lane
+    const otherRow = page.locator(`[data-edge="${other.id}"]`);
+    expect(await otherRow.getAttribute("data-tone")).toBe("idle");
+    expect(await otherRow.getAttribute("data-basis")).toBe("active");
+    expect(await field(`[data-edge="${other.id}"]`, "basis")).toBe("of all active");
     await api.demand({ leaf: "interactive", targetOutstanding: 0, maximumUsefulGrant: 0 });
     await expect.poll(() => laneRow.getAttribute("data-tone"), { timeout: 5_000 }).toBe("idle");
     await quiet();
