@@ -147,7 +147,8 @@ export interface Progress {
    * The follower refused the snapshot as above its `snapshotMaxBytes` (`SnapshotReplyMessage.maxBytes`), or null.
    * While `snapRetryAt` is ahead and this leader's snapshot is still above `maxBytes`, the follower gets heartbeats
    * (so it neither campaigns nor looks inactive) instead of chunks; `snapBackoff` heartbeat periods, doubled by each
-   * refused offer up to `SNAPSHOT_REFUSED_MAX_BACKOFF_HEARTBEATS`. Cleared once a chunk takes.
+   * refused offer up to `SNAPSHOT_REFUSED_MAX_BACKOFF_HEARTBEATS`. Cleared once a chunk takes, or once an
+   * AppendEntries answer shows the follower matches at or past the floor (it replicates from the live log then).
    */
   snapRefused: { readonly lastIndex: LogIndex; readonly total: number; readonly maxBytes: number } | null;
   snapRetryAt: number;
@@ -411,7 +412,8 @@ export class RaftCore {
   }
   /**
    * Snapshot transfers stalled on a receiver's `snapshotMaxBytes`: the one this member refused (until its commit
-   * index reaches that snapshot), and — while it leads — each follower that refused its snapshot.
+   * index reaches that snapshot), and — while it leads — each follower that refused its snapshot and still needs
+   * one (not once it answers an AppendEntries with a match at or past the floor and replicates from the live log).
    */
   get snapshotStalls(): readonly SnapshotStall[] {
     const out: SnapshotStall[] = [];
@@ -1378,7 +1380,8 @@ export class RaftCore {
         pr.probeOutstanding = false;
         pr.inflight = [];
         pr.next = pr.match + 1;
-      } else if (pr.next <= pr.match) pr.next = pr.match + 1;
+      } else if (pr.state === "snapshot" && pr.match >= this.floor) this.#snapshotOvertaken(pr);
+      else if (pr.next <= pr.match) pr.next = pr.match + 1;
       pr.inflight = pr.inflight.filter((x) => x > pr.match);
       this.#maybeCommit();
       this.#sendAppend(from, false);
@@ -1665,6 +1668,26 @@ export class RaftCore {
     pr.snapRefusedOffer = pr.snapSentAt;
     pr.snapOffset = 0;
     this.#emit({ type: "snapshotRefused", peer: from, lastIndex: s.lastIndex, total: s.state.length, maxBytes, retryInMs });
+  }
+
+  /**
+   * A follower in snapshot state answered an AppendEntries with a match index at or past this leader's floor: it
+   * holds a prefix that matches through an index from which the live log serves it (an answer to entries sent before
+   * the compaction that put it here, arriving late; or a heartbeat at the floor, which it already held). The snapshot
+   * — sent in chunks, or held back because the follower refused it as too large — is of no use to it any more: the
+   * transfer is dropped and the follower replicates from its match index, as after a probe that matched (etcd-raft
+   * does the same). Left in snapshot state it got no entries until the transfer completed, which never happens for
+   * a follower that refused the snapshot as above its `snapshotMaxBytes`, and `snapshotStalls` kept reporting it.
+   * Answers to chunks of the dropped transfer arriving later are ignored (not in snapshot state); a late done answer
+   * names an index at or below this floor, so it moves nothing either.
+   */
+  #snapshotOvertaken(pr: Progress): void {
+    pr.state = "replicate";
+    pr.probeOutstanding = false;
+    pr.inflight = [];
+    pr.next = pr.match + 1;
+    pr.snapOffset = 0;
+    pr.snapRefused = null;
   }
 
   /** Whether the snapshot to `pr` (in snapshot state) waits out a too-large refusal instead of being offered. */
