@@ -9,9 +9,12 @@
  * as above its `snapshotMaxBytes` that is never: heartbeats only, the snapshot offered again and refused at each
  * backoff, and `snapshotStalls` reporting a follower that needed no snapshot. Now an AppendEntries answer (to a
  * late frame, or to a heartbeat at the floor) whose match reaches the floor ends the transfer, as in etcd-raft: the
- * follower replicates from its match index, and answers to the dropped transfer's chunks change nothing.
+ * follower replicates from its match index, and answers to the dropped transfer's chunks change nothing. The
+ * refusal ends with the transfer: should the follower fall behind a newer floor and refuse again, that stall is new
+ * (offered again after the first backoff, not a doubled one).
  */
 import { describe, expect, it } from "vitest";
+import { SNAPSHOT_REFUSED_FIRST_BACKOFF_HEARTBEATS } from "../src/index.ts";
 import type { ClusterConfig, Envelope, Message, RaftCore } from "../src/index.ts";
 import { cycle, electVia, hand, handCore, sent, sentTo } from "./support/hand-driven.ts";
 
@@ -160,6 +163,43 @@ describe("a follower in snapshot state that catches up from the live log", () =>
     s.a.tick(s.a.now + 50);
     const beat = sent(cycle(s.a));
     expect(toward(beat, "late")).toEqual([expect.objectContaining({ type: "append", prevLogIndex: 3, entries: [] })]);
+  });
+
+  it("caught up so, then left behind a newer floor and refusing again: a new stall, offered again after the first backoff", () => {
+    const s = setup(LIMIT);
+    refuse(s);
+    // a second refused offer doubles the backoff
+    s.a.tick(s.a.now + SNAPSHOT_REFUSED_FIRST_BACKOFF_HEARTBEATS * 50);
+    const offer = sent(cycle(s.a));
+    hand(s.b, sent(hand(s.a, offer, s.b)), s.a);
+    hand(s.late, toLate(s, offer), s.a);
+    expect(s.a.progress.get("late")!.snapBackoff).toBe(2 * SNAPSHOT_REFUSED_FIRST_BACKOFF_HEARTBEATS);
+    replicate(s, sent(hand(s.late, toLate(s, s.delayed), s.a)));
+    expect(s.a.progress.get("late")).toMatchObject({ state: "replicate", match: 3 });
+    // entries 4 and 5 reach b only; a compacts through 5, and its heartbeats give up on late's unanswered frames
+    for (const cmd of ["p", "q"]) {
+      s.a.propose(3, enc.encode(cmd), null);
+      hand(s.b, sent(hand(s.a, sent(cycle(s.a)), s.b)), s.a);
+    }
+    expect(s.a.commitIndex).toBe(5);
+    expect(s.a.compact(5, new Uint8Array(TOTAL).fill(8))).toBe(true);
+    cycle(s.a);
+    // the next heartbeat goes out at the new floor, which late lacks: its rejection starts the snapshot, which it refuses
+    s.a.tick(s.a.now + 50);
+    const beat = sent(cycle(s.a));
+    hand(s.b, sent(hand(s.a, beat, s.b)), s.a);
+    const refused: unknown[] = [];
+    let out = beat;
+    for (let guard = 0; out.some((e) => e.to === "late"); guard++) {
+      expect(guard).toBeLessThan(4);
+      const rd = hand(s.late, toLate(s, out), s.a);
+      refused.push(...rd.trace.filter((e) => e.type === "snapshotRefused"));
+      out = sent(rd);
+    }
+    expect(s.a.progress.get("late")?.state).toBe("snapshot");
+    // before: the old refusal was kept, so this one doubled the backoff again (to 8 periods) as if one stall went on
+    expect(refused).toEqual([{ type: "snapshotRefused", peer: "late", lastIndex: 5, total: TOTAL, maxBytes: LIMIT, retryInMs: SNAPSHOT_REFUSED_FIRST_BACKOFF_HEARTBEATS * 50 }]);
+    expect(s.a.snapshotStalls).toEqual([expect.objectContaining({ side: "sending", peer: "late", lastIndex: 5 })]);
   });
 
   it("a success answer whose match stays below the floor leaves the follower in snapshot state", () => {

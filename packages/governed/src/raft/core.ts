@@ -1682,11 +1682,12 @@ export class RaftCore {
    * names an index at or below this floor, so it moves nothing either.
    */
   #snapshotOvertaken(pr: Progress): void {
+    // nothing is in flight in snapshot state (#startSnapshot emptied `inflight` and cleared `probeOutstanding`, and
+    // #sendAppend sends nothing there); the next transfer starts from offset 0 in #startSnapshot
     pr.state = "replicate";
-    pr.probeOutstanding = false;
-    pr.inflight = [];
     pr.next = pr.match + 1;
-    pr.snapOffset = 0;
+    // the refusal was of this transfer: should the follower fall behind the floor again, that is a new stall,
+    // reported afresh and offered again after the first backoff, not after a doubled one
     pr.snapRefused = null;
   }
 
