@@ -9,7 +9,8 @@
  * as above its `snapshotMaxBytes` that is never: heartbeats only, the snapshot offered again and refused at each
  * backoff, and `snapshotStalls` reporting a follower that needed no snapshot. Now an AppendEntries answer (to a
  * late frame, or to a heartbeat at the floor) whose match reaches the floor ends the transfer, as in etcd-raft: the
- * follower replicates from its match index, and answers to the dropped transfer's chunks change nothing. The
+ * follower replicates from its match index, and answers to the dropped transfer's chunks change nothing; the
+ * follower lets go of the chunks it holds once it has committed through the snapshot's index. The
  * refusal ends with the transfer: should the follower fall behind a newer floor and refuse again, that stall is new
  * (offered again after the first backoff, not a doubled one).
  */
@@ -145,7 +146,10 @@ describe("a follower in snapshot state that catches up from the live log", () =>
     expect(progress0.map((e) => e.message)).toEqual([expect.objectContaining({ type: "snapshotReply", nextOffset: 177, done: false })]);
     const chunk1 = sent(hand(s.late, progress0, s.a));
     expect(toward(chunk1, "late")).toEqual([expect.objectContaining({ type: "snapshot", offset: 177 })]);
+    expect(s.late.receivingSnapshotBytes).toBe(177);
     const rd = hand(s.late, toLate(s, s.delayed), s.a);
+    // late committed through the snapshot's index: the chunk it held is of no use, and nothing would replace it
+    expect(s.late.receivingSnapshotBytes).toBe(0);
     expect(s.a.progress.get("late")).toMatchObject({ state: "replicate", match: 2, next: 4 });
     expect(kinds(sentTo(rd, "late"))).toEqual({ chunks: 0, appends: [[3]] });
     replicate(s, sent(rd));

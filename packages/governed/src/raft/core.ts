@@ -390,6 +390,10 @@ export class RaftCore {
   get floor(): LogIndex {
     return this.#snapshot?.lastIndex ?? 0;
   }
+  /** Bytes held of a snapshot this member is receiving: until it is installed or of no use (≤ `snapshotMaxBytes`). */
+  get receivingSnapshotBytes(): number {
+    return this.#inSnap?.received ?? 0;
+  }
   /** The latest snapshot, if any. */
   get snapshot(): StoredSnapshot | null {
     return this.#snapshot;
@@ -1445,6 +1449,10 @@ export class RaftCore {
     // Stryker disable next-line ConditionalExpression,EqualityOperator: both callers pass n > #commit, so this guard never fires; this also hides the killed `>` variant
     if (n <= this.#commit) return;
     this.#commit = n;
+    // a snapshot being reassembled through an index now committed can never be installed (#onSnapshot answers done
+    // for it at once): its chunks go now, not when another transfer replaces them — a leader drops its transfer
+    // when this member catches up from the log instead, so nothing may ever replace them
+    if (this.#inSnap !== null && this.#inSnap.lastIndex <= n) this.#inSnap = null;
     this.#emit({ type: "commitAdvance", commitIndex: n });
     if (this.#state !== "leader") return;
     for (const [idx, p] of this.#pendingProposals) {
