@@ -1585,7 +1585,7 @@ export class RaftCore {
     pr.snapIndex = s.lastIndex;
     pr.snapOffset = 0;
     pr.inflight = [];
-    // Stryker disable next-line BooleanLiteral: probeOutstanding is read only for a peer in probe; a peer in snapshot leaves that state only through the done reply, which sets it false before anything reads it
+    // Stryker disable next-line BooleanLiteral: probeOutstanding is read only for a peer in probe; a peer in snapshot leaves that state through the done reply, which sets it false before anything reads it, or for replicate (#snapshotOvertaken), which never reads it
     pr.probeOutstanding = false;
     this.#sendSnapshotChunk(peer, pr);
   }
