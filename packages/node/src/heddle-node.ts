@@ -583,6 +583,10 @@ export class Node implements HeddleNode {
 
   async shutdown(): Promise<void> {
     if (this.#shut) return;
+    // §9.3: values joined since the last commit are persisted "with the next commit or at the anti-entropy tick";
+    // an orderly stop reaches neither, so commit them now — the restarted node must not read less than this one
+    // acknowledged to its peers. A failed node keeps them unpersisted (§9.4: recovery is a restart).
+    if (this.#merged !== null && !this.#failed) this.#commit({});
     this.#claims.close(); // first: its closed keeper claims are committed while the store still takes commits
     this.#shut = true;
     this.#replication.close();

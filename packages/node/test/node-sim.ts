@@ -2,7 +2,7 @@ import { AttachmentId, EntitlementLedger, GroupId, ReplicaId, Weight, type Attac
 import type { Demand } from "@heddle/policy";
 import {
   MemoryNetwork, heddleStatic, memoryStore, seededRandom,
-  type HeddleConfig, type HeddleNode, type HeddleStore, type LinkFaults, type NodeEvent, type PartitionEvent, type Seam,
+  type HeddleConfig, type HeddleNode, type HeddleStore, type LinkFaults, type NodeEvent, type PartitionEvent, type Seam, type StoreTx,
 } from "../src/index.ts";
 import { VirtualTimers } from "../src/testing.ts";
 
@@ -61,6 +61,8 @@ export class Cluster {
   readonly o: ClusterOptions;
   readonly config: Omit<HeddleConfig, "random" | "store">;
   #draws = 0;
+  /** Per peer: stops the current incarnation's store writes that only a live process would make (see `crash`). */
+  readonly #kill = new Map<string, () => void>();
 
   constructor(o: ClusterOptions) {
     this.o = o;
@@ -94,11 +96,35 @@ export class Cluster {
       root: GroupId("root"),
       supply: new Map(Object.entries(this.o.supply).map(([k, v]) => [ReplicaId(k), v])),
       topology: this.o.topology ?? FLAT,
-      config: { ...this.config, random: seededRandom(this.o.seed * 1000 + this.#draws), store: sn.store },
+      config: { ...this.config, random: seededRandom(this.o.seed * 1000 + this.#draws), store: this.#incarnation(sn) },
     });
     sn.node.events.subscribe((ev) => sn.events.push(ev));
     sn.node.partitionEvents.subscribe((ev) => sn.partitions.push(ev));
     sn.alive = true;
+  }
+
+  /**
+   * `sn.store` as this incarnation sees it. `crash` stops the node through `shutdown()`, which (unlike a dead
+   * process) commits the inbound values merged since the last commit; after a crash that merged-only commit is
+   * dropped, so a restart reads what a killed process would have left.
+   */
+  #incarnation(sn: SimNode): HeddleStore {
+    const store = sn.store;
+    let dead = false;
+    this.#kill.set(sn.id, () => (dead = true));
+    const mergedOnly = (tx: StoreTx) =>
+      tx.putReservations === undefined && tx.deleteReservations === undefined && tx.keeperSlot === undefined && (tx.patches ?? []).every((p) => p.origin === "merged");
+    return {
+      get durable() {
+        return store.durable;
+      },
+      boot: (self, genesis) => store.boot(self, genesis),
+      commit: (tx) => {
+        if (!(dead && mergedOnly(tx))) store.commit(tx);
+      },
+      compact: (state) => store.compact(state),
+      close: () => store.close(),
+    };
   }
 
   n(id: string): HeddleNode {
@@ -112,6 +138,7 @@ export class Cluster {
     const p = this.peers.get(id)!;
     this.net.crash(id, mode);
     p.alive = false;
+    this.#kill.get(id)!();
     void p.node.shutdown();
   }
 
