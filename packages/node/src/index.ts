@@ -42,7 +42,7 @@ export { CLAIMS_GOSSIP_DEFAULTS, ClaimsLimitError, ClaimsPersistError, resolveCl
 // ---- durability (§9) ----
 export type { HeddleStore, StoreTx, PatchRow, PersistedState, BootResult, ReservationRow, ReservationId } from "./store.ts";
 export { StoreMismatchError, StoreStateError } from "./store.ts";
-export { sqliteStore, StoreCorruptError } from "./sqlite-store.ts";
+export { sqliteStore, StoreCorruptError, StoreLockedError } from "./sqlite-store.ts";
 export { memoryStore } from "./memory-store.ts";
 export type { MemoryStoreOptions } from "./memory-store.ts";
 

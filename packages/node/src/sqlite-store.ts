@@ -27,6 +27,29 @@ CREATE TABLE IF NOT EXISTS keeper_slot (one INTEGER PRIMARY KEY CHECK (one = 1),
 /** How long a statement waits for another connection's lock before failing (ms). */
 export const SQLITE_BUSY_TIMEOUT_MS = 5_000;
 
+/**
+ * The store's file is held by another open `sqliteStore` (another process, or another store in this one). A
+ * replica's slots have one writer (ledger.md rule 2): two nodes running one replica's store would each spend
+ * its holdings from the same base, and the max join would absorb one of the two spends (node.md §9).
+ */
+export class StoreLockedError extends Error {
+  readonly path: string;
+
+  constructor(path: string, options?: { cause?: unknown }) {
+    super(
+      `sqlite store ${path}: another process (or another sqliteStore in this process) has this store open, and a ` +
+        "replica's store takes one writer — two would spend the replica's units twice (node.md §9). Stop the other " +
+        "node using this file (or point this one at its own store), then start again",
+      options,
+    );
+    this.name = "StoreLockedError";
+    this.path = path;
+  }
+}
+
+/** SQLite's `SQLITE_BUSY`: another connection holds the lock. */
+const SQLITE_BUSY = 5;
+
 /** A stored row that does not decode: the file was damaged or written by something else. */
 export class StoreCorruptError extends Error {
   constructor(message: string) {
@@ -76,7 +99,9 @@ function bytes(v: unknown, what: string): Uint8Array {
  * A durable {@link HeddleStore} in one SQLite file (node.md §9.2), through the built-in synchronous
  * `node:sqlite` binding. `journal_mode=WAL` with `synchronous=FULL`: every `commit` is one
  * `BEGIN IMMEDIATE … COMMIT` that is on disk (fsync'd) when it returns. Costs are stored as decimal
- * text, captured paths as JSON arrays. Opening creates the file and the schema if absent.
+ * text, captured paths as JSON arrays. Opening creates the file and the schema if absent, and locks the
+ * file until `close()` (or the process ends): opening a file another store holds throws
+ * {@link StoreLockedError}, so two nodes can never run one replica's store.
  */
 export function sqliteStore(path: string): HeddleStore {
   if (typeof path !== "string" || path.length === 0) throw new TypeError("sqliteStore needs a file path");
@@ -84,12 +109,20 @@ export function sqliteStore(path: string): HeddleStore {
   let open = true;
   let booted = false;
   try {
-    db.exec(`PRAGMA busy_timeout = ${SQLITE_BUSY_TIMEOUT_MS};`);
+    // One writer per file, for as long as this store is open: in EXCLUSIVE locking mode the write lock the
+    // empty transaction below takes is kept until close (set before WAL, so no shared-memory index is used
+    // either). A second opener fails at once (busy_timeout 0 while locking) instead of waiting.
+    db.exec("PRAGMA busy_timeout = 0;");
+    db.exec("PRAGMA locking_mode = EXCLUSIVE;");
     db.exec("PRAGMA journal_mode = WAL;");
     db.exec("PRAGMA synchronous = FULL;");
+    db.exec("BEGIN IMMEDIATE; COMMIT;");
+    db.exec(`PRAGMA busy_timeout = ${SQLITE_BUSY_TIMEOUT_MS};`);
     db.exec(SQLITE_SCHEMA);
   } catch (e) {
+    if (db.isTransaction) db.exec("ROLLBACK");
     db.close();
+    if ((e as { errcode?: unknown }).errcode === SQLITE_BUSY) throw new StoreLockedError(path, { cause: e });
     throw e;
   }
   const q = {

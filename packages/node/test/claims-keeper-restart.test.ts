@@ -63,7 +63,7 @@ describe("a stays-put part across its keeper's restart (claims.md §3)", () => {
     expectKeptByA(c, takenAt);
   });
 
-  it("a clean quit and restart: the app's renewal reopens the claim keeping its takenAt (sqlite store)", () => {
+  it("a clean quit and restart: the app's renewal reopens the claim keeping its takenAt (sqlite store)", async () => {
     const dir = mkdtempSync(join(tmpdir(), "heddle-keeper-restart-"));
     dirs.push(dir);
     const stores = new Map<string, HeddleStore>();
@@ -73,6 +73,7 @@ describe("a stays-put part across its keeper's restart (claims.md §3)", () => {
       return s;
     });
     c.crash("a"); // the simulation's crash shuts the node down: it closes its claims, committed to its store
+    await c.stopped("a"); // the old process is gone (its store, and the file's lock, closed) before a new one opens it
     c.timers.advanceBy(2_000);
     // a new process opens the same file
     const p = c.peers.get("a")!;

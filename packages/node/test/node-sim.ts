@@ -63,6 +63,7 @@ export class Cluster {
   #draws = 0;
   /** Per peer: stops the current incarnation's store writes that only a live process would make (see `crash`). */
   readonly #kill = new Map<string, () => void>();
+  readonly #stopping = new Map<string, Promise<void>>();
 
   constructor(o: ClusterOptions) {
     this.o = o;
@@ -139,7 +140,12 @@ export class Cluster {
     this.net.crash(id, mode);
     p.alive = false;
     this.#kill.get(id)!();
-    void p.node.shutdown();
+    this.#stopping.set(id, p.node.shutdown());
+  }
+
+  /** Resolves once the node `crash(id)` stopped has closed its store (a new process opening the file waits for this). */
+  stopped(id: string): Promise<void> {
+    return this.#stopping.get(id) ?? Promise.resolve();
   }
 
   /** Rebuild `id` from its store on a fresh seam. */

@@ -8,7 +8,7 @@ import fc from "fast-check";
 import { afterAll, describe, expect, it } from "vitest";
 import { memoryStore } from "../src/memory-store.ts";
 import { DatabaseSync } from "node:sqlite";
-import { SQLITE_SCHEMA, sqliteStore } from "../src/sqlite-store.ts";
+import { SQLITE_SCHEMA, sqliteStore, StoreLockedError } from "../src/sqlite-store.ts";
 import { failingStore, InjectedCommitFailure, patchBytes, restoreLedger, StoreMismatchError, StoreStateError, type HeddleStore, type PersistedState, type ReservationRow } from "../src/store.ts";
 import { seededRandom } from "@heddle/seam";
 
@@ -277,6 +277,58 @@ describe("sqliteStore", () => {
     const t = sqliteStore(path);
     expect(() => t.boot(B, "g")).toThrow(StoreMismatchError);
     t.close();
+  });
+
+  // review s28, finding 3: without a lock two nodes could boot one replica's store and each spend its holdings
+  it("a second store on a file another open store holds is refused, naming the path, until the first closes", () => {
+    const path = join(tempDir(), "locked.db");
+    const first = sqliteStore(path);
+    const { epoch } = first.boot(A, "g");
+    first.commit({ patches: [{ origin: "own", body: enc.encode("mine") }] });
+    let refusal: unknown;
+    try {
+      sqliteStore(path).boot(A, "g");
+    } catch (e) {
+      refusal = e;
+    }
+    expect(refusal, "the second store booted the replica the first one runs").toBeInstanceOf(Error);
+    expect(refusal).toBeInstanceOf(StoreLockedError);
+    expect((refusal as StoreLockedError).path).toBe(path);
+    expect((refusal as Error).message).toContain(path);
+    expect((refusal as Error).message).toMatch(/Stop the other node using this file/);
+    // the refused opener changed nothing: the first still commits, and its boot counter was not bumped
+    first.commit({ patches: [{ origin: "own", body: enc.encode("still mine") }] });
+    first.close();
+    const again = sqliteStore(path);
+    const booted = again.boot(A, "g");
+    expect(booted.epoch).toBe(epoch + 1);
+    expect(booted.persisted.patches.map((b) => dec.decode(b))).toEqual(["mine", "still mine"]);
+    again.close();
+  });
+
+  it("the lock holds across processes, and a killed holder releases it", async () => {
+    const path = join(tempDir(), "locked-by-child.db");
+    const child = spawn(process.execPath, ["--no-warnings", WRITER, path], { stdio: ["ignore", "pipe", "pipe"] });
+    const closed = new Promise<void>((res) => child.on("close", () => res()));
+    try {
+      await new Promise<void>((res, rej) => {
+        let out = "";
+        child.stdout.setEncoding("utf8");
+        child.stdout.on("data", (d: string) => {
+          out += d;
+          if (out.includes("\n")) res();
+        });
+        child.on("error", rej);
+        child.on("close", (code) => rej(new Error(`writer ended before booting (code ${code})`)));
+      });
+      expect(() => sqliteStore(path)).toThrow(StoreLockedError);
+    } finally {
+      child.kill("SIGKILL");
+      await closed;
+    }
+    const s = sqliteStore(path);
+    expect(s.boot(ReplicaId("writer"), "crash-test-genesis").epoch).toBe(2);
+    s.close();
   });
 });
 
