@@ -34,13 +34,10 @@ export function boundsOf(data: Pick<DataPlane, "boundMetrics" | "ledger" | "self
 function boundFailureCause(data: Pick<DataPlane, "ledger" | "self">, parent: GroupId, tuning: BoundTuning | undefined): string {
   const view = data.ledger.get();
   if (tuning !== undefined) {
-    // n: the peers this peer counts — at least the roster, itself and every replica with a slot in the ledger
+    // The peers this peer counts — at least the roster, itself and every replica with a slot in the ledger. (The
+    // configured worst case n·E + q is not a cause: the node saturates it at 2^63 − 1 rather than throw.)
     const replicas = new Set<string>([data.self, ...tuning.roster.map((r) => r.id), ...view.replicas()]);
-    const n = BigInt(Math.max(1, replicas.size));
-    const { maxHoldingsPerPeer: E, quantum: q } = tuning;
-    if (n * E + q > INT64_MAX) {
-      return `the configured worst case n·E + q (node.md §11) leaves int64: ${n} peers × node.maxHoldingsPerPeer ${E} + node.quantum ${q}; set node.maxHoldingsPerPeer to at most ${(INT64_MAX - q) / n} on every peer`;
-    }
+    const { quantum: q } = tuning;
     let steerable = 0n;
     for (const r of replicas) {
       const h = view.holdings(parent, r as ReplicaId);

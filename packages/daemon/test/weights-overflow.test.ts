@@ -40,16 +40,16 @@ describe("a parent whose children's weights overflow", () => {
   });
 });
 
-describe("a peer whose n·maxHoldingsPerPeer + quantum leaves int64 (the config refuses it; enrolled peers past the roster can still get there)", () => {
-  it("GET /v1/bounds says unavailable naming node.maxHoldingsPerPeer, not the weights", async () => {
-    const big = await soloDaemon({ supply: 1_000n, tree: "a=1,b=1" }, (c) => ({ ...c, node: { ...c.node, maxHoldingsPerPeer: 2n ** 63n - 1n } }));
+describe("a peer whose n·maxHoldingsPerPeer + quantum leaves int64 (the config refuses it; so does the node, for a config that skipped the check)", () => {
+  it("startDaemon refuses it naming maxHoldingsPerPeer and the largest value it may take; peers enrolled past the roster get a saturated bound instead (node's bound-worst-case.test.ts)", async () => {
+    let refused: unknown;
     try {
-      const b = (await big.client.raw("GET", "/v1/bounds")).body as { bounds: { parent: string; unavailable?: string }[] };
-      const root = b.bounds.find((x) => x.parent === "root")!;
-      expect(root.unavailable).toMatch(/configured worst case n·E \+ q .*1 peers × node\.maxHoldingsPerPeer 9223372036854775807 \+ node\.quantum 10; set node\.maxHoldingsPerPeer to at most 9223372036854775797 on every peer$/);
-      expect(root.unavailable).not.toMatch(/weights/);
-    } finally {
+      const big = await soloDaemon({ supply: 1_000n, tree: "a=1,b=1" }, (c) => ({ ...c, node: { ...c.node, maxHoldingsPerPeer: 2n ** 63n - 1n } }));
       await big.close();
+    } catch (e) {
+      refused = e;
     }
+    expect(refused, "the daemon started").toBeInstanceOf(Error);
+    expect((refused as Error).message).toMatch(/HeddleConfig\.maxHoldingsPerPeer is 9223372036854775807: with 1 roster peers.*set maxHoldingsPerPeer to at most 9223372036854775797$/);
   });
 });

@@ -1,4 +1,4 @@
-import { Rational, checkedAdd, checkedMul } from "@heddle/ledger";
+import { Rational, checkedAdd } from "@heddle/ledger";
 import type { AttachmentId, GroupId, LedgerReads, ReplicaId } from "@heddle/ledger";
 import type { Demand } from "@heddle/policy";
 
@@ -7,7 +7,11 @@ export interface BoundMetrics {
   readonly parent: GroupId;
   /** `n = max(1, |R|)`. */
   readonly roster: number;
-  /** `n·E + q`. */
+  /**
+   * `n·E + q`, saturated at 2^63 − 1: a roster that grew past what the configuration was checked for (governed
+   * enrolments, or peers outside a static roster) can take the exact value past int64, where it bounds nothing
+   * any ledger amount can reach. `isConsistent` compares with the exact value.
+   */
   readonly configuredWorstCase: bigint;
   /** `Σ_{r∈R} max(0, holdings(parent, r)) + q`. */
   readonly currentBound: bigint;
@@ -30,16 +34,22 @@ export interface BoundInput {
   readonly demand: (edge: AttachmentId) => Demand;
 }
 
+const INT64_MAX = (1n << 63n) - 1n;
+
 /**
  * Bound metrics of `parent` (node.md §11): how far a child's committed service can drift from its
  * weighted share given who could steer entitlement at `parent` without talking to anyone, and how far it
  * has drifted. Exact: every amount is a `bigint` or a checked `Rational` (a `LedgerOverflowError`
- * propagates rather than wrapping).
+ * propagates rather than wrapping), except `configuredWorstCase`, which saturates at 2^63 − 1 rather than
+ * throw on every call once enough peers count (see {@link BoundMetrics.configuredWorstCase}; `heddleStatic`
+ * refuses a configuration whose own roster takes it past int64).
  */
 export function boundMetrics(input: BoundInput): BoundMetrics {
   const { view, parent, replicas, maxHoldingsPerPeer: E, quantum: q } = input;
   const n = Math.max(1, replicas.size);
-  const configuredWorstCase = checkedAdd(checkedMul(BigInt(n), E), q);
+  // Unbounded bigint arithmetic: E and q are each ≤ 2^63 − 1, so the product is exact, only the report saturates.
+  const worstCaseExact = BigInt(n) * E + q;
+  const configuredWorstCase = worstCaseExact > INT64_MAX ? INT64_MAX : worstCaseExact;
   let steerable = 0n;
   for (const r of replicas) {
     const h = view.holdings(parent, r);
@@ -75,6 +85,6 @@ export function boundMetrics(input: BoundInput): BoundMetrics {
     configuredWorstCase,
     currentBound,
     observedDeviation,
-    isConsistent: observedDeviation <= currentBound && currentBound <= configuredWorstCase,
+    isConsistent: observedDeviation <= currentBound && currentBound <= worstCaseExact,
   };
 }

@@ -114,14 +114,36 @@ function validateStatic(o: StaticOptions): void {
 }
 
 /**
+ * node.md §11's configured worst case `n·E + q` must be an int64 for the roster this node starts with (§12: a
+ * config the node cannot run is refused at construction, naming the field). A governed start counts `n = 1`; peers
+ * enrolled later can still take it past int64, where `boundMetrics` saturates it.
+ */
+function checkWorstCase(rosterSize: number, E: bigint, q: bigint): void {
+  const n = BigInt(Math.max(1, rosterSize));
+  if (n * E + q <= INT64_MAX) return;
+  const largest = (INT64_MAX - q) / n;
+  if (largest < 1n) {
+    throw new RangeError(
+      `HeddleConfig.policy.quantum is ${q}: with ${n} roster peers, n·HeddleConfig.maxHoldingsPerPeer + the quantum (node.md §11's ` +
+        `configured worst case) leaves 2^63 − 1 whatever maxHoldingsPerPeer is; set the quantum to at most ${INT64_MAX - n}`,
+    );
+  }
+  throw new RangeError(
+    `HeddleConfig.maxHoldingsPerPeer is ${E}: with ${n} roster peers, n·maxHoldingsPerPeer + HeddleConfig.policy.quantum (${q}) — ` +
+      `node.md §11's configured worst case — leaves 2^63 − 1, so no bound could be reported; set maxHoldingsPerPeer to at most ${largest}`,
+  );
+}
+
+/**
  * Starts a static-mode peer (node.md §13): validates the inputs (→ {@link BootstrapError}; a bad config field →
- * `RangeError` naming it, §12), computes the genesis, boots the store (→ `StoreMismatchError` for a
+ * `RangeError` naming it, §12, including a `maxHoldingsPerPeer` whose bound `n·E + q` leaves int64 for the roster), computes the genesis, boots the store (→ `StoreMismatchError` for a
  * store of another replica or genesis), restores `genesis ⊔ snapshot ⊔ patches` and the open
  * reservations, claims channels 1–3 and starts replication, the demand board and liveness. Synchronous.
  */
 export function heddleStatic(opts: StaticOptions): HeddleNode {
   validateStatic(opts);
   const config = resolveHeddleConfig(opts.config); // RangeError naming the field (§12)
+  checkWorstCase(opts.supply.size, config.maxHoldingsPerPeer, config.policy.quantum);
   const { genesis, digest, roster } = sharedGenesis(opts.root, opts.supply, opts.topology);
   const store = config.store;
   const { epoch, persisted } = store.boot(opts.self, digest);

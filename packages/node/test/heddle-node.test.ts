@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { EntitlementLedger, GroupId, LedgerOverflowError, LedgerReplica, MintId, Rational, ReplicaId, Weight } from "@heddle/ledger";
+import { EntitlementLedger, GroupId, LedgerReplica, MintId, Rational, ReplicaId, Weight } from "@heddle/ledger";
 import { HeddlePolicy, type Demand, type Grant } from "@heddle/policy";
 import { StoreMismatchError, heddleStatic, reservationTagOf, staticGenesis, type HeddleStore } from "../src/index.ts";
 import { boundMetrics, planSchedule, policyEdges } from "../src/testing.ts";
@@ -108,9 +108,10 @@ describe("boundMetrics (§11)", () => {
     expect(over).toMatchObject({ roster: 2, configuredWorstCase: 30n, currentBound: 103n, isConsistent: false });
   });
 
-  it("checked: n·E + q beyond int64 throws LedgerOverflowError instead of wrapping", () => {
+  it("n·E + q beyond int64 (more peers than the config was checked for) saturates at 2^63 − 1 instead of wrapping or throwing", () => {
     const l = staticGenesis(GroupId("root"), new Map([[ReplicaId("a"), 1n]]), []);
-    expect(() => boundMetrics({ view: l, parent: GroupId("root"), replicas: new Set([ReplicaId("a"), ReplicaId("b")]), maxHoldingsPerPeer: (1n << 62n) + 1n, quantum: 1n, demand: () => HUNGRY })).toThrow(LedgerOverflowError);
+    const m = boundMetrics({ view: l, parent: GroupId("root"), replicas: new Set([ReplicaId("a"), ReplicaId("b")]), maxHoldingsPerPeer: (1n << 62n) + 1n, quantum: 1n, demand: () => HUNGRY });
+    expect(m).toEqual({ parent: GroupId("root"), roster: 2, configuredWorstCase: (1n << 63n) - 1n, currentBound: 2n, observedDeviation: 0n, isConsistent: true });
   });
 });
 
