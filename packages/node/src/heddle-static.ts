@@ -160,11 +160,18 @@ export function heddleStatic(opts: StaticOptions): HeddleNode {
     if (e instanceof LedgerOverflowError) {
       // Refused rather than repaired (node.md §9.3: the state is genesis ⊔ snapshot ⊔ every row; a snapshot
       // cannot be split, and dropping rows could drop this replica's own writes and let it spend them twice).
+      // Nor may the remedy rebuild this id from less than this store: an older backup or an empty store starts
+      // its own slots below what it already published, and nothing holds it back from spending before it hears
+      // from its peers (node.md §9's double spend) — the only safe way back into service is a new identity, as
+      // governed.md R-P5 prescribes for a wiped Raft store.
       throw new BootstrapError(
         `store: the restored ledger makes a ledger-wide read leave int64 (${e.message}); it holds an inbound value ` +
-          "that a version before the join's total check accepted. Restore the store from a backup made before that " +
-          "value arrived, or move it aside and start from an empty store (this replica's own writes that never reached " +
-          "a peer are then lost; the rest come back from peers running this version, which refuse the value)",
+          `that a version before the join's total check accepted. Keep this store as it is, and do not start replica ` +
+          `${JSON.stringify(opts.self)} from an older backup or an empty store: either rebuilds its own slots below what ` +
+          "it already published, and it would spend those units a second time (node.md §9). To serve again, run this " +
+          "peer under a new replica id with a new, empty store (with libp2p: a new key file); in governed mode enrol " +
+          "the new id, in static mode the roster is part of the genesis, so a new id needs a new roster on every peer. " +
+          `What ${JSON.stringify(opts.self)} holds stays stranded in its own slots, spendable by no one else (node.md §10)`,
         { cause: e },
       );
     }

@@ -79,7 +79,9 @@ describe("inbound values whose ledger-wide totals leave int64 (node.md §4.3, le
     expect(victim.ledger.get().validate()).toEqual([]);
   });
 
-  it("a store whose restored ledger leaves int64 (written by an earlier version) refuses to boot, naming the remedy", async () => {
+  // review s28, finding 1: the remedy it named (an older backup, or an empty store) re-spent what the replica had
+  // published; the message now names a new identity, the safe one, and warns against both.
+  it("a store whose restored ledger leaves int64 (written by an earlier version) refuses to boot, naming a safe remedy", async () => {
     const store = memoryStore();
     const first = cluster(["victim"], new Map([["victim", store]])).nodes.get("victim")!;
     store.commit({ patches: [{ origin: "merged", body: patchBytes(POISON["leafSpent on two edges (Σ leafSpent over the ledger = 2^63)"]) }] });
@@ -91,7 +93,11 @@ describe("inbound values whose ledger-wide totals leave int64 (node.md §4.3, le
       error = e;
     }
     expect(error).toBeInstanceOf(BootstrapError);
-    expect(String(error)).toMatch(/Restore the store from a backup made before that value arrived, or move it aside and start from an empty store/);
+    const message = String(error);
+    expect(message).toMatch(/Keep this store as it is, and do not start replica "victim" from an older backup or an empty store/);
+    expect(message).toMatch(/would spend those units a second time \(node\.md §9\)/);
+    expect(message).toMatch(/run this peer under a new replica id with a new, empty store/);
+    expect(message).not.toMatch(/restore the store from a backup|start from an empty store/i);
   });
 });
 
