@@ -47,7 +47,7 @@ export class StoreLockedError extends Error {
   }
 }
 
-/** SQLite's `SQLITE_BUSY`: another connection holds the lock. */
+/** SQLite's `SQLITE_BUSY` (the primary code; extended codes keep it in the low byte): another connection holds the lock. */
 const SQLITE_BUSY = 5;
 
 /** A stored row that does not decode: the file was damaged or written by something else. */
@@ -122,7 +122,8 @@ export function sqliteStore(path: string): HeddleStore {
   } catch (e) {
     if (db.isTransaction) db.exec("ROLLBACK");
     db.close();
-    if ((e as { errcode?: unknown }).errcode === SQLITE_BUSY) throw new StoreLockedError(path, { cause: e });
+    const code = (e as { errcode?: unknown }).errcode;
+    if (typeof code === "number" && (code & 0xff) === SQLITE_BUSY) throw new StoreLockedError(path, { cause: e });
     throw e;
   }
   const q = {
