@@ -302,6 +302,8 @@ export async function startDaemon(configOrPath: DaemonConfig | string, opts: Sta
         throw new DaemonStartError("store", `store ${storePath} belongs to another cluster or peer (${e.message}); point store.dir at this cluster's store or at an empty directory`, { cause: e });
       }
       if (e instanceof RaftConfigError) throw new ConfigError(config.file, [{ field: "mode.raft", problem: `is refused by the Raft member: ${e.message.replace(/\bheartbeatMs\b/g, "heartbeatIntervalMs")}` }]);
+      // the node's refusals of what its store holds (boot counter, a restored ledger leaving int64) are about the store, not the config
+      if (e instanceof BootstrapError && e.message.startsWith("store: ")) throw new DaemonStartError("store", `store ${storePath} cannot be served from: ${e.message.slice("store: ".length)}`, { cause: e });
       if (e instanceof BootstrapError) throw new ConfigError(config.file, [{ field: "mode", problem: `does not make a valid genesis: ${e.message}` }]);
       throw new DaemonStartError("store", `store ${storePath} could not be opened: ${(e as Error).message}`, { cause: e });
     }

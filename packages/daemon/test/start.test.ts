@@ -1,5 +1,6 @@
 import { mkdtempSync, rmSync, unlinkSync, writeFileSync } from "node:fs";
 import { execFileSync } from "node:child_process";
+import { DatabaseSync } from "node:sqlite";
 import { generateKeyPairSync } from "node:crypto";
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
@@ -66,6 +67,22 @@ describe("startDaemon refuses what it cannot run, saying what to fix", () => {
     expect(e).toBeInstanceOf(DaemonStartError);
     expect((e as DaemonStartError).reason).toBe("store");
     expect(e.message).toMatch(/belongs to another cluster or peer/);
+  });
+
+  it("a store the node refuses to serve from is a store problem, not a config one", async () => {
+    const [p] = await initCluster({ dir: join(dir, "boot-ceiling"), peers: 1, mode: "static" });
+    const c = onEphemeralPorts(loadConfig(p!.config));
+    const d = await startDaemon(c, { logger: silentLogger });
+    await d.close();
+    // the boot counter at its ceiling: the next boot would leave the demand clock's epoch range (node.md §9)
+    const db = new DatabaseSync(join(c.storeDir, "ledger.sqlite"));
+    db.exec(`UPDATE meta SET boot = ${2 ** 31 - 1}`);
+    db.close();
+    const e = await startError(startDaemon(c, { logger: silentLogger }));
+    expect(e).toBeInstanceOf(DaemonStartError);
+    expect((e as DaemonStartError).reason).toBe("store");
+    expect(e.message).toMatch(/ledger\.sqlite cannot be served from: boot counter 2147483648 is outside/);
+    expect(e.message).not.toMatch(/genesis/);
   });
 
   it("a key that is not in the roster, a missing key, a short token", async () => {
