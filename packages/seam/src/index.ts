@@ -17,5 +17,5 @@ export { loadOrCreatePeerKey, peerIdOf, generatePeerKey } from "./peer-key.ts";
 export { ephemeralPortRange, freeListenPort, listenPortRange } from "./ports.ts";
 export type { Timers } from "./timers.ts";
 export { realTimers, seededRandom } from "./timers.ts";
-export type { Watch, EventStream } from "./watch.ts";
+export type { Watch, EventStream, SubscriberErrorHandler } from "./watch.ts";
 export { WatchCell, EventChannel, sameMembers } from "./watch.ts";
