@@ -25,7 +25,7 @@ export { LedgerInvariantError } from "./reservation-table.ts";
 export { reservationTagOf, MAX_RESERVATION_TAG_LENGTH } from "./reservation-table.ts";
 export { DemandLimitError } from "./demand-board.ts";
 export type { BoundMetrics } from "./bound-metrics.ts";
-export type { PartitionEvent, UnresponsiveReason } from "./liveness.ts";
+export type { LivenessCounters, PartitionEvent, UnresponsiveReason } from "./liveness.ts";
 export type { RejectReason, ChannelName, FrameRejected } from "./rejection.ts";
 export { REJECT_REASONS } from "./rejection.ts";
 export type { ValueTooLarge, ReplicationMetrics } from "./replication/core.ts";

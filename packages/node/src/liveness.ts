@@ -27,6 +27,14 @@ export interface PartitionEvent {
   reason?: UnresponsiveReason;
 }
 
+/** Counters of a {@link LivenessMonitor}. */
+export interface LivenessCounters {
+  readonly pingsOut: number;
+  readonly pongsOut: number;
+  /** Errors thrown by `partitionEvents` / `unreachable` subscribers: caught, so detection goes on. */
+  readonly subscriberErrors: number;
+}
+
 /** The liveness channel's two messages. */
 export type LivenessMessage = { kind: "ping" } | { kind: "pong" };
 
@@ -82,8 +90,12 @@ export class LivenessMonitor {
    */
   #draft: Set<PeerId> | null = null;
   #queued: PartitionEvent[] = [];
-  readonly #unreachable = new WatchCell<ReadonlySet<PeerId>>(new Set(), sameMembers);
-  readonly #events = new EventChannel<PartitionEvent>();
+  // A subscriber that throws is counted and handed on, never let out: it would escape into the timer or the
+  // seam callback that is sweeping, and a sweep cut short would leave the detector without its next tick.
+  readonly #unreachable = new WatchCell<ReadonlySet<PeerId>>(new Set(), sameMembers, (error) => this.#subscriberError(error));
+  readonly #events = new EventChannel<PartitionEvent>((error) => this.#subscriberError(error));
+  readonly #onSubscriberError: ((error: unknown) => void) | undefined;
+  #subscriberErrors = 0;
   readonly #off: (() => void)[] = [];
   #members: ReadonlySet<PeerId> = new Set();
   #timer: unknown = null;
@@ -92,8 +104,20 @@ export class LivenessMonitor {
   #closed = false;
   readonly #maxFrameBytes: number;
 
-  /** `maxFrameBytes`: the node's frame limit (frames above it, or above the channel's, are `oversize`). */
-  constructor(o: { channel: Seam; mux: SeamMux; timers: Timers; config: HeartbeatConfig; rejections: RejectionCounter; maxFrameBytes?: number }) {
+  /**
+   * `maxFrameBytes`: the node's frame limit (frames above it, or above the channel's, are `oversize`).
+   * `onSubscriberError`: gets what an `events` or `unreachable` subscriber throws (after it is counted in
+   * `counters().subscriberErrors`); it never reaches the timer or the seam callback that emitted.
+   */
+  constructor(o: {
+    channel: Seam;
+    mux: SeamMux;
+    timers: Timers;
+    config: HeartbeatConfig;
+    rejections: RejectionCounter;
+    maxFrameBytes?: number;
+    onSubscriberError?: (error: unknown) => void;
+  }) {
     const c = o.config;
     if (!(Number.isInteger(c.intervalMs) && c.intervalMs > 0 && c.timeoutMs > c.intervalMs && Number.isInteger(c.timeoutMs))) {
       throw new RangeError("heartbeat: require 0 < intervalMs < timeoutMs (integers)");
@@ -103,6 +127,7 @@ export class LivenessMonitor {
     this.#timers = o.timers;
     this.#config = c;
     this.#rejections = o.rejections;
+    this.#onSubscriberError = o.onSubscriberError;
     this.#maxFrameBytes = Math.min(o.maxFrameBytes ?? Infinity, o.channel.maxFrameBytes);
     this.#off.push(o.channel.onFrame((from, frame) => this.#receive(from, frame)));
     this.#off.push(o.mux.onActivity((from) => this.#activity(from)));
@@ -144,8 +169,9 @@ export class LivenessMonitor {
     return out;
   }
 
-  counters(): { pingsOut: number; pongsOut: number } {
-    return { pingsOut: this.#pings, pongsOut: this.#pongs };
+  /** Pings and pongs queued, and errors thrown by `events` / `unreachable` subscribers (caught). */
+  counters(): LivenessCounters {
+    return { pingsOut: this.#pings, pongsOut: this.#pongs, subscriberErrors: this.#subscriberErrors };
   }
 
   close(): void {
@@ -162,18 +188,27 @@ export class LivenessMonitor {
       const order = this.#order;
       const at = this.#attachedAt;
       const renewed = (this.#renewed = new Set());
-      this.#sweep(() => {
-        for (let i = 0, n = order.length; i < n; i++) {
-          const peer = order[i]!;
-          if (renewed.has(peer)) continue;
-          const d = this.#detectors.get(peer);
-          if (d === undefined) this.#tickSilent(peer, at[i]!);
-          else if (d.phase !== "lost") this.#tick(peer, d);
-        }
-      });
-      this.#renewed = null;
-      this.#arm();
+      try {
+        this.#sweep(() => {
+          for (let i = 0, n = order.length; i < n; i++) {
+            const peer = order[i]!;
+            if (renewed.has(peer)) continue;
+            const d = this.#detectors.get(peer);
+            if (d === undefined) this.#tickSilent(peer, at[i]!);
+            else if (d.phase !== "lost") this.#tick(peer, d);
+          }
+        });
+      } finally {
+        // Whatever a tick ran into, the next one comes: one missed re-arm would end detection for good (§10).
+        this.#renewed = null;
+        this.#arm();
+      }
     }, this.#config.intervalMs);
+  }
+
+  #subscriberError(error: unknown): void {
+    this.#subscriberErrors++;
+    this.#onSubscriberError?.(error);
   }
 
   /** `now` is the seam's view (an immutable value), kept by reference. */

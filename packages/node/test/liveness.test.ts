@@ -165,4 +165,48 @@ describe("liveness (node.md §10, §16 A15)", () => {
     expect(ev.map((e) => [e.kind, e.peer, e.kind === "unresponsive" ? e.reason : null])).toEqual([["unresponsive", "y", "backpressure"]]);
     expect(m.unreachable.get().has("y")).toBe(true);
   });
+
+  it("subscribers that throw are counted and handed on, never let out: the seam's other listeners and the next ticks still run", () => {
+    // node.md §10 (detection lasts the node's life) and §4.3 (nothing thrown through the node): before, one throw
+    // left the tick without re-arming, and on a membership change it escaped into the seam's peers view.
+    const timers = new VirtualTimers();
+    const net = new MemoryNetwork({ timers, random: seededRandom(6) });
+    const seam = net.join("x");
+    for (const o of ["y", "z"]) {
+      // y and z answer pings, so a healed link has evidence of life
+      const peerMux = muxSeam(net.join(o));
+      new LivenessMonitor({ channel: peerMux.channel(3), mux: peerMux, timers, config: { intervalMs: 5_000, timeoutMs: 15_000, reconnectWindowMs: 60_000 }, rejections: new RejectionCounter(timers, 1, () => {}) });
+    }
+    const mux = muxSeam(seam);
+    const handed: unknown[] = [];
+    const m = new LivenessMonitor({
+      channel: mux.channel(3), mux, timers, config: { intervalMs: 5_000, timeoutMs: 15_000, reconnectWindowMs: 60_000 },
+      rejections: new RejectionCounter(timers, 1, () => {}), onSubscriberError: (e) => handed.push(e),
+    });
+    const bug = new Error("a bug in a hook");
+    m.events.subscribe(() => {
+      throw bug;
+    });
+    m.unreachable.subscribe(() => {
+      throw bug;
+    });
+    const ev: string[] = [];
+    m.events.subscribe((e) => ev.push(`${e.kind}:${e.peer}`));
+    const views: number[] = [];
+    seam.peers.subscribe((p) => views.push(p.size)); // the seam's listener after the monitor's
+    timers.advanceBy(1);
+    expect(() => net.partition([["x"], ["y", "z"]], "disconnect")).not.toThrow();
+    expect(() => timers.advanceBy(1)).not.toThrow();
+    expect(views).toEqual([2, 0]);
+    expect(ev).toEqual(["unresponsive:y", "unresponsive:z"]);
+    // one unreachable set, two events: three throws, each counted and handed on
+    expect(m.counters().subscriberErrors).toBe(3);
+    expect(handed).toEqual([bug, bug, bug]);
+    // the ticks go on: after the heal both peers are heard again and recover
+    net.heal();
+    const pings = m.counters().pingsOut;
+    expect(() => timers.advanceBy(10_000)).not.toThrow();
+    expect(m.counters().pingsOut).toBeGreaterThan(pings);
+    expect(ev.slice(2)).toEqual(["recovered:y", "recovered:z"]);
+  });
 });

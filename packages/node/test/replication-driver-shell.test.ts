@@ -99,6 +99,8 @@ interface RigOptions {
   wrap?: (t: VirtualTimers) => Timers;
   /** Runs before the driver subscribes to anything (an owner that subscribed first). */
   before?: (channel: HandChannel, driver: () => ReplicationDriver) => void;
+  /** The driver's `onSubscriberError`. */
+  onSubscriberError?: (error: unknown) => void;
 }
 
 function rig(o: RigOptions = {}): Rig {
@@ -114,7 +116,8 @@ function rig(o: RigOptions = {}): Rig {
   const rejections = new RejectionCounter(timers, 60_000, (e) => rejected.push(e));
   let driver: ReplicationDriver | null = null;
   o.before?.(channel, () => driver!);
-  driver = new ReplicationDriver({ channel, core, genesisDigest: gd, timers: o.wrap?.(timers) ?? timers, rejections, maxFrameBytes: o.maxFrameBytes ?? 4_096 });
+  driver = new ReplicationDriver({ channel, core, genesisDigest: gd, timers: o.wrap?.(timers) ?? timers, rejections, maxFrameBytes: o.maxFrameBytes ?? 4_096,
+    ...(o.onSubscriberError !== undefined ? { onSubscriberError: o.onSubscriberError } : {}) });
   const events: [number, ReplicationEvent][] = [];
   driver.events.subscribe((e) => events.push([timers.now(), e]));
   return { timers, channel, core, replica, driver, gd, events, rejected, rejections };
@@ -400,5 +403,37 @@ describe("ReplicationDriver: close (node.md §1)", () => {
     expect(r.timers.pending()).toBe(0);
     r.timers.advanceBy(5_000);
     expect(r.channel.sent).toEqual([]);
+  });
+});
+
+describe("ReplicationDriver: an events subscriber that throws (node.md §4.3: nothing is thrown through the node)", () => {
+  it("is counted and handed to onSubscriberError; the anti-entropy timer still re-arms after every tick", () => {
+    const handed: unknown[] = [];
+    const r = rig({ peers: ["B"], config: { antiEntropy: true }, onSubscriberError: (e) => handed.push(e) });
+    const bug = new Error("a bug in an events hook");
+    r.driver.events.subscribe((e) => {
+      if (e.kind === "anti-entropy") throw bug;
+    });
+    // before: the throw left the tick's #drain before #arm() — no timer, no anti-entropy ever again
+    expect(() => r.timers.advanceBy(1_000)).not.toThrow();
+    expect(r.timers.pending()).toBe(1);
+    r.timers.advanceBy(2_000);
+    expect(r.events.map(([at, e]) => [at, e.kind])).toEqual([[1_000, "anti-entropy"], [2_000, "anti-entropy"], [3_000, "anti-entropy"]]);
+    expect(handed).toEqual([bug, bug, bug]);
+    expect(r.driver.metrics().subscriberErrors).toBe(3);
+  });
+
+  it("thrown on a merged delta, it does not reach the frame handler, and the delta's ack still leaves after ackDelayMs", () => {
+    const r = rig({ peers: ["B"] });
+    const later: string[] = [];
+    r.driver.events.subscribe(() => {
+      throw new Error("a bug in a merged hook");
+    });
+    r.driver.events.subscribe((e) => later.push(e.kind)); // subscribed after the thrower: still told
+    expect(() => r.channel.deliver("B", frameFrom("B", r.gd, delta(1, issued([["e1", [["B", 3n]]]]))))).not.toThrow();
+    expect(later).toEqual(["merged"]);
+    expect(r.driver.metrics().subscriberErrors).toBe(1);
+    r.timers.advanceBy(10);
+    expect(sentKinds(r)).toEqual(["B:ack"]);
   });
 });

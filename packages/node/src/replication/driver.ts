@@ -16,6 +16,8 @@ export interface ReplicationDriverMetrics extends ReplicationMetrics {
   framesIn: Record<LedgerMessage["kind"], number>;
   framesOut: Record<LedgerMessage["kind"], number>;
   bytesOut: number;
+  /** Errors thrown by `events` subscribers: caught, so every event is still delivered and the timer still re-armed. */
+  subscriberErrors: number;
 }
 
 /** Everything a {@link ReplicationDriver} runs on. */
@@ -29,6 +31,8 @@ export interface ReplicationDriverOptions {
   readonly rejections: RejectionCounter;
   /** Ledger frames above this are refused before decoding (`oversize`). */
   readonly maxFrameBytes: number;
+  /** Gets what an `events` subscriber throws (after it is counted); it never reaches the frame handler or timer. */
+  readonly onSubscriberError?: (error: unknown) => void;
 }
 
 const zeroKinds = () => Object.fromEntries(MESSAGE_KINDS.map((k) => [k, 0])) as Record<LedgerMessage["kind"], number>;
@@ -42,11 +46,17 @@ const zeroKinds = () => Object.fromEntries(MESSAGE_KINDS.map((k) => [k, 0])) as 
 export class ReplicationDriver {
   readonly #o: ReplicationDriverOptions;
   readonly #core: ReplicationCore;
-  readonly #events = new EventChannel<ReplicationEvent>();
+  // A subscriber's throw must not cut a drain short: the merged deltas after it would go unreported (never
+  // persisted) and the timer unarmed until the next frame or publish.
+  readonly #events = new EventChannel<ReplicationEvent>((error) => {
+    this.#subscriberErrors++;
+    this.#o.onSubscriberError?.(error);
+  });
   readonly #off: (() => void)[] = [];
   readonly #framesIn = zeroKinds();
   readonly #framesOut = zeroKinds();
   #bytesOut = 0;
+  #subscriberErrors = 0;
   #timer: unknown = null;
   #timerAt = Infinity;
   #closed = false;
@@ -77,7 +87,7 @@ export class ReplicationDriver {
   }
 
   metrics(): ReplicationDriverMetrics {
-    return { ...this.#core.metrics(), framesIn: { ...this.#framesIn }, framesOut: { ...this.#framesOut }, bytesOut: this.#bytesOut };
+    return { ...this.#core.metrics(), framesIn: { ...this.#framesIn }, framesOut: { ...this.#framesOut }, bytesOut: this.#bytesOut, subscriberErrors: this.#subscriberErrors };
   }
 
   /** Stops the timer and detaches from the channel. */
@@ -122,10 +132,14 @@ export class ReplicationDriver {
         this.#bytesOut += bytes!.length;
       }
     }
-    for (const delta of rd.merged) this.#events.emit({ kind: "merged", delta });
-    for (const e of rd.tooLarge) this.#events.emit(e);
-    if (rd.antiEntropyTick) this.#events.emit({ kind: "anti-entropy" });
-    this.#arm();
+    try {
+      for (const delta of rd.merged) this.#events.emit({ kind: "merged", delta });
+      for (const e of rd.tooLarge) this.#events.emit(e);
+      if (rd.antiEntropyTick) this.#events.emit({ kind: "anti-entropy" });
+    } finally {
+      // Subscriber errors are caught in #events; this is for anything else: the core's next wake is always armed.
+      this.#arm();
+    }
   }
 
   /** One timer, armed at the core's next wake. */
