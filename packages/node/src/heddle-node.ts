@@ -6,7 +6,7 @@ import { boundMetrics, type BoundMetrics } from "./bound-metrics.ts";
 import { ClaimsGossip, type ClaimsGossipCounters, type GossipClaims } from "./claims-gossip.ts";
 import { DemandBoard } from "./demand-board.ts";
 import { replicationConfigOf, type ResolvedHeddleConfig } from "./heddle-config.ts";
-import { LivenessMonitor, type PartitionEvent } from "./liveness.ts";
+import { LivenessMonitor, type LivenessCounters, type PartitionEvent } from "./liveness.ts";
 import { RejectionCounter, type FrameRejected, type RejectReason } from "./rejection.ts";
 import { ReplicationCore, type ValueTooLarge } from "./replication/core.ts";
 import { ReplicationDriver, type ReplicationDriverMetrics, type ReplicationEvent } from "./replication/driver.ts";
@@ -39,16 +39,21 @@ export type NodeEvent =
   /**
    * Something the node caught so it would not escape into a timer or the network path, reported once per
    * `where` (each occurrence is counted in `metrics()`): `validate` — the anti-entropy tick's `validate()` left
-   * int64 (a state the join check should have refused); `ledger-subscriber` — a `ledger.subscribe` callback threw.
+   * int64 (a state the join check should have refused); `ledger-subscriber` — a `ledger.subscribe` callback threw;
+   * `events-subscriber` — an `events` subscriber threw; `partition-subscriber` — a `partitionEvents` or
+   * `unreachable` subscriber threw; `replication` — the node's own handler of a replication event threw (a bug).
    */
-  | { kind: "internal-error"; where: "validate" | "ledger-subscriber"; error: unknown };
+  | { kind: "internal-error"; where: InternalErrorSite; error: unknown };
+
+/** Where a node caught an error it reports as `internal-error` (see {@link NodeEvent}). */
+export type InternalErrorSite = "validate" | "ledger-subscriber" | "events-subscriber" | "partition-subscriber" | "replication";
 
 /** Counters of the networking layer of a node: ledger replication, demand board, liveness, rejections. */
 export interface PeerMetrics {
   readonly ledger: ReplicationDriverMetrics;
   readonly framesRejected: Record<RejectReason, number>;
   readonly demand: { framesIn: number; framesOut: number; slots: number };
-  readonly liveness: { pingsOut: number; pongsOut: number };
+  readonly liveness: LivenessCounters;
   /** Keeper and advisory claims on channel 5 (claims.md §3–4). */
   readonly claims: ClaimsGossipCounters;
 }
@@ -75,7 +80,10 @@ export interface NodeMetrics {
   readonly compactions: number;
   /** Anti-entropy ticks whose `validate()` threw `LedgerOverflowError` (caught; see the `internal-error` event). */
   readonly validateOverflows: number;
-  /** Errors thrown by `ledger.subscribe` callbacks (caught; see the `internal-error` event). */
+  /**
+   * Errors thrown by subscribers of `ledger`, `events`, `partitionEvents` and `unreachable` (caught, so none
+   * reaches a timer, a frame handler or an API call; see the `internal-error` event, reported once per stream).
+   */
   readonly subscriberErrors: number;
 }
 
@@ -223,7 +231,8 @@ export class Node implements HeddleNode {
   readonly #claims: ClaimsGossip;
   readonly #channels: Seam[];
   readonly #table: ReservationTable;
-  readonly #events = new EventChannel<NodeEvent>();
+  // Emitted from API calls, frame handlers and timers: a subscriber's throw must not cut any of them short.
+  readonly #events = new EventChannel<NodeEvent>((error) => this.#subscriberError("events-subscriber", error));
   /** A store failure whose `persist-failed` event is not emitted yet (see #failClosed). */
   #failure: { readonly error: unknown } | null = null;
   readonly #enrolled = new Set<ReplicaId>();
@@ -255,10 +264,7 @@ export class Node implements HeddleNode {
     this.#rowBytes = p.rowBytesAtBoot;
     this.#snapshotBytes = p.snapshotBytesAtBoot;
     this.#replica = new LedgerReplica(p.initial);
-    this.#ledger = new ReplicaWatch(this.#replica, (error) => {
-      this.#counters.subscriberErrors++;
-      this.#reportOnce("ledger-subscriber", error);
-    });
+    this.#ledger = new ReplicaWatch(this.#replica, (error) => this.#subscriberError("ledger-subscriber", error));
     this.#table = new ReservationTable({ self: p.self, epoch: p.epoch, restored: p.restored });
     this.#rejections = new RejectionCounter(c.timers, c.rejectLogIntervalMs, (e) => this.#events.emit(e));
     const mux = muxSeam(p.seam);
@@ -280,7 +286,10 @@ export class Node implements HeddleNode {
       restarted: p.restarted,
       valueBudget: maxFrameBytes - WIRE_ENVELOPE_BYTES,
     });
-    this.#replication = new ReplicationDriver({ channel: ledgerChannel, core, genesisDigest: p.genesisDigest, timers: c.timers, rejections: this.#rejections, maxFrameBytes });
+    this.#replication = new ReplicationDriver({
+      channel: ledgerChannel, core, genesisDigest: p.genesisDigest, timers: c.timers, rejections: this.#rejections, maxFrameBytes,
+      onSubscriberError: (error) => this.#reportOnce("replication", error),
+    });
     this.#off.push(this.#replication.events.subscribe((e) => this.#onReplication(e)));
     this.#board = new DemandBoard({
       channel: demandChannel,
@@ -289,7 +298,10 @@ export class Node implements HeddleNode {
       config: { demandTtlMs: c.demandTtlMs, maxDemandEntries: c.maxDemandEntries, maxFrameBytes: c.maxFrameBytes },
       rejections: this.#rejections,
     });
-    this.#liveness = new LivenessMonitor({ channel: livenessChannel, mux, timers: c.timers, config: c.heartbeat, rejections: this.#rejections, maxFrameBytes: c.maxFrameBytes });
+    this.#liveness = new LivenessMonitor({
+      channel: livenessChannel, mux, timers: c.timers, config: c.heartbeat, rejections: this.#rejections, maxFrameBytes: c.maxFrameBytes,
+      onSubscriberError: (error) => this.#subscriberError("partition-subscriber", error),
+    });
     this.#claims = new ClaimsGossip({
       channel: claimsChannel,
       epoch: p.epoch,
@@ -676,7 +688,13 @@ export class Node implements HeddleNode {
     this.#counters.compactions++;
   }
 
-  #reportOnce(where: "validate" | "ledger-subscriber", error: unknown): void {
+  /** A subscriber of one of the node's streams threw: counted, reported once per stream, never let out. */
+  #subscriberError(where: InternalErrorSite, error: unknown): void {
+    this.#counters.subscriberErrors++;
+    this.#reportOnce(where, error);
+  }
+
+  #reportOnce(where: InternalErrorSite, error: unknown): void {
     if (this.#reported.has(where)) return;
     this.#reported.add(where);
     this.#events.emit({ kind: "internal-error", where, error });

@@ -16,7 +16,7 @@ export { resolveHeddleConfig, HEDDLE_CONFIG_DEFAULTS } from "./heddle-config.ts"
 export type { HeartbeatConfig } from "./liveness.ts";
 
 // ---- the node (§1, §7–8, §10–11, §14–15) ----
-export type { HeddleNode, NodeEvent, NodeMetrics, PeerMetrics, ControlSink, TopologyResult } from "./heddle-node.ts";
+export type { HeddleNode, InternalErrorSite, NodeEvent, NodeMetrics, PeerMetrics, ControlSink, TopologyResult } from "./heddle-node.ts";
 export type { ScheduleResult } from "./schedule.ts";
 export type { ReserveResult, ReserveRefusal, CompleteResult, ReserveOptions } from "./reservation-table.ts";
 /** A ledger refusal where none is possible (§8): a bug, thrown, never an outcome. */

@@ -47,11 +47,19 @@ describe("persist-failed is told once the failed round is rolled back (node.md ย
 
   it("a listener that throws leaves the node consistent: the failed round is rolled back all the same", () => {
     const { victim } = pair(5);
+    const bug = new Error("listener bug");
     victim.events.subscribe((ev) => {
-      if (ev.kind === "persist-failed") throw new Error("listener bug");
+      if (ev.kind === "persist-failed") throw bug;
+    });
+    const internal: unknown[] = [];
+    victim.events.subscribe((ev) => {
+      if (ev.kind === "internal-error") internal.push(ev);
     });
     victim.advertise(AttachmentId("e1"), DEMAND);
-    expect(() => victim.schedule(GroupId("root"))).toThrow("listener bug");
+    // the listener's error is caught, counted and reported (ยง4.3: nothing is thrown through the node)
+    expect(victim.schedule(GroupId("root")).grants).toEqual([]);
+    expect(victim.metrics()).toMatchObject({ failed: true, subscriberErrors: 1 });
+    expect(internal).toEqual([{ kind: "internal-error", where: "events-subscriber", error: bug }]);
     // the round's transaction was rolled back before the listener ran: reads work and show nothing of it
     expect(victim.ledger.get().edge(AttachmentId("e1"))!.issued).toBe(0n);
     expect(victim.available(GroupId("g1"))).toBe(0n);
