@@ -8,6 +8,7 @@ import { DemandBoard } from "./demand-board.ts";
 import { replicationConfigOf, type ResolvedHeddleConfig } from "./heddle-config.ts";
 import { LivenessMonitor, type LivenessCounters, type PartitionEvent } from "./liveness.ts";
 import { RejectionCounter, type FrameRejected, type RejectReason } from "./rejection.ts";
+import { MIN_FRAME_BYTES } from "./replication/config.ts";
 import { ReplicationCore, type ValueTooLarge } from "./replication/core.ts";
 import { ReplicationDriver, type ReplicationDriverMetrics, type ReplicationEvent } from "./replication/driver.ts";
 import { WIRE_ENVELOPE_BYTES } from "./replication/wire.ts";
@@ -267,6 +268,15 @@ export class Node implements HeddleNode {
     this.#ledger = new ReplicaWatch(this.#replica, (error) => this.#subscriberError("ledger-subscriber", error));
     this.#table = new ReservationTable({ self: p.self, epoch: p.epoch, restored: p.restored });
     this.#rejections = new RejectionCounter(c.timers, c.rejectLogIntervalMs, (e) => this.#events.emit(e));
+    // node.md §12: the effective maxFrameBytes (min of the config's and the ledger channel's) is ≥ 4 096. Checked
+    // before a channel is claimed, so a caller can retry on the same seam.
+    const channelFrameBytes = p.seam.maxFrameBytes - 1; // muxSeam's channels carry one tag byte
+    if (!(channelFrameBytes >= MIN_FRAME_BYTES)) {
+      throw new RangeError(
+        `seam.maxFrameBytes is ${p.seam.maxFrameBytes}: the node's channels would carry frames of at most ${channelFrameBytes} bytes (one is the ` +
+          `channel tag), under node.md §12's minimum of ${MIN_FRAME_BYTES}; give the seam a maxFrameBytes of at least ${MIN_FRAME_BYTES + 1}`,
+      );
+    }
     const mux = muxSeam(p.seam);
     const ledgerChannel = mux.channel(ChannelTag.ledger);
     const demandChannel = mux.channel(ChannelTag.demand);
