@@ -14,6 +14,8 @@ export const ChannelTag = {
 export interface SeamMuxCounters {
   /** Frames whose tag no channel has claimed (or empty frames, which carry no tag). */
   unknownChannel: number;
+  /** Frames for a claimed channel that had no `onFrame` subscriber yet (nothing listened; dropped). */
+  unheard: number;
 }
 
 /**
@@ -58,7 +60,7 @@ function createMux(seam: Seam): SeamMux {
   const slots = new Map<number, ChannelSlot>();
   const activity = new Set<(from: PeerId) => void>();
   const unknown = new Set<(from: PeerId, tag: number | null) => void>();
-  const counters: SeamMuxCounters = { unknownChannel: 0 };
+  const counters: SeamMuxCounters = { unknownChannel: 0, unheard: 0 };
 
   seam.onFrame((from, frame) => {
     // Set iteration tolerates a listener unsubscribing itself; no per-frame copy of the listeners.
@@ -70,8 +72,9 @@ function createMux(seam: Seam): SeamMux {
       for (const fn of [...unknown]) fn(from, tag ?? null);
       return;
     }
-    // A claimed channel without a subscriber yet simply drops the frame (nothing listens).
-    slot.handler?.(from, frame.subarray(1));
+    // A claimed channel without a subscriber yet drops the frame (nothing listens), counted like any other drop.
+    if (slot.handler === null) counters.unheard++;
+    else slot.handler(from, frame.subarray(1));
   });
 
   return {

@@ -34,6 +34,27 @@ describe("muxSeam", () => {
     expect(got.length).toBe(2);
     expect(activity).toEqual(["a", "a", "a", "a"]);
     expect(mb.counters().unknownChannel).toBe(2);
+    expect(mb.counters().unheard).toBe(0);
+  });
+
+  it("a frame for a claimed channel that nobody listens to yet is counted as unheard, not dropped silently", () => {
+    const timers = new VirtualTimers();
+    const net = new MemoryNetwork({ timers, random: seededRandom(4) });
+    const a = net.join("a");
+    const b = net.join("b");
+    timers.advanceBy(0);
+    const b4 = muxSeam(b).channel(4); // claimed, no onFrame yet (a protocol that subscribes later)
+    const a4 = muxSeam(a).channel(4);
+    a4.send("b", new Uint8Array([1]));
+    a4.send("b", new Uint8Array([2]));
+    timers.advanceBy(1);
+    expect(muxSeam(b).counters()).toEqual({ unknownChannel: 0, unheard: 2 });
+    const got: number[] = [];
+    b4.onFrame((_from, f) => got.push(f[0]!));
+    a4.send("b", new Uint8Array([3]));
+    timers.advanceBy(1);
+    expect(got).toEqual([3]);
+    expect(muxSeam(b).counters()).toEqual({ unknownChannel: 0, unheard: 2 });
   });
 
   it("a closed channel releases its tag and refuses to send", async () => {
