@@ -62,6 +62,10 @@ export interface Libp2pSeamCounters {
   handlerErrors: number;
   /** Sends refused because the peer's queue was full. */
   backpressure: number;
+  /** Queued frames lost because the stream's `send` threw (its write side closed under us); the rest go on a new stream. */
+  sendErrors: number;
+  /** Queued frames discarded because their peer disconnected (or the seam closed) before they were written. */
+  discarded: number;
   /** Connections the gater refused. */
   refused: number;
   dials: number;
@@ -120,7 +124,8 @@ export async function libp2pSeam(opts: Libp2pSeamOptions): Promise<Libp2pSeam> {
   for (const e of opts.roster) if (e.id !== self) roster.set(e.id, [...e.addrs]);
   const blocked = new Set<PeerId>();
   const counters: Libp2pSeamCounters = {
-    framesIn: 0, framesOut: 0, bytesOut: 0, oversize: 0, badPrefix: 0, cutFrames: 0, handlerErrors: 0, backpressure: 0, refused: 0, dials: 0, dialFailures: 0,
+    framesIn: 0, framesOut: 0, bytesOut: 0, oversize: 0, badPrefix: 0, cutFrames: 0, handlerErrors: 0, backpressure: 0, sendErrors: 0,
+    discarded: 0, refused: 0, dials: 0, dialFailures: 0,
   };
 
   const refuse = (peer: Libp2pPeerId): boolean => {
@@ -163,6 +168,7 @@ export async function libp2pSeam(opts: Libp2pSeamOptions): Promise<Libp2pSeam> {
     for (const id of outbound.keys()) {
       if (!now.has(id)) {
         const o = outbound.get(id)!;
+        counters.discarded += o.queue.length;
         o.queue.length = 0;
         o.stream = null;
         outbound.delete(id);
@@ -280,7 +286,11 @@ export async function libp2pSeam(opts: Libp2pSeamOptions): Promise<Libp2pSeam> {
         counters.framesOut++;
         counters.bytesOut += frame.length;
       } catch {
+        // the stream's write side closed between its status check and this write: this frame is lost (counted);
+        // the rest of the queue goes on a new stream now, not at the next send
+        counters.sendErrors++;
         if (o.stream === stream) o.stream = null;
+        pump(id);
         return;
       }
     }
@@ -387,6 +397,7 @@ export async function libp2pSeam(opts: Libp2pSeamOptions): Promise<Libp2pSeam> {
       closed = true;
       handler = null;
       for (const r of redials.values()) if (r.timer !== null) timers.clear(r.timer);
+      for (const o of outbound.values()) counters.discarded += o.queue.length;
       outbound.clear();
       peers.set(new Set());
       await node.stop();
