@@ -503,6 +503,15 @@ export class ClaimsGossip implements GossipClaims {
 
   #tick(): void {
     if (this.#closed) return;
+    try {
+      this.#tickOnce();
+    } finally {
+      // One tick that ran into a bug (e.g. a persist callback that threw) must not end renewal and repair for good.
+      if (!this.#closed) this.#tickTimer = this.#timers.set(() => this.#tick(), this.#config.tickMs);
+    }
+  }
+
+  #tickOnce(): void {
     const now = this.#now();
     const t = this.#config.keeperTimings;
     // Renew every open own claim that is due (claims.md §3 "Renewal": a running peer renews periodically).
@@ -530,7 +539,6 @@ export class ClaimsGossip implements GossipClaims {
         for (const p of sortedIds(this.#channel.peers.get())) this.#sendOwn(p);
       }
     }
-    this.#tickTimer = this.#timers.set(() => this.#tick(), this.#config.tickMs);
   }
 
   #receive(from: PeerId, frame: Uint8Array): void {

@@ -3,8 +3,8 @@
 // on every peer once they have heard each other. A failing run names its seed; HEDDLE_SEED=<n> replays it alone.
 import { encodeAdvisorySlot, type AdvisoryClaim } from "@heddle/claims";
 import { describe, expect, it } from "vitest";
-import { memoryStore, resolveHeddleConfig, seededRandom } from "../src/index.ts";
-import { VirtualTimers } from "../src/testing.ts";
+import { MemoryNetwork, memoryStore, resolveClaimsGossipConfig, resolveHeddleConfig, seededRandom } from "../src/index.ts";
+import { ClaimsGossip, RejectionCounter, VirtualTimers } from "../src/testing.ts";
 import { Cluster, forSeeds, seedList } from "./node-sim.ts";
 
 const TIMINGS = { renewEveryMs: 1_000, aliveMs: 5_000, settlingMs: 2_000, unclosedMs: 60_000, othersHeardMs: 2_000 };
@@ -251,6 +251,33 @@ describe("keeper and advisory claims over MemoryNetwork (claims.md §3–4 on ch
     c.timers.advanceBy(TIMINGS.settlingMs);
     expect(c.n("b").gossipClaims.look("reminders").mayAct).toBe(true);
     void c.shutdown();
+  });
+
+  it("a tick that runs into a bug (a persist callback that throws) does not end renewal: the next tick still comes", () => {
+    const timers = new VirtualTimers();
+    const net = new MemoryNetwork({ timers, random: seededRandom(8) });
+    const config = resolveClaimsGossipConfig({ keeperRules: RULES, keeperTimings: TIMINGS, antiEntropyMs: 500, tickMs: 100 });
+    let broken = false;
+    const persisted: string[] = [];
+    const a = new ClaimsGossip({
+      channel: net.join("a"), epoch: 1, timers, config, rejections: new RejectionCounter(timers, 60_000, () => {}), maxFrameBytes: 64 * 1024,
+      persistKeeperSlot: (text) => {
+        if (broken) throw new Error("a bug in the persist callback");
+        persisted.push(text);
+        return true;
+      },
+    });
+    timers.advanceBy(1);
+    a.keeper("reminders", { active: 1 });
+    const taken = a.slots().keeper.get("a")!.claims[0]!.renewedAt;
+    broken = true;
+    // the renewal's tick throws (a bug surfaces) — before, it then never re-armed: no renewal, ever
+    expect(() => timers.advanceBy(TIMINGS.renewEveryMs + 100)).toThrow("a bug in the persist callback");
+    broken = false;
+    timers.advanceBy(200);
+    expect(a.slots().keeper.get("a")!.claims[0]!.renewedAt).toBeGreaterThan(taken);
+    expect(persisted.length).toBe(2);
+    void a.close();
   });
 
   it("refuses unknown parts and writes past the slot limit without changing anything", () => {
