@@ -32,7 +32,7 @@ import { RaftLogChoiceError, startGovernedPeer } from "./governed-peer.ts";
 import { EtcdStartError } from "./etcd-log.ts";
 import { createLogger, type Logger } from "./log.ts";
 import { DaemonMetrics, timedStore } from "./metrics.ts";
-import type { PeerReads, RaftWatches } from "./peer-reads.ts";
+import { transportCountersOf, type PeerReads, type RaftWatches } from "./peer-reads.ts";
 import { Scheduler } from "./scheduler.ts";
 import { DAEMON_STATE_FILE, DaemonState } from "./daemon-state.ts";
 import type { ReserveMemory } from "./reserve-memory.ts";
@@ -364,6 +364,7 @@ export async function startDaemon(configOrPath: DaemonConfig | string, opts: Sta
       lastLiveness: () => liveness,
       control,
       raft,
+      transport: transportCountersOf(seam),
     };
     metrics.attach(reads);
     const dashboard = new LiveDashboard({ reads, token, partitionEvents, logger, metrics });

@@ -35,7 +35,7 @@ export { DaemonMetrics, timedStore, MAX_METRIC_EDGES, COMMIT_BUCKETS, REQUEST_BU
 export type { DaemonMetricsOptions } from "./metrics.ts";
 /** What the dashboard and /metrics read of a peer. */
 export { peerState } from "./peer-reads.ts";
-export type { PeerReads, RaftWatches, LivenessNote, PeerState } from "./peer-reads.ts";
+export type { PeerReads, RaftWatches, LivenessNote, PeerState, TransportCounters } from "./peer-reads.ts";
 /** Governed mode's pieces the demo reuses: the control plane of a governed node, and the term-observing Raft store. */
 export { governedControlPlane, termObservingStorage } from "./governed-peer.ts";
 export type { GovernedNodeLike } from "./governed-peer.ts";

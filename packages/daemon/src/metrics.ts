@@ -104,6 +104,32 @@ export class DaemonMetrics {
       gossipFrames: new Counter({ name: "heddle_claims_gossip_frames_total", help: "Keeper and advisory claim frames on channel 5, by direction (in: accepted; rejected ones count in heddle_frames_rejected_total)", labelNames: ["direction"], registers }),
       gossipAntiEntropy: new Counter({ name: "heddle_claims_gossip_anti_entropy_rounds_total", help: "Rounds in which this peer re-sent its own claim slots to every peer", registers }),
       commitFailures: new Counter({ name: "heddle_store_commit_failures_total", help: "Store commits that failed (the node then fails closed)", registers }),
+      nodeSubscriberErrors: new Counter({
+        name: "heddle_node_subscriber_errors_total",
+        help: "Errors thrown by subscribers of the node's ledger, events, partitionEvents and unreachable streams (this daemon's log, dashboard and peer notes), caught so the node went on; heddle_liveness_subscriber_errors_total is the partitionEvents/unreachable part. Non-zero: a bug in the daemon — that subscriber missed the event (a log line, a dashboard update); the log's 'node caught an internal error' line names the stream",
+        registers,
+      }),
+      livenessSubscriberErrors: new Counter({
+        name: "heddle_liveness_subscriber_errors_total",
+        help: "Errors thrown by partitionEvents / unreachable subscribers, caught so liveness detection (pings, timeouts, recovered, lost) went on; also counted in heddle_node_subscriber_errors_total. Non-zero: a bug in the daemon — the last liveness event it shows for a peer (cut off or lost) may be stale",
+        registers,
+      }),
+      replicationSubscriberErrors: new Counter({
+        name: "heddle_replication_subscriber_errors_total",
+        help: "Errors thrown by the node's own handler of a ledger replication event (a merged delta, an anti-entropy tick), caught so the later events were still handled and the replication timer re-armed. Non-zero: a bug in the node — report it with the log's 'node caught an internal error' line (where=replication)",
+        registers,
+      }),
+      seamLost: new Counter({
+        name: "heddle_seam_frames_lost_total",
+        help: "Outbound frames the libp2p seam queued but never wrote, by reason: send-error (the stream's write threw as it closed under us; the rest of the queue went on a new stream) or discarded (still queued when the peer disconnected or the seam closed). Replication, liveness and Raft re-send what matters; a rise while peers stay up means connections are breaking — look at the network between the peers",
+        labelNames: ["reason"],
+        registers,
+      }),
+      seamUnheard: new Counter({
+        name: "heddle_seam_frames_unheard_total",
+        help: "Inbound frames for a channel this peer claimed but did not listen on yet, dropped unread (a few while a peer starts are expected: a governed peer's Raft channel listens once its member runs). A rise while the peer runs means a protocol stopped listening — a bug; report it",
+        registers,
+      }),
     };
     this.#gauges = g;
     this.#counters = c;
@@ -157,6 +183,9 @@ export class DaemonMetrics {
       g["pending"]!.set(m.pendingDeltas);
       setCounter(c["commits"]!, {}, m.commits);
       setCounter(c["commitFailures"]!, {}, m.commitFailures);
+      setCounter(c["nodeSubscriberErrors"]!, {}, m.subscriberErrors);
+      setCounter(c["livenessSubscriberErrors"]!, {}, m.peer.liveness.subscriberErrors);
+      setCounter(c["replicationSubscriberErrors"]!, {}, led.subscriberErrors);
       g["failed"]!.set(m.failed ? 1 : 0);
       g["open"]!.set(m.reservationsOpen);
       const cl = m.peer.claims;
@@ -167,6 +196,13 @@ export class DaemonMetrics {
         g["gossipSlots"]!.set({ mode: "keeper" }, cl.keeperSlots);
         g["gossipSlots"]!.set({ mode: "advisory" }, cl.advisorySlots);
       }
+    }
+
+    const tr = r.transport?.();
+    if (tr !== undefined) {
+      setCounter(c["seamLost"]!, { reason: "send-error" }, tr.sendErrors);
+      setCounter(c["seamLost"]!, { reason: "discarded" }, tr.discarded);
+      setCounter(c["seamUnheard"]!, {}, tr.unheard);
     }
 
     const counts = new Map<string, number>(PEER_STATES.map((s) => [s, 0]));

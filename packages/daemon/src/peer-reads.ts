@@ -2,7 +2,7 @@
 // connections, liveness, and — governed — the control plane and the Raft member's watches. Both only
 // read: nothing here is called on the spend path, and nothing here changes the peer.
 import type { GroupId } from "@heddle/ledger";
-import type { Watch } from "@heddle/node";
+import { muxSeam, type Libp2pSeam, type Watch } from "@heddle/node";
 import type { ControlPlane } from "./control-plane.ts";
 import type { DataPlane } from "./data-plane.ts";
 
@@ -25,6 +25,31 @@ export interface RaftWatches {
   refusedFrames(): ReadonlyMap<string, number>;
 }
 
+/**
+ * Frames the transport under the node lost or dropped, which no node counter sees: the libp2p seam's outbound
+ * losses and its channel mux's unheard inbound frames (`/metrics` exports them).
+ */
+export interface TransportCounters {
+  /** Queued frames lost because the stream's write threw (its write side closed under the seam). */
+  readonly sendErrors: number;
+  /** Queued frames discarded because their peer disconnected, or the seam closed, before they were written. */
+  readonly discarded: number;
+  /** Inbound frames for a claimed channel that had no subscriber yet (dropped unread). */
+  readonly unheard: number;
+}
+
+/**
+ * The transport counters of `seam` and of its channel mux — the node's own: `muxSeam` keeps one mux per seam
+ * object, so this reads the mux the node (and a governed peer's Raft channel) claimed their channels on.
+ */
+export function transportCountersOf(seam: Libp2pSeam): () => TransportCounters {
+  const mux = muxSeam(seam);
+  return () => {
+    const s = seam.counters();
+    return { sendErrors: s.sendErrors, discarded: s.discarded, unheard: mux.counters().unheard };
+  };
+}
+
 /** Everything the dashboard and `/metrics` read of one peer. */
 export interface PeerReads {
   readonly data: DataPlane;
@@ -40,6 +65,8 @@ export interface PeerReads {
   readonly control: ControlPlane | null;
   /** The Raft member's watches (governed mode), or null. */
   readonly raft: RaftWatches | null;
+  /** The transport's own loss counters; without it `heddle_seam_frames_lost_total` has no samples and `heddle_seam_frames_unheard_total` stays 0. */
+  transport?(): TransportCounters;
 }
 
 /** How a peer looks from here: this peer, up, cut off (unresponsive), lost, or not connected. */

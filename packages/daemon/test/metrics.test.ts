@@ -1,4 +1,9 @@
+import { EntitlementLedger, GroupId, ReplicaId } from "@heddle/ledger";
+import { WatchCell, type NodeMetrics } from "@heddle/node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { DataPlane } from "../src/data-plane.ts";
+import { DaemonMetrics } from "../src/metrics.ts";
+import type { PeerReads, TransportCounters } from "../src/peer-reads.ts";
 import { parsePrometheus, type Scrape } from "./support/prometheus.ts";
 import { soloDaemon } from "./support/embedded.ts";
 
@@ -102,6 +107,15 @@ describe("/metrics", () => {
     expect(m.one("heddle_api_request_duration_seconds_count", { route: "/v1/reservations", method: "POST", status: "201" })).toBe(PAIRS);
     expect(m.one("heddle_api_requests_total", { route: "/metrics", method: "GET", status: "401" })).toBeGreaterThanOrEqual(2);
 
+    // what the node caught and the transport lost: nothing on a solo peer, but every family is there as a
+    // counter, the seam's with both reasons (so the daemon handed the metrics its seam)
+    for (const name of ["heddle_node_subscriber_errors_total", "heddle_liveness_subscriber_errors_total", "heddle_replication_subscriber_errors_total", "heddle_seam_frames_unheard_total"]) {
+      expect(m.types.get(name), name).toBe("counter");
+      expect(m.one(name), name).toBe(0);
+    }
+    expect(m.types.get("heddle_seam_frames_lost_total")).toBe("counter");
+    expect(m.all("heddle_seam_frames_lost_total").map((x) => [x.labels["reason"], x.value]).sort()).toEqual([["discarded", 0], ["send-error", 0]]);
+
     // a solo static peer: no other peer, no Raft
     expect(m.one("heddle_peers", { state: "up" })).toBe(0);
     expect(m.all("heddle_raft_term")).toEqual([]);
@@ -121,5 +135,78 @@ describe("/metrics", () => {
     const c409 = (x: Scrape) => x.all("heddle_api_requests_total").find((v) => v.labels["route"] === "/v1/reservations" && v.labels["status"] === "409")?.value ?? 0;
     expect(c409(after) - c409(before)).toBe(1);
     expect(after.one("heddle_api_requests_total", { route: "(unmatched)", method: "GET", status: "404" })).toBe(2);
+  });
+});
+
+/** What the double below reports: the node's, its liveness monitor's and its replication driver's caught errors, and the transport's losses. */
+interface Losses extends TransportCounters {
+  node: number;
+  liveness: number;
+  replication: number;
+}
+
+/** A static peer with no edges whose node and transport report `losses` as they stand at each scrape. */
+function readsReporting(losses: Losses): PeerReads {
+  const self = ReplicaId("peer-1");
+  const metrics = (): NodeMetrics => {
+    const ledger = { framesIn: {}, framesOut: {}, bytesOut: 0, deltasPublished: 0, pendingDeltas: 0, subscriberErrors: losses.replication };
+    return {
+      peer: { ledger, framesRejected: {}, demand: { framesIn: 0, framesOut: 0, slots: 0 }, liveness: { pingsOut: 0, pongsOut: 0, subscriberErrors: losses.liveness } },
+      framesRejected: {},
+      failed: false,
+      deltasPublished: 0,
+      pendingDeltas: 0,
+      reservationsOpen: 0,
+      commits: 0,
+      commitFailures: 0,
+      subscriberErrors: losses.node,
+    } as unknown as NodeMetrics; // the scrape reads only these members
+  };
+  const data: Partial<DataPlane> = { self, ledger: new WatchCell(EntitlementLedger.bootstrap(GroupId("root"), new Map([[self, 100n]]), "metrics-test")), metrics };
+  return {
+    data: data as DataPlane,
+    mode: "static",
+    root: GroupId("root"),
+    roster: [{ id: self, addrs: [] }],
+    connected: () => new Set(),
+    lastLiveness: () => new Map(),
+    control: null,
+    raft: null,
+    transport: () => ({ sendErrors: losses.sendErrors, discarded: losses.discarded, unheard: losses.unheard }),
+  };
+}
+
+describe("/metrics: what the node caught and the transport lost", () => {
+  it("exports each counter at the value its owner reports, scrape after scrape", async () => {
+    const losses: Losses = { node: 0, liveness: 0, replication: 0, sendErrors: 0, discarded: 0, unheard: 0 };
+    const metrics = new DaemonMetrics({ processMetrics: false });
+    metrics.attach(readsReporting(losses));
+    // every value distinct (a counter read from the wrong owner fails), the second below the first's sum (a
+    // counter that accumulates across scrapes instead of following its owner fails)
+    for (const now of [
+      { node: 5, liveness: 2, replication: 3, sendErrors: 7, discarded: 11, unheard: 13 },
+      { node: 6, liveness: 4, replication: 17, sendErrors: 8, discarded: 12, unheard: 19 },
+    ]) {
+      Object.assign(losses, now);
+      const m = parsePrometheus(await metrics.text());
+      expect(m.one("heddle_node_subscriber_errors_total")).toBe(now.node);
+      expect(m.one("heddle_liveness_subscriber_errors_total")).toBe(now.liveness);
+      expect(m.one("heddle_replication_subscriber_errors_total")).toBe(now.replication);
+      expect(m.one("heddle_seam_frames_lost_total", { reason: "send-error" })).toBe(now.sendErrors);
+      expect(m.one("heddle_seam_frames_lost_total", { reason: "discarded" })).toBe(now.discarded);
+      expect(m.one("heddle_seam_frames_unheard_total")).toBe(now.unheard);
+    }
+    metrics.close();
+  });
+
+  it("has no seam loss samples for a peer that does not read its transport (an embedder's)", async () => {
+    const losses: Losses = { node: 1, liveness: 1, replication: 1, sendErrors: 1, discarded: 1, unheard: 1 };
+    const { transport: _, ...reads } = readsReporting(losses);
+    const metrics = new DaemonMetrics({ processMetrics: false });
+    metrics.attach(reads);
+    const m = parsePrometheus(await metrics.text());
+    expect(m.all("heddle_seam_frames_lost_total")).toEqual([]);
+    expect(m.one("heddle_node_subscriber_errors_total")).toBe(1);
+    metrics.close();
   });
 });
