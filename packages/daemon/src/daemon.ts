@@ -32,6 +32,7 @@ import { RaftLogChoiceError, startGovernedPeer } from "./governed-peer.ts";
 import { EtcdStartError } from "./etcd-log.ts";
 import { createLogger, type Logger } from "./log.ts";
 import { DaemonMetrics, timedStore } from "./metrics.ts";
+import { logNodeEvent } from "./node-event-log.ts";
 import { transportCountersOf, type PeerReads, type RaftWatches } from "./peer-reads.ts";
 import { Scheduler } from "./scheduler.ts";
 import { DAEMON_STATE_FILE, DaemonState } from "./daemon-state.ts";
@@ -313,11 +314,8 @@ export async function startDaemon(configOrPath: DaemonConfig | string, opts: Sta
       logger.info(`peer ${e.kind}`, { other: e.peer, ...(e.reason !== undefined ? { reason: e.reason } : {}) });
     });
     cleanups.push(offLive);
-    const offEvents = nodeEvents.subscribe((e) => {
-      if (e.kind === "persist-failed") logger.error("store commit failed: the node has failed closed; restart it", { store: opts.store === undefined ? storePath : "(embedder's store)", error: String(e.error) });
-      else if (e.kind === "peer-joined" || e.kind === "peer-left") logger.info(e.kind, { other: e.peer });
-      else if (e.kind === "conflicts" && e.conflicts.length > 0) logger.warn("ledger conflicts", { conflicts: e.conflicts.map((c) => c.kind).join(",") });
-    });
+    const storeName = opts.store === undefined ? storePath : "(embedder's store)";
+    const offEvents = nodeEvents.subscribe((e) => logNodeEvent(logger, e, storeName));
     cleanups.push(offEvents);
 
     // Standing demand and keyed reserve answers outlive the process (not when an embedder brings its own
