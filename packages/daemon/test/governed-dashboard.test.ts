@@ -77,6 +77,11 @@ describe("a governed peer's /metrics and dashboard", () => {
     expect(refusals.reduce((a, x) => a + x.value, 0)).toBe(1);
     expect(refusals[0]!.labels["reason"]).toBeTruthy();
 
+    // the transport's loss counters read the seam the node and the Raft member share (one mux per seam)
+    expect(m.all("heddle_seam_frames_lost_total").map((x) => x.labels["reason"]).sort()).toEqual(["discarded", "send-error"]);
+    expect(m.types.get("heddle_seam_frames_unheard_total")).toBe("counter");
+    expect(m.one("heddle_liveness_subscriber_errors_total")).toBe(0);
+
     // a governed peer's API counts its control routes too
     expect(m.one("heddle_api_requests_total", { route: "/v1/claims/take", method: "POST", status: "409" })).toBe(1);
   });
