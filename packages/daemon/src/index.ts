@@ -34,7 +34,7 @@ export type { DashboardSnapshot, Fields, Scalar } from "./dashboard-snapshot.ts"
 export { DaemonMetrics, timedStore, MAX_METRIC_EDGES, COMMIT_BUCKETS, REQUEST_BUCKETS } from "./metrics.ts";
 export type { DaemonMetricsOptions } from "./metrics.ts";
 /** What the dashboard and /metrics read of a peer. */
-export { peerState } from "./peer-reads.ts";
+export { peerState, transportCountersOf } from "./peer-reads.ts";
 export type { PeerReads, RaftWatches, LivenessNote, PeerState, TransportCounters } from "./peer-reads.ts";
 /** Governed mode's pieces the demo reuses: the control plane of a governed node, and the term-observing Raft store. */
 export { governedControlPlane, termObservingStorage } from "./governed-peer.ts";

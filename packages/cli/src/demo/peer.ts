@@ -165,6 +165,7 @@ async function main(): Promise<void> {
       lastLiveness: () => liveness,
       control: gov === null || raft === null ? null : daemon.governedControlPlane(gov, raft),
       raft: raft === null ? null : { role: raft.role, leader: raft.leader, commitIndex: raft.commitIndex, membership: raft.membership, term: raftTerm, refusedFrames: () => raft!.refusedFrames() },
+      transport: daemon.transportCountersOf(seam),
     };
     const metrics = new daemon.DaemonMetrics({ processMetrics: false });
     metrics.attach(reads);
