@@ -72,7 +72,7 @@ export type { ControlSettings, ControlSettingName, FixedSettings, ListDigest, Se
 export { CONTROL_SETTING_NAMES, SettingsMismatchError, settingsDigest } from "./control/control-settings.ts";
 
 // ---- the control log on an existing etcd cluster (issue 18) ----
-export type { EtcdControlLog, EtcdControlLogOptions, EtcdCounter } from "./etcd/etcd-log.ts";
+export type { EtcdControlLog, EtcdControlLogOptions, EtcdCounter, EtcdLogStatus } from "./etcd/etcd-log.ts";
 export {
   etcdControlLog,
   EtcdUnreachableError,
@@ -83,6 +83,10 @@ export {
   ETCD_HOST_FAILURES_TO_REST,
   ETCD_HOST_REST_MS,
   ETCD_MAX_PENDING_EVENTS,
+  ETCD_MAX_CLOCK_AHEAD_MS,
+  ETCD_MAX_CLOCK_AHEAD_BOUNDS,
+  ETCD_MAX_ID_CHARS,
+  ETCD_MAX_STAMP,
   DEFAULT_ETCD_PREFIX,
   ETCD_BATCH_ENTRIES,
   ETCD_BATCH_BYTES,

@@ -579,6 +579,13 @@ class GovernedNode implements GovernedHeddleNode {
                 ),
               );
             }
+            // refused before anything was sent, alike on every attempt: a malformed value under the etcd log's prefix
+            // (it answers, but no member can append until an operator fixes it) or an argument (or clock) the log
+            // refuses — a definite refusal, so the seq this call allocated no longer holds the ackFloor down
+            if (!landed && (e instanceof RangeError || (e as Error).name === "EtcdLogCorruptError")) {
+              if (auto) this.#openSeqs.delete(key.seq);
+              return w.reject(e as Error);
+            }
             if (!(unanswered || e instanceof LeadershipLostError || e instanceof NotLeaderError)) return unknown(`propose failed (${(e as Error).name}: ${(e as Error).message})`, e);
             landed = true;
             if (this.#raft.available?.get() !== false && ++attempts >= PROPOSE_ATTEMPTS) {

@@ -4,14 +4,19 @@
  *
  * Layout under the key prefix `P` (default `heddle/control/`):
  *
- * - `P head` — `{"index":n,"stamp":t}`: the last appended index and its stamp. Every append is one transaction that
+ * - `P head` — `{"index":n,"stamp":t,"by":id}`: the last appended index, its stamp and the member that stamped it
+ *   (`by`, absent in heads written before it was recorded). Every append is one transaction that
  *   compares `head`'s mod revision with the one the proposer last saw, and on success writes the new `head` and the
  *   new entries together — so indexes are dense, each is written once, and the order is etcd's commit order. A lost
  *   race re-reads `head` (the transaction's else branch) and tries again. Proposals waiting together in one process
  *   go in one transaction (group commit, at most {@link ETCD_BATCH_ENTRIES} entries / {@link ETCD_BATCH_BYTES}).
  * - `P log/<index, 16 digits>` — one entry: format byte, the stamp, the proposal key, the command bytes. The stamp is
  *   the proposer's clock clamped to the previous head's stamp, so stamps never run backwards in the log (claims time,
- *   claims.md) whatever the proposers' clocks do.
+ *   claims.md) whatever the proposers' clocks do. A stamp is whole milliseconds in 0 … 2^53 − 1 (what the claims
+ *   table takes, as the embedded Raft's codec enforces): `propose` refuses a `now` outside that, and a stamp outside
+ *   it in `head` or an entry is an `EtcdLogCorruptError`. So one member whose clock runs ahead moves claims time
+ *   forward for every member until the real time catches up: a member that reads a `head` stamped more than
+ *   `maxClockAheadMs` past its own clock says so (`status().clockAhead`, `onWarning`), naming the member that stamped it.
  * - `P snapshot` — `{"throughIndex":n,"chunks":k,"bytes":b}` and `P snap/<through>/<chunk>` — the newest published
  *   `ControlState` snapshot. Publishing writes the chunks, swaps the meta key by compare-and-set (never backwards),
  *   then deletes the log entries through the snapshot and older chunks (compaction).
@@ -96,6 +101,17 @@ export const ETCD_HOST_REST_MS = 1_000;
  * entries, so nothing is lost; a watch stream cannot be paused per reader (all watches of a client share it).
  */
 export const ETCD_MAX_PENDING_EVENTS = 1_024;
+/**
+ * Default `maxClockAheadMs`: how far `head`'s stamp may stand past this member's clock before it warns. One minute:
+ * claims.md §3 assumes clocks within a minute of each other.
+ */
+export const ETCD_MAX_CLOCK_AHEAD_MS = 60_000;
+/** Bounds of `maxClockAheadMs` (ms): at least one second (clocks are never exact), at most a day. */
+export const ETCD_MAX_CLOCK_AHEAD_BOUNDS = { min: 1_000, max: 86_400_000 } as const;
+/** Longest member id (UTF-16 code units) the log accepts: it is written into `head` (`by`), which every member parses. */
+export const ETCD_MAX_ID_CHARS = 256;
+/** Largest stamp (ms since the epoch) a proposer's clock may give or an entry may carry: 2^53 − 1, as the claims table takes. */
+export const ETCD_MAX_STAMP = Number.MAX_SAFE_INTEGER;
 
 const ENTRY_FORMAT = 1;
 const DIGITS = 16;
@@ -114,8 +130,22 @@ export interface EtcdControlLogOptions {
   readonly tls?: { readonly ca: Uint8Array; readonly cert?: Uint8Array; readonly key?: Uint8Array };
   /** etcd's own authentication (`etcdctl user add`). */
   readonly auth?: { readonly username: string; readonly password: string };
-  /** The proposer's clock for entry stamps (claims time). Default `Date.now`. */
+  /**
+   * The proposer's clock for entry stamps (claims time): whole milliseconds since the epoch, 0 … 2^53 − 1. Default
+   * `Date.now`. A proposal made while it returns anything else is refused with a `RangeError` (nothing is written).
+   */
   readonly now?: () => number;
+  /**
+   * How far `head`'s stamp may stand past this member's `now` before `status().clockAhead` is set and `onWarning`
+   * is called: a member whose clock runs ahead stamps claims time ahead for everyone, and leases then lapse late.
+   * Default {@link ETCD_MAX_CLOCK_AHEAD_MS}; within {@link ETCD_MAX_CLOCK_AHEAD_BOUNDS}.
+   */
+  readonly maxClockAheadMs?: number;
+  /**
+   * Called with one line when something an operator should see starts or ends: `head` stamped more than
+   * `maxClockAheadMs` ahead of this member's clock (and once it no longer is), a malformed `head`. Default: none.
+   */
+  readonly onWarning?: (message: string) => void;
   /** Deadline of one etcd call, all its attempts included, in ms. Default 5 000. */
   readonly callTimeoutMs?: number;
   /**
@@ -142,13 +172,38 @@ export type EtcdCounter = "transactions" | "entries" | "races" | "resyncs" | "sn
 /** The etcd-backed `ControlLog`, plus what an operator or a test needs to see. */
 export interface EtcdControlLog extends ControlLog {
   readonly available: Watch<boolean>;
-  /** Resolves once etcd answered a first read; rejects with `EtcdUnreachableError` when it does not in time. */
+  /**
+   * Resolves once etcd answered a first read; rejects with `EtcdUnreachableError` when it does not in time, or with
+   * `EtcdLogCorruptError` when it answers with a malformed `head` (its message says how to fix it).
+   */
   readonly started: Promise<void>;
   readonly prefix: string;
   /** Counters: appends (transactions), appended entries, lost append races, watch restarts, snapshots published. */
   counters(): Readonly<Record<EtcdCounter, number>>;
   /** The newest `head` stamp this member has read or written (0 before any): see `ControlLog.stampFloor`. */
   stampFloor(): number;
+  /** What an operator should see about this log now: see {@link EtcdLogStatus}. */
+  status(): EtcdLogStatus;
+}
+
+/** `EtcdControlLog.status()`. */
+export interface EtcdLogStatus {
+  /** `available`'s value: etcd answered (and `head` parsed) within `unavailableAfterMs`. */
+  readonly available: boolean;
+  /** The newest `head` read or written: its index, stamp, and the member that stamped it (null when not recorded). Null before any. */
+  readonly head: { readonly index: LogIndex; readonly stamp: number; readonly stampedBy: string | null } | null;
+  /**
+   * Set while the last read of `head` found it malformed (an `EtcdLogCorruptError`'s message, naming the key, its
+   * revision and what to do): every append and linearizable read is refused with that error until it is fixed.
+   */
+  readonly corrupt: string | null;
+  /**
+   * Set while the newest `head` stamp stands more than `maxClockAheadMs` past this member's clock: claims time (lease
+   * expiry) is held that far ahead for every member until real time catches up. `stampedBy` names the member whose
+   * clock set it (or this member's clock runs behind).
+   */
+  readonly clockAhead: { readonly aheadMs: number; readonly stampedBy: string | null; readonly index: LogIndex; readonly message: string } | null;
+  readonly maxClockAheadMs: number;
 }
 
 /** etcd did not answer at start (wrong endpoints, etcd down, TLS or auth refused). */
@@ -212,6 +267,8 @@ export class EtcdLogCorruptError extends Error {
 interface Head {
   readonly index: LogIndex;
   readonly stamp: number;
+  /** The member that stamped it (`by`), or null (absent: written before it was recorded, or no head yet). */
+  readonly by: string | null;
   /** Mod revision of the `head` key (0: absent). */
   readonly rev: string;
 }
@@ -242,8 +299,15 @@ function prefixEnd(p: string): Buffer {
 
 const pad = (i: number): string => String(i).padStart(DIGITS, "0");
 
-/** One log entry's value: format byte, float64 stamp, u32 key length, key JSON `[client, seq]`, command. */
+/** Whole milliseconds in 0 … ETCD_MAX_STAMP: what the claims table takes as `now`. */
+const isStamp = (x: unknown): x is number => Number.isSafeInteger(x) && (x as number) >= 0;
+
+/**
+ * One log entry's value: format byte, float64 stamp, u32 key length, key JSON `[client, seq]`, command. A stamp
+ * that is not whole milliseconds in 0 … ETCD_MAX_STAMP is a `RangeError` (no member could apply it).
+ */
 export function encodeEtcdEntry(stamp: number, key: ProposalKey | null, command: Uint8Array): Buffer {
+  if (!isStamp(stamp)) throw new RangeError(`encodeEtcdEntry: stamp ${stamp} is not whole milliseconds in 0 … ${ETCD_MAX_STAMP}`);
   const k = key === null ? new Uint8Array(0) : te.encode(JSON.stringify([key.client, key.seq]));
   const out = Buffer.alloc(1 + 8 + 4 + k.length + command.length);
   out[0] = ENTRY_FORMAT;
@@ -254,13 +318,17 @@ export function encodeEtcdEntry(stamp: number, key: ProposalKey | null, command:
   return out;
 }
 
-/** Inverse of `encodeEtcdEntry`; `EtcdLogCorruptError` on anything else. */
+/**
+ * Inverse of `encodeEtcdEntry`; `EtcdLogCorruptError` on anything else — a stamp outside whole milliseconds in
+ * 0 … ETCD_MAX_STAMP included (the claims table would halt every member on it).
+ */
 export function decodeEtcdEntry(v: Uint8Array): { stamp: number; key: ProposalKey | null; command: Uint8Array } {
   const b = Buffer.from(v.buffer, v.byteOffset, v.byteLength);
   if (b.length < 13 || b[0] !== ENTRY_FORMAT) throw new EtcdLogCorruptError(`an entry of unknown format ${b[0] ?? "(empty)"} (this backend writes ${ENTRY_FORMAT})`);
   const stamp = b.readDoubleBE(1);
   const kl = b.readUInt32BE(9);
-  if (!Number.isFinite(stamp) || 13 + kl > b.length) throw new EtcdLogCorruptError("an entry with a bad stamp or key length");
+  if (!isStamp(stamp)) throw new EtcdLogCorruptError(`an entry stamped ${stamp}, not whole milliseconds in 0 … ${ETCD_MAX_STAMP} (its proposer's clock was in another unit, or another tool wrote it)`);
+  if (13 + kl > b.length) throw new EtcdLogCorruptError(`an entry whose key length ${kl} runs past its ${b.length} bytes`);
   let key: ProposalKey | null = null;
   if (kl > 0) {
     let parsed: unknown;
@@ -319,6 +387,13 @@ class EtcdLog implements EtcdControlLog {
   #head: Head | null = null;
   /** The newest head stamp seen (read or written); never decreases. */
   #stampFloor = 0;
+  /** The newest head read or written (by index), for `status()`. */
+  #newestHead: Head | null = null;
+  readonly #maxAheadMs: number;
+  readonly #onWarning: (message: string) => void;
+  /** The last head read's `EtcdLogCorruptError` message, until a head parses again. */
+  #corrupt: string | null = null;
+  #clockAhead: EtcdLogStatus["clockAhead"] = null;
   readonly #queue: Queued[] = [];
   #pumping = false;
   /** The pump's run (settled when it stops), and the batch whose transaction is in flight: `close()` waits for them. */
@@ -342,6 +417,15 @@ class EtcdLog implements EtcdControlLog {
   constructor(o: EtcdControlLogOptions) {
     if (typeof o !== "object" || o === null) throw new TypeError("etcdControlLog needs an options object");
     if (typeof o.id !== "string" || o.id.length === 0) throw new TypeError("id: this member's replica id (a non-empty string) is required");
+    if (o.id.length > ETCD_MAX_ID_CHARS) throw new RangeError(`id: at most ETCD_MAX_ID_CHARS (${ETCD_MAX_ID_CHARS}) characters (it is written into head); got ${o.id.length}`);
+    if (o.now !== undefined && typeof o.now !== "function") throw new TypeError("now: must be a function returning whole milliseconds since the epoch (e.g. Date.now)");
+    if (o.onWarning !== undefined && typeof o.onWarning !== "function") throw new TypeError("onWarning: must be a function taking one message");
+    const { min, max } = ETCD_MAX_CLOCK_AHEAD_BOUNDS;
+    if (o.maxClockAheadMs !== undefined && (!Number.isSafeInteger(o.maxClockAheadMs) || o.maxClockAheadMs < min || o.maxClockAheadMs > max)) {
+      throw new RangeError(`maxClockAheadMs: must be a whole number of ms in ${min} … ${max} (default ${ETCD_MAX_CLOCK_AHEAD_MS}); got ${String(o.maxClockAheadMs)}`);
+    }
+    this.#maxAheadMs = o.maxClockAheadMs ?? ETCD_MAX_CLOCK_AHEAD_MS;
+    this.#onWarning = o.onWarning ?? (() => {});
     const prefix = o.prefix ?? DEFAULT_ETCD_PREFIX;
     if (typeof prefix !== "string" || prefix.length === 0) throw new RangeError("prefix: must be a non-empty string (e.g. \"heddle/control/\")");
     for (const [k, v] of [["callTimeoutMs", o.callTimeoutMs], ["attemptTimeoutMs", o.attemptTimeoutMs], ["unavailableAfterMs", o.unavailableAfterMs], ["probeEveryMs", o.probeEveryMs]] as const) {
@@ -396,6 +480,7 @@ class EtcdLog implements EtcdControlLog {
         this.#head = h;
       },
       (e: unknown) => {
+        if (e instanceof EtcdLogCorruptError) throw e; // etcd answered: what is wrong is under the prefix
         if (e instanceof EtcdRefusedError) throw new EtcdUnreachableError(`etcd at ${where} refused the first read: ${e.message}`, { cause: e });
         throw new EtcdUnreachableError(`etcd at ${where} did not answer (${(e as Error).message}); check the endpoints, that etcd runs, and the TLS/auth settings`, { cause: e });
       },
@@ -407,6 +492,36 @@ class EtcdLog implements EtcdControlLog {
 
   counters(): Readonly<Record<EtcdCounter, number>> {
     return { ...this.#counts };
+  }
+
+  status(): EtcdLogStatus {
+    const h = this.#newestHead;
+    return {
+      available: this.available.get(),
+      head: h === null ? null : { index: h.index, stamp: h.stamp, stampedBy: h.by },
+      corrupt: this.#corrupt,
+      clockAhead: this.#clockAhead,
+      maxClockAheadMs: this.#maxAheadMs,
+    };
+  }
+
+  #warn(message: string): void {
+    try {
+      this.#onWarning(message);
+    } catch {
+      // the operator's logger failing must not stop the log
+    }
+  }
+
+  /** This member's clock, or a `RangeError` naming the option when it is not whole ms in 0 … ETCD_MAX_STAMP. */
+  #clock(): number {
+    const t = this.#now();
+    if (!isStamp(t)) {
+      throw new RangeError(
+        `now: the etcd control log's clock returned ${String(t)}, not whole milliseconds since the epoch in 0 … ${ETCD_MAX_STAMP}; nothing was appended — give a clock in milliseconds such as Date.now (not seconds, µs or ns, and rounded)`,
+      );
+    }
+    return t;
   }
 
   /**
@@ -472,8 +587,10 @@ class EtcdLog implements EtcdControlLog {
     this.#probing = true;
     try {
       const r = await this.#call({ key: this.#headKey }, (q, o) => this.#client.kv.range(q, o), Math.min(this.#callMs, this.#unavailableMs));
+      // judged before etcd counts as answering: a malformed head refuses every append, so the writer gate closes
+      const head = this.#headOf(r.kvs[0]);
       this.#ok();
-      this.#checkTails(this.#headOf(r.kvs[0]).index);
+      this.#checkTails(head.index);
     } catch {
       if (Date.now() - this.#lastOk >= this.#unavailableMs) {
         this.available.set(false);
@@ -504,16 +621,79 @@ class EtcdLog implements EtcdControlLog {
 
   async #readHead(): Promise<Head> {
     const r = await this.#call({ key: this.#headKey }, (q, o) => this.#client.kv.range(q, o));
+    const head = this.#headOf(r.kvs[0]);
     this.#ok();
-    return this.#headOf(r.kvs[0]);
+    return head;
   }
 
-  /** Parses a `head` value read from etcd, raising the stamp floor to its stamp. */
+  /**
+   * Parses a `head` value read from etcd, raising the stamp floor to its stamp; a malformed one is an
+   * `EtcdLogCorruptError` naming the key, its revision and what to do, and is shown in `status().corrupt` until a
+   * head parses again.
+   */
   #headOf(kv: IKeyValue | undefined): Head {
-    const h = parseJson<{ index: number; stamp: number }>(kv, "head", (x) => isIndex(x.index) && typeof x.stamp === "number" && Number.isFinite(x.stamp));
-    const head = h === null ? { index: 0, stamp: 0, rev: "0" } : { index: h.index, stamp: h.stamp, rev: h.rev };
-    this.#raiseStampFloor(head.stamp);
+    let head: Head;
+    try {
+      head = kv === undefined ? { index: 0, stamp: 0, by: null, rev: "0" } : this.#parseHead(kv);
+    } catch (e) {
+      const m = (e as Error).message;
+      if (this.#corrupt !== m) this.#warn(`etcd control log: ${m}`);
+      this.#corrupt = m;
+      throw e;
+    }
+    if (this.#corrupt !== null) this.#warn(`etcd control log: ${this.#headKey.toString("utf8")} parses again (index ${head.index}); appends resume`);
+    this.#corrupt = null;
+    this.#sawHead(head);
     return head;
+  }
+
+  #parseHead(kv: IKeyValue): Head {
+    const key = this.#headKey.toString("utf8");
+    const bad = (why: string, cause?: unknown): EtcdLogCorruptError =>
+      new EtcdLogCorruptError(
+        `${key} at mod revision ${kv.mod_revision} is not a head this log writes (${why}), so no member can append or read linearizably: ` +
+          `find what wrote it (another tool writing under ${JSON.stringify(this.prefix)}, or an older member whose clock was in the wrong unit) and stop it, ` +
+          `then rewrite it: etcdctl put ${key} '{"index":<the last index under ${this.#logPrefix}>,"stamp":<that entry's stamp, whole ms since the epoch>}'`,
+        cause === undefined ? undefined : { cause },
+      );
+    let x: unknown;
+    try {
+      x = JSON.parse(kv.value.toString("utf8"));
+    } catch (e) {
+      throw bad(`not JSON: ${JSON.stringify(kv.value.subarray(0, 64).toString("utf8"))}`, e);
+    }
+    if (typeof x !== "object" || x === null || Array.isArray(x)) throw bad("not a JSON object");
+    const { index, stamp, by } = x as Record<string, unknown>;
+    if (!isIndex(index)) throw bad(`index ${JSON.stringify(index)} is not a whole number ≥ 0`);
+    if (!isStamp(stamp)) throw bad(`stamp ${JSON.stringify(stamp)} is not whole milliseconds in 0 … ${ETCD_MAX_STAMP}`);
+    if (by !== undefined && (typeof by !== "string" || by.length === 0 || by.length > ETCD_MAX_ID_CHARS)) throw bad(`by is not a member id of 1 … ${ETCD_MAX_ID_CHARS} characters`);
+    return { index: index as number, stamp, by: (by as string | undefined) ?? null, rev: kv.mod_revision };
+  }
+
+  /**
+   * A head read or written: raises the stamp floor, keeps the newest for `status()`, and judges its stamp against
+   * this member's clock (`maxClockAheadMs`): a warning when it starts (or another member's clock sets it), and when it ends.
+   */
+  #sawHead(head: Head): void {
+    this.#raiseStampFloor(head.stamp);
+    if (this.#newestHead === null || head.index >= this.#newestHead.index) this.#newestHead = head;
+    const newest = this.#newestHead;
+    const local = this.#now();
+    if (!isStamp(local)) return; // a clock in the wrong unit: propose says so
+    const aheadMs = newest.stamp - local;
+    const was = this.#clockAhead;
+    if (aheadMs > this.#maxAheadMs) {
+      const who = newest.by === null ? "a member (not recorded)" : `member ${JSON.stringify(newest.by)}`;
+      const message =
+        `the control log's head (index ${newest.index}) is stamped ${aheadMs} ms past this member's clock (maxClockAheadMs ${this.#maxAheadMs}), by ${who}: ` +
+        `claims time jumped that far ahead for every member — leases taken before it lapsed at once, and it stands still (no lease lapses) until real time catches up. ` +
+        `Fix that member's clock (NTP), or this member's if it runs behind; stamps never run backwards`;
+      this.#clockAhead = { aheadMs, stampedBy: newest.by, index: newest.index, message };
+      if (was === null || was.stampedBy !== newest.by) this.#warn(`etcd control log: ${message}`);
+    } else if (was !== null) {
+      this.#clockAhead = null;
+      this.#warn(`etcd control log: the head's stamp is back within maxClockAheadMs (${this.#maxAheadMs} ms) of this member's clock`);
+    }
   }
 
   #raiseStampFloor(stamp: number): void {
@@ -533,6 +713,11 @@ class EtcdLog implements EtcdControlLog {
     if (!(command instanceof Uint8Array)) return Promise.reject(new TypeError("propose: command must be a Uint8Array"));
     if (command.length > ETCD_BATCH_BYTES) return Promise.reject(new RangeError(`propose: ${command.length} bytes exceed ETCD_BATCH_BYTES (${ETCD_BATCH_BYTES})`));
     if (signal?.aborted) return Promise.reject(new ProposalAbortedError("aborted"));
+    try {
+      this.#clock();
+    } catch (e) {
+      return Promise.reject(e as RangeError);
+    }
     if (this.#queue.length >= ETCD_MAX_QUEUED_PROPOSALS) return Promise.reject(new LeadershipLostError(`more than ${ETCD_MAX_QUEUED_PROPOSALS} proposals wait for etcd; retry later`));
     return new Promise((resolve, reject) => {
       const q: Queued = {
@@ -590,8 +775,10 @@ class EtcdLog implements EtcdControlLog {
             this.#queue.unshift(...batch.filter((q) => !q.done));
             continue;
           }
-          // a refusal was not written (say why at once); a shutdown before sending neither; else the outcome is unknown
-          const err = e instanceof NodeShutdownError || e instanceof EtcdRefusedError ? e : new LeadershipLostError(`etcd did not confirm the append (${(e as Error).message}); it may still have committed — retry with the same key`);
+          // a refusal was not written (say why at once); a shutdown before sending neither; a malformed head (read
+          // before sending, or as a lost race's answer) or a clock the log refuses neither; else the outcome is unknown
+          const definite = e instanceof NodeShutdownError || e instanceof EtcdRefusedError || e instanceof EtcdLogCorruptError || e instanceof RangeError;
+          const err = definite ? e : new LeadershipLostError(`etcd did not confirm the append (${(e as Error).message}); it may still have committed — retry with the same key`);
           for (const q of batch) q.reject(err);
         } finally {
           this.#inflight = [];
@@ -610,9 +797,12 @@ class EtcdLog implements EtcdControlLog {
       const head = this.#head ?? (this.#head = await this.#readHead());
       if (this.#closed) throw new NodeShutdownError("the etcd control log was closed"); // nothing sent: not written
       const first = head.index + 1;
-      const stamp = Math.max(this.#now(), head.stamp);
+      const local = this.#clock();
+      // clamped to head's stamp (never backwards); `by` names the member whose clock gave the stamp
+      const stamp = Math.max(local, head.stamp);
+      const by = local >= head.stamp || head.by === null ? this.id : head.by;
       const last = first + batch.length - 1;
-      const success: IRequestOp[] = [{ request_put: { key: this.#headKey, value: buf(JSON.stringify({ index: last, stamp })) } }];
+      const success: IRequestOp[] = [{ request_put: { key: this.#headKey, value: buf(JSON.stringify({ index: last, stamp, by })) } }];
       batch.forEach((q, i) => success.push({ request_put: { key: buf(`${this.#logPrefix}${pad(first + i)}`), value: encodeEtcdEntry(stamp, q.key, q.command) } }));
       let r;
       try {
@@ -624,16 +814,17 @@ class EtcdLog implements EtcdControlLog {
         this.#head = null; // unknown whether it landed: read head afresh next time
         throw e;
       }
-      this.#ok();
       this.#counts.transactions++;
       if (r.succeeded) {
-        this.#head = { index: last, stamp, rev: r.header.revision };
-        this.#raiseStampFloor(stamp);
+        this.#ok();
+        this.#head = { index: last, stamp, by, rev: r.header.revision };
+        this.#sawHead(this.#head);
         this.#counts.entries += batch.length;
         return first;
       }
       this.#counts.races++;
       this.#head = this.#headOf(r.responses[0]?.response_range.kvs[0]);
+      this.#ok();
     }
   }
 
@@ -644,7 +835,7 @@ class EtcdLog implements EtcdControlLog {
     try {
       return (await this.#readHead()).index;
     } catch (e) {
-      if (e instanceof EtcdRefusedError) throw e;
+      if (e instanceof EtcdRefusedError || e instanceof EtcdLogCorruptError) throw e; // etcd answered: a definite refusal
       throw new LeadershipLostError(`etcd did not answer the linearizable read (${(e as Error).message})`, { cause: e });
     }
   }
@@ -801,7 +992,18 @@ class EtcdLog implements EtcdControlLog {
   }
 
   #item(index: LogIndex, kv: IKeyValue): Committed {
-    const { stamp, key, command } = decodeEtcdEntry(kv.value);
+    let d: ReturnType<typeof decodeEtcdEntry>;
+    try {
+      d = decodeEtcdEntry(kv.value);
+    } catch (e) {
+      const k = kv.key.toString("utf8");
+      throw new EtcdLogCorruptError(
+        `${k} at mod revision ${kv.mod_revision} is ${(e as Error).message}; the control plane halts here rather than skip an act — find what wrote it and stop it, ` +
+          `then restore ${JSON.stringify(this.prefix)} from an etcd backup taken before that revision`,
+        { cause: e },
+      );
+    }
+    const { stamp, key, command } = d;
     return { kind: "entry", entry: { index, term: 0, kind: "app", key, command, stampedAt: stamp } };
   }
 
