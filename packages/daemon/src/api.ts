@@ -1011,6 +1011,10 @@ function sendControlError(reply: FastifyReply, e: unknown, logger: Logger, contr
     }
     case CONTROL_ERRORS.halted:
       return reply.code(503).send({ error: "unavailable", message: `${err.name}: ${controlHaltOf(err).message}` });
+    case "EtcdLogCorruptError":
+      // etcd answered, but a value under the control log's prefix is malformed (the message says which and how to
+      // fix it): nothing was appended, and no act can be until an operator fixes it
+      return reply.code(503).send({ error: "unavailable", message: `${err.name}: ${err.message}`, committed: false, index: null, key: null });
     case CONTROL_ERRORS.incarnationReused:
       return reply.code(503).send({ error: "unavailable", message: `${err.name}: ${err.message}` });
     default:

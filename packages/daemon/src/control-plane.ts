@@ -2,6 +2,7 @@
 // The daemon codes its control routes against this; `governedControlPlane` (governed-adapter.ts) fits a
 // `GovernedHeddleNode` into it. A static peer has no control plane: its routes answer 409 `static-mode`.
 import type { AttachmentId, AttachmentRecord, GroupId, Lifecycle, MintId, ReplicaId } from "@heddle/ledger";
+import type { EtcdLogStatus } from "@heddle/governed";
 import type { ReadRefusalCounts } from "./claims-at-read.ts";
 
 /** An exactly-once key (governed.md §3.10). */
@@ -120,6 +121,12 @@ export interface RaftStatus {
    * (`RaftNode.snapshotStalls()`): as the follower that cannot catch up (`receiving`) or its leader (`sending`), each
    * with both sizes and a message naming what to raise where. Empty while none; absent on etcd.
    */
+  /**
+   * On etcd (`mode.etcd`): the log's `status()` — the newest head (index, stamp, the member that stamped it), a
+   * malformed head's message (`corrupt`), and `clockAhead` while the head's stamp stands more than `maxClockAheadMs`
+   * past this peer's clock. Absent on the embedded Raft.
+   */
+  readonly etcd?: EtcdLogStatus;
   readonly snapshotStalls?: readonly { readonly side: "receiving" | "sending"; readonly peer: string; readonly snapshotBytes: number; readonly snapshotMaxBytes: number; readonly message: string }[];
 }
 

@@ -1,7 +1,7 @@
 // Governed mode on an etcd cluster (issue 18): opening this peer's `etcdControlLog` at start from `mode.etcd`, with
 // errors that name the config key to fix.
 import { readFileSync } from "node:fs";
-import { etcdControlLog, EtcdUnreachableError, type EtcdControlLog } from "@heddle/governed";
+import { etcdControlLog, EtcdLogCorruptError, EtcdUnreachableError, type EtcdControlLog } from "@heddle/governed";
 import type { EtcdLogSettings } from "./etcd-config.ts";
 
 /** etcd could not be used at start; `field` is the config key to look at. */
@@ -23,8 +23,11 @@ function readSecret(path: string, field: string): Buffer {
   }
 }
 
-/** Opens this peer's etcd control log and waits until etcd answers; `EtcdStartError` names the key to fix. */
-export async function openEtcdLog(s: EtcdLogSettings, self: string): Promise<EtcdControlLog> {
+/**
+ * Opens this peer's etcd control log and waits until etcd answers; `EtcdStartError` names the key to fix. `warn`
+ * gets the log's operator warnings (a head stamped far ahead of this peer's clock, a malformed head).
+ */
+export async function openEtcdLog(s: EtcdLogSettings, self: string, warn?: (message: string) => void): Promise<EtcdControlLog> {
   const tls = s.tls === undefined ? undefined : {
     ca: readSecret(s.tls.caFile, "mode.etcd.tls.caFile"),
     ...(s.tls.certFile !== undefined ? { cert: readSecret(s.tls.certFile, "mode.etcd.tls.certFile") } : {}),
@@ -40,11 +43,14 @@ export async function openEtcdLog(s: EtcdLogSettings, self: string): Promise<Etc
     ...(s.callTimeoutMs !== undefined ? { callTimeoutMs: s.callTimeoutMs } : {}),
     ...(s.attemptTimeoutMs !== undefined ? { attemptTimeoutMs: s.attemptTimeoutMs } : {}),
     ...(s.unavailableAfterMs !== undefined ? { unavailableAfterMs: s.unavailableAfterMs } : {}),
+    ...(warn !== undefined ? { onWarning: warn } : {}),
   });
   try {
     await log.started;
   } catch (e) {
     await log.close().catch(() => {});
+    // etcd answered with a malformed head under the prefix: the prefix's contents are at fault, not the endpoints
+    if (e instanceof EtcdLogCorruptError) throw new EtcdStartError("mode.etcd.prefix", `mode.etcd.prefix: etcd answered, but ${e.message}`, { cause: e });
     const why = e instanceof EtcdUnreachableError ? e.message : String(e);
     throw new EtcdStartError("mode.etcd.endpoints", `mode.etcd.endpoints: ${why}`, { cause: e });
   }

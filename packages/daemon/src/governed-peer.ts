@@ -86,7 +86,10 @@ export function governedControlPlane(g: GovernedNodeLike, raft: ControlLog, log:
     sync: (o) => g.sync(o),
     raft: () => {
       // on etcd, heddle peers are clients: no voters of ours; the commit index is this peer's applied index
-      if (!isRaft(raft)) return { role: "etcd", leader: raft.leader.get(), commitIndex: g.controlView().appliedIndex, voters: [], learners: [] };
+      if (!isRaft(raft)) {
+        const etcd = "status" in raft && typeof raft.status === "function" ? (raft as EtcdControlLog).status() : undefined;
+        return { role: "etcd", leader: raft.leader.get(), commitIndex: g.controlView().appliedIndex, voters: [], learners: [], ...(etcd !== undefined ? { etcd } : {}) };
+      }
       const m = raft.membership.get();
       return {
         role: raft.role.get(),
@@ -263,7 +266,7 @@ export async function startGovernedPeer(o: {
   const raftLog = o.mode.etcd !== undefined ? null : chooseRaftLog(o.storeDir, o.raftLog ?? "auto");
   const failed: { error: string | null } = { error: null };
   if (raftLog !== null) o.logger.info(`raft log: ${raftLog.kind === "wal" ? "segmented log store" : "SQLite"} at ${raftLog.path}`, { why: raftLog.why });
-  const raft: RaftNode | EtcdControlLog = raftLog === null ? await openEtcdLog(o.mode.etcd!, o.self) : await startRaftMember(raftLog);
+  const raft: RaftNode | EtcdControlLog = raftLog === null ? await openEtcdLog(o.mode.etcd!, o.self, (m) => o.logger.warn(m)) : await startRaftMember(raftLog);
   async function startRaftMember(info: RaftLogInfo): Promise<RaftNode> {
     // checked first, so a bad `mode.raft` never opens the log store it would then have to close
     const config = raftConfig(raftConfigOf(o.mode.raft));

@@ -131,4 +131,44 @@ describe("daemon: governed mode on etcd", () => {
       await s.close();
     }
   }, 60_000);
+  /** Writes `value` at `key` through etcd's JSON gateway (an operator's `etcdctl put`, or another tool's write). */
+  async function etcdPut(key: string, value: string): Promise<void> {
+    const b64 = (x: string) => Buffer.from(x, "utf8").toString("base64");
+    const r = await fetch(`${etcd.endpoints[0]}/v3/kv/put`, { method: "POST", body: JSON.stringify({ key: b64(key), value: b64(value) }) });
+    expect(r.status).toBe(200);
+  }
+
+  it("shows the etcd log in status (head and the peer that stamped it); a malformed head is answered 503 naming it, not 504 outcome-unknown", async () => {
+    const prefix = `daemon-head/${process.pid}/`;
+    const s = await soloDaemon({ mode: "governed" }, (c) => ({ ...c, mode: { ...(c.mode as GovernedMode), etcd: { endpoints: etcd.endpoints, prefix } } }));
+    try {
+      let st: any;
+      for (let i = 0; i < 300; i++) {
+        st = await s.client.status();
+        if (st.control.isWritable) break;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      const a = (await s.client.mint(1000, { holder: s.daemon.self, idempotencyKey: "etcd-head-1" })) as { kind: string; index: number };
+      expect(a.kind).toBe("applied");
+      st = await s.client.status();
+      expect(st.control.etcd).toMatchObject({ available: true, head: { index: a.index, stampedBy: s.daemon.self }, corrupt: null, clockAhead: null, maxClockAheadMs: 60_000 });
+      await etcdPut(`${prefix}head`, "not json");
+      const r = await s.client.raw("POST", "/v1/control/mint", { amount: "5", holder: s.daemon.self }, { headers: { "idempotency-key": "etcd-head-2" } });
+      expect(r).toMatchObject({ status: 503, body: { error: "unavailable", committed: false, message: expect.stringMatching(/^EtcdLogCorruptError: daemon-head\/\d+\/head at mod revision \d+ is not a head this log writes \(not JSON/) } });
+      st = await s.client.status();
+      expect(st.control.etcd.corrupt).toMatch(/is not a head this log writes/);
+    } finally {
+      await s.close();
+    }
+  }, 60_000);
+
+  it("refuses to start on a malformed head under the prefix, naming mode.etcd.prefix (etcd answered)", async () => {
+    const prefix = `daemon-badhead/${process.pid}/`;
+    await etcdPut(`${prefix}head`, JSON.stringify({ index: 1, stamp: 1.5 }));
+    const config = loadConfig(peers[0]!.config);
+    const patched = { ...config, mode: { ...(config.mode as GovernedMode), etcd: { endpoints: etcd.endpoints, prefix } }, api: { ...config.api, port: 0 }, listen: ["/ip4/127.0.0.1/tcp/0"] };
+    const err = await startDaemon(patched, { logger: silentLogger }).then(async (d) => (await d.close(), null), (e: Error) => e);
+    expect(err).toBeInstanceOf(DaemonStartError);
+    expect(err?.message).toMatch(/^mode\.etcd\.prefix: etcd answered, but daemon-badhead\/\d+\/head at mod revision \d+ is not a head this log writes \(stamp 1\.5 is not whole milliseconds/);
+  }, 30_000);
 });
