@@ -236,6 +236,22 @@ describe("etcd clocks ahead (claims time held forward for every member)", () => 
     }
   });
 
+  it("a clamped stamp from a head that did not record its member leaves `by` absent rather than naming the clamping member", async () => {
+    const prefix = prefixOf("noby");
+    const T0 = 1_700_000_000_000;
+    await raw.put(`${prefix}head`).value(JSON.stringify({ index: 0, stamp: T0 + DAY })); // a head written before `by`
+    const warnings: string[] = [];
+    const b = etcdControlLog({ id: "b", endpoints: etcd.endpoints, prefix, now: () => T0, onWarning: (m) => warnings.push(m) });
+    try {
+      await b.propose(new Uint8Array([1]), null);
+      expect(JSON.parse((await raw.get(`${prefix}head`).string())!)).toEqual({ index: 1, stamp: T0 + DAY });
+      expect(b.status().clockAhead).toMatchObject({ aheadMs: DAY, stampedBy: null });
+      expect(warnings[0]).toMatch(/by a member \(not recorded\)/);
+    } finally {
+      await b.close();
+    }
+  });
+
   it("maxClockAheadMs and id are checked at construction", () => {
     const { min, max } = ETCD_MAX_CLOCK_AHEAD_BOUNDS;
     for (const bad of [min - 1, max + 1, 1.5, NaN]) {

@@ -800,9 +800,10 @@ class EtcdLog implements EtcdControlLog {
       const local = this.#clock();
       // clamped to head's stamp (never backwards); `by` names the member whose clock gave the stamp
       const stamp = Math.max(local, head.stamp);
-      const by = local >= head.stamp || head.by === null ? this.id : head.by;
+      // (unknown when a clamped stamp came from a head that did not record it: then `by` stays absent)
+      const by = local >= head.stamp ? this.id : head.by;
       const last = first + batch.length - 1;
-      const success: IRequestOp[] = [{ request_put: { key: this.#headKey, value: buf(JSON.stringify({ index: last, stamp, by })) } }];
+      const success: IRequestOp[] = [{ request_put: { key: this.#headKey, value: buf(JSON.stringify({ index: last, stamp, ...(by !== null ? { by } : {}) })) } }];
       batch.forEach((q, i) => success.push({ request_put: { key: buf(`${this.#logPrefix}${pad(first + i)}`), value: encodeEtcdEntry(stamp, q.key, q.command) } }));
       let r;
       try {
