@@ -128,6 +128,7 @@ describe("etcd entry stamps", () => {
       expect(err).toBeInstanceOf(EtcdLogCorruptError);
       expect(err?.message).toContain(`${prefix}log/0000000000000002 at mod revision ${put.header.revision}`);
       expect(err?.message).toMatch(/is an entry stamped 1152921504606847000, not whole milliseconds/);
+      expect(log.counters().malformed).toBe(1);
     } finally {
       await log.close();
     }
@@ -149,6 +150,7 @@ describe("etcd head", () => {
       await expect(log.propose(new Uint8Array([2]), null)).rejects.toBeInstanceOf(EtcdLogCorruptError);
       expect(log.status().corrupt).toBe(err?.message);
       expect(warnings.filter((w) => w.includes("is not a head this log writes"))).toHaveLength(1); // once, not per read
+      expect(log.counters().malformed).toBeGreaterThanOrEqual(2); // counted at every read
       // the fix the message gives: rewrite head with the last index and its stamp
       await raw.put(`${prefix}head`).value(JSON.stringify({ index: 1, stamp: 9_000 }));
       expect((await log.propose(new Uint8Array([2]), null)).index).toBe(2);

@@ -165,9 +165,10 @@ export interface EtcdControlLogOptions {
  * deleted behind a snapshot), `stalls` (silent watches replaced), `overflows` (readers that fell
  * ETCD_MAX_PENDING_EVENTS behind their watch and went back to ranged reads), `refusals` (calls ended by an
  * `EtcdRefusedError`), `splits` (group-committed batches cut smaller because etcd found them too large; the cap on
- * later batches grows back after successful appends, `EtcdBatchLimit`).
+ * later batches grows back after successful appends, `EtcdBatchLimit`), `malformed` (values read under the prefix
+ * that this log did not write: a `head` that does not parse, an entry that does not decode — each an `EtcdLogCorruptError`).
  */
-export type EtcdCounter = "transactions" | "entries" | "races" | "resyncs" | "snapshots" | "compacted" | "stalls" | "overflows" | "refusals" | "splits";
+export type EtcdCounter = "transactions" | "entries" | "races" | "resyncs" | "snapshots" | "compacted" | "stalls" | "overflows" | "refusals" | "splits" | "malformed";
 
 /** The etcd-backed `ControlLog`, plus what an operator or a test needs to see. */
 export interface EtcdControlLog extends ControlLog {
@@ -412,7 +413,7 @@ class EtcdLog implements EtcdControlLog {
   readonly #tails = new Set<{ next: () => LogIndex; idle: boolean; behindSince: number | null; stale: boolean; poke: () => void }>();
   #snapshotBusy = false;
   #snapshotNext: { throughIndex: LogIndex; state: Uint8Array } | null = null;
-  readonly #counts: Record<EtcdCounter, number> = { transactions: 0, entries: 0, races: 0, resyncs: 0, snapshots: 0, compacted: 0, stalls: 0, overflows: 0, refusals: 0, splits: 0 };
+  readonly #counts: Record<EtcdCounter, number> = { transactions: 0, entries: 0, races: 0, resyncs: 0, snapshots: 0, compacted: 0, stalls: 0, overflows: 0, refusals: 0, splits: 0, malformed: 0 };
 
   constructor(o: EtcdControlLogOptions) {
     if (typeof o !== "object" || o === null) throw new TypeError("etcdControlLog needs an options object");
@@ -636,6 +637,7 @@ class EtcdLog implements EtcdControlLog {
     try {
       head = kv === undefined ? { index: 0, stamp: 0, by: null, rev: "0" } : this.#parseHead(kv);
     } catch (e) {
+      this.#counts.malformed++;
       const m = (e as Error).message;
       if (this.#corrupt !== m) this.#warn(`etcd control log: ${m}`);
       this.#corrupt = m;
@@ -997,6 +999,7 @@ class EtcdLog implements EtcdControlLog {
     try {
       d = decodeEtcdEntry(kv.value);
     } catch (e) {
+      this.#counts.malformed++;
       const k = kv.key.toString("utf8");
       throw new EtcdLogCorruptError(
         `${k} at mod revision ${kv.mod_revision} is ${(e as Error).message}; the control plane halts here rather than skip an act — find what wrote it and stop it, ` +
