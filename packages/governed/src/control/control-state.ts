@@ -12,7 +12,7 @@
 import { hash } from "node:crypto";
 import { createClaims, decodeClaims } from "@heddle/claims";
 import type { ClaimsOptions, ClaimsTable } from "@heddle/claims";
-import { AttachmentId, EntitlementLedger, GroupId, LIFECYCLE_RANK, MAX, MintId, ReplicaId, Weight } from "@heddle/ledger";
+import { AttachmentId, EntitlementLedger, GroupId, LedgerReplica, LIFECYCLE_RANK, MAX, MintId, ReplicaId, Weight } from "@heddle/ledger";
 import type { AttachmentRecord, Lifecycle, MintRecord, MutationResult } from "@heddle/ledger";
 import type { Committed, LogEntry, LogIndex, ProposalKey } from "../raft/types.ts";
 import { canonicalJson } from "./canonical-json.ts";
@@ -244,10 +244,13 @@ export class ControlState implements ControlView {
   #inbound = new Map<GroupId, AttachmentId[]>();
   #mints = new Map<MintId, MintRecord>();
   #mintedTotal = 0n;
-  /** The projection: a ledger that has joined only control patches; a patch factory, its counters stay empty. */
-  #projection: EntitlementLedger = EntitlementLedger.EMPTY;
-  /** `#projection.encode()`, kept while the projection is unchanged. */
-  #projectionText: string | null = null;
+  /**
+   * The projection: a ledger that has joined only control patches; a patch factory, its counters stay empty. Held
+   * mutably (its mutators apply their own patch in place, in time proportional to the patch, indexes kept current):
+   * an immutable value's join copies its outer maps and rebuilds its index whenever a mint is added, which made each
+   * mint's apply step cost O(mints so far) and a replay quadratic, against §3.11's bounded apply step.
+   */
+  #projection = new LedgerReplica();
   #roster = new Roster();
   #sessions = new Map<string, Session>();
   readonly #window: number;
@@ -324,9 +327,13 @@ export class ControlState implements ControlView {
     return this.#halted;
   }
 
-  /** The projection ledger (records, lifecycles and mints of every applied act). */
+  /**
+   * The projection ledger (records, lifecycles and mints of every applied act), as an immutable value: the same
+   * object until the next act changes the projection. Taking it is O(1); the next change after it then copies the
+   * components it writes once (copy-on-write), so read it when needed, not after every apply.
+   */
   get projection(): EntitlementLedger {
-    return this.#projection;
+    return this.#projection.snapshot();
   }
 
   record(edge: AttachmentId): AttachmentRecord | undefined {
@@ -559,7 +566,8 @@ export class ControlState implements ControlView {
             throw new ControlPlaneHaltedError(index, new Error(`malformed control entry: the retire witness does not decode (${(e as Error).message})`), key);
           }
         }
-        const patch = this.#project("retire", this.#retirePatch(cmd.edge, current));
+        // ledger 1.1 retires a PREPARED edge directly (abandoning it) and a drained CLOSING one
+        const patch = this.#project("retire", this.#projection.retire(cmd.edge));
         this.#lifecycle.set(cmd.edge, "RETIRED");
         // the witness travels in the published patch only: the projection's counters stay empty
         return applied([witness === null ? patch : patch.join(witness)]);
@@ -639,24 +647,11 @@ export class ControlState implements ControlView {
   }
 
   /**
-   * The projection's retire patch. Ledger 1.1 retires a PREPARED edge directly; a ledger before 1.1 refuses that
-   * (`WrongLifecycle`) but still closes a PREPARED edge, so the same RETIRED result is reached through CLOSING.
-   * TEMPORARY: remove the fallback once ledger 1.1 (issue 10) is on main.
+   * A mutator's outcome on the projection, which already holds its patch (a `LedgerReplica`'s mutators apply their
+   * own patch before returning); a refusal here is a broken invariant (halt).
    */
-  #retirePatch(edge: AttachmentId, current: Lifecycle): MutationResult {
-    const r = this.#projection.retire(edge);
-    if (r.ok || current !== "PREPARED" || r.refusal.kind !== "WrongLifecycle") return r;
-    const closed = this.#projection.close(edge);
-    if (!closed.ok) return closed;
-    const then = this.#projection.join(closed.patch).retire(edge);
-    return then.ok ? { ok: true, patch: closed.patch.join(then.patch) } : then;
-  }
-
-  /** Joins a successful mutator's patch into the projection; a refusal here is a broken invariant (halt). */
   #project(what: string, r: MutationResult): EntitlementLedger {
     if (!r.ok) throw new BrokenInvariant(`the projection refused ${what} where the decision predicted success: ${r.refusal.kind} (${r.refusal.message})`);
-    this.#projection = this.#projection.join(r.patch);
-    this.#projectionText = null;
     return r.patch;
   }
 
@@ -699,7 +694,6 @@ export class ControlState implements ControlView {
   stateText(): string {
     const records = [...this.#records.values()].sort((a, b) => byId(a.id, b.id));
     const sessions = [...this.#sessions].sort((a, b) => byId(a[0], b[0]));
-    this.#projectionText ??= this.#projection.encode();
     const sessionsText = sessions
       .map(([client, s]) => {
         const outs = [...s.outcomes]
@@ -717,7 +711,7 @@ export class ControlState implements ControlView {
       `,"format":${JSON.stringify(this.#fixed === null ? CONTROL_STATE_FORMAT : CONTROL_STATE_FORMAT_SETTINGS)}` +
       `,"lifecycle":${canonicalJson([...this.#lifecycle].sort((a, b) => byId(a[0], b[0])))}` +
       `,"mints":${canonicalJson([...this.#mints].sort((a, b) => byId(a[0], b[0])).map(([id, m]) => [id, m.root, m.holder, m.amount]))}` +
-      `,"projection":${JSON.stringify(this.#projectionText)}` +
+      `,"projection":${JSON.stringify(this.#projection.encode())}` +
       `,"records":${canonicalJson(records.map((r) => [r.id, r.parent, r.child, r.weight.num, r.weight.den]))}` +
       `,"root":${JSON.stringify(this.root)}` +
       `,"roster":${canonicalJson(this.#roster.transitions.map((t) => [t.index, t.replica, t.enrolled]))}` +
@@ -747,7 +741,7 @@ export class ControlState implements ControlView {
     if (index <= this.appliedIndex) throw new BrokenInvariant(`snapshot through ${index} installed after ${this.appliedIndex}`);
     this.#restore(bytes);
     if (this.appliedIndex !== index) throw new BrokenInvariant(`snapshot through ${index} holds a state applied through ${this.appliedIndex}`);
-    return { index, kind: "install", envelope: null, outcome: null, decided: false, publish: [this.#projection], enrolled: [...this.#roster.enrolled].sort(byId) };
+    return { index, kind: "install", envelope: null, outcome: null, decided: false, publish: [this.#projection.snapshot()], enrolled: [...this.#roster.enrolled].sort(byId) };
   }
 
   #restore(bytes: Uint8Array): void {
@@ -874,8 +868,7 @@ export class ControlState implements ControlView {
     this.#inbound = inbound;
     this.#mints = mints;
     this.#mintedTotal = total;
-    this.#projection = projection;
-    this.#projectionText = null;
+    this.#projection = new LedgerReplica(projection);
     this.#roster = roster;
     this.#sessions = sessions;
     this.#windowQueue = queue;
