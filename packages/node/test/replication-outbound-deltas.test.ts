@@ -4,7 +4,7 @@
  * what `gc` drops. The convergence suites cannot see most of this — a resend the buffer wrongly refuses
  * falls back to a full state, a buffer never collected only grows — so it is pinned here (issue 19).
  */
-import { EntitlementLedger, GroupId, ReplicaId } from "@heddle/ledger";
+import { EntitlementLedger, GroupId, MintId, ReplicaId } from "@heddle/ledger";
 import { describe, expect, it } from "vitest";
 import { OutboundDeltas } from "../src/replication/outbound.ts";
 
@@ -36,6 +36,68 @@ describe("outbound deltas: the batch window (node.md §5.1)", () => {
     expect(out.flushAt).toBe(null);
     expect(out.takeStaged()).toBe(null);
     expect(out.stage(b, 200, 0)).toBe(200);
+  });
+});
+
+/** Map and Set writes made while `fn` runs (a copy of a map writes each of its entries through `Map.prototype.set`). */
+function collectionWrites(fn: () => void): number {
+  const set = Map.prototype.set;
+  const add = Set.prototype.add;
+  let writes = 0;
+  Map.prototype.set = function (this: Map<unknown, unknown>, k: unknown, v: unknown) {
+    writes++;
+    return set.call(this, k, v);
+  };
+  Set.prototype.add = function (this: Set<unknown>, v: unknown) {
+    writes++;
+    return add.call(this, v);
+  };
+  try {
+    fn();
+  } finally {
+    Map.prototype.set = set;
+    Set.prototype.add = add;
+  }
+  return writes;
+}
+
+describe("outbound deltas: staging costs the patch, not the batch (node.md §5.1; governed.md §3.11)", () => {
+  const mint = (i: number) => {
+    const r = EntitlementLedger.EMPTY.mint(MintId(`mint:c:${i}`), GroupId("root"), ReplicaId(`r${i % 3}`), 1n);
+    if (!r.ok) throw new Error(r.refusal.message);
+    return r.patch;
+  };
+
+  it("staging the 2,001st mint of one batch writes no more map and set entries than the 201st", () => {
+    // A governed replay publishes every mint of the log inside one batch window. Joining immutable values copied
+    // the batch's mint map on every stage: 201 writes at 200 mints staged, 2 001 at 2 000 (work counted, not timed).
+    const out = new OutboundDeltas(10);
+    const patches = Array.from({ length: 2_002 }, (_, i) => mint(i));
+    for (let i = 1; i <= 200; i++) out.stage(patches[i]!, 0, 5);
+    const early = collectionWrites(() => out.stage(patches[201]!, 0, 5));
+    for (let i = 202; i <= 2_000; i++) out.stage(patches[i]!, 0, 5);
+    const late = collectionWrites(() => out.stage(patches[2_001]!, 0, 5));
+    expect(late).toBeLessThanOrEqual(early);
+    const batch = out.takeStaged()!;
+    expect(batch.mintedTotal()).toBe(2_001n);
+    expect(batch.equals(patches.slice(1).reduce((a, p) => a.join(p), EntitlementLedger.EMPTY))).toBe(true);
+  });
+
+  it("a taken batch never changes as later patches are staged, and the first staged patch is never written", () => {
+    const out = new OutboundDeltas(10);
+    const first = mint(1);
+    const firstText = first.encode();
+    out.stage(first, 0, 0);
+    out.stage(mint(2), 0, 0);
+    const taken = out.takeStaged()!;
+    const takenText = taken.encode();
+    out.stage(mint(3), 1, 0);
+    out.stage(mint(4), 1, 0);
+    // read back from the values' maps, not their cached text
+    expect(first.beyond(EntitlementLedger.EMPTY).encode()).toBe(firstText);
+    expect(taken.beyond(EntitlementLedger.EMPTY).encode()).toBe(takenText);
+    expect(taken.mintedTotal()).toBe(2n);
+    expect(out.takeStaged()!.mintedTotal()).toBe(2n);
   });
 });
 

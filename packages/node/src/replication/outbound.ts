@@ -1,4 +1,4 @@
-import type { EntitlementLedger } from "@heddle/ledger";
+import { LedgerReplica, type EntitlementLedger } from "@heddle/ledger";
 
 /**
  * This replica's own delta stream (node.md §5.1 step 4, §5.5): local patches staged until the batch
@@ -10,7 +10,12 @@ export class OutboundDeltas {
   /** Last published seq of this incarnation. */
   seq = 0;
   readonly #buffer = new Map<number, readonly EntitlementLedger[]>();
-  #staged: EntitlementLedger | null = null;
+  /**
+   * The batch, held mutably: each staged patch joins it in place in time proportional to the patch. Joining
+   * immutable values copied the batch's outer maps (and rebuilt its index for every mint) on each stage, so a burst
+   * staged inside one batch window — a control-log replay publishes every mint at once — cost O(batch) per patch.
+   */
+  #staged: LedgerReplica | null = null;
   #flushAt: number | null = null;
   readonly #maxPending: number;
 
@@ -20,7 +25,8 @@ export class OutboundDeltas {
 
   /** Adds a committed local patch to the batch; returns the time the batch is due. */
   stage(patch: EntitlementLedger, now: number, batchMs: number): number {
-    this.#staged = this.#staged === null ? patch : this.#staged.join(patch);
+    if (this.#staged === null) this.#staged = new LedgerReplica(patch);
+    else this.#staged.apply(patch);
     this.#flushAt ??= now + batchMs;
     return this.#flushAt;
   }
@@ -35,7 +41,7 @@ export class OutboundDeltas {
     const s = this.#staged;
     this.#staged = null;
     this.#flushAt = null;
-    return s;
+    return s === null ? null : s.snapshot();
   }
 
   /** Buffers the fragments of the next delta and returns its seq. */
