@@ -9,7 +9,8 @@
  * - the data plane's `controlSink().publish` of the mint patch on a `heddleStatic` node (memory store, virtual timers).
  *
  * A cost that stays flat down a column is O(1) per mint; one that doubles with n is O(mints so far), so replay of a
- * log of n mints is quadratic. Prints figures; asserts nothing about time.
+ * log of n mints is quadratic; the last column is the whole run (a replay of MAX_MINTS mints, for the first row). Prints
+ * figures; asserts nothing about time.
  *
  *   npx -y pnpm@10 --filter @heddle/governed exec node bench/mint-apply.ts
  *   HEDDLE_BENCH_MINTS=16000 npx -y pnpm@10 --filter @heddle/governed exec node bench/mint-apply.ts
@@ -29,7 +30,7 @@ const SIZES = [1_000, 2_000, 4_000, 8_000, 16_000, 32_000, 64_000].filter((n) =>
 const ROOT = GroupId("root");
 const HOLDER = ReplicaId("n1");
 
-/** Runs `step(i)` for i = 1…MAX_MINTS and returns the mean µs of the WINDOW steps ending at each size. */
+/** Runs `step(i)` for i = 1…MAX_MINTS: the mean µs of the WINDOW steps ending at each size, then the total ms. */
 function perStep(step: (i: number) => void): number[] {
   const ns: number[] = new Array(MAX_MINTS + 1).fill(0);
   for (let i = 1; i <= MAX_MINTS; i++) {
@@ -37,7 +38,8 @@ function perStep(step: (i: number) => void): number[] {
     step(i);
     ns[i] = Number(process.hrtime.bigint() - t0);
   }
-  return SIZES.map((n) => ns.slice(n - WINDOW + 1, n + 1).reduce((a, b) => a + b, 0) / WINDOW / 1000);
+  const mean = SIZES.map((n) => ns.slice(n - WINDOW + 1, n + 1).reduce((a, b) => a + b, 0) / WINDOW / 1000);
+  return [...mean, ns.reduce((a, b) => a + b, 0) / 1e6];
 }
 
 function mintPatch(i: number): EntitlementLedger {
@@ -78,7 +80,7 @@ await node.shutdown();
 
 console.log(`mint apply cost — node ${process.version}, ${new Date().toISOString()}, mean µs per step over the ${WINDOW} steps before n mints`);
 const cell = (s: string, i: number) => (i === 0 ? s.padEnd(52) : s.padStart(12));
-console.log(["n mints already held", ...SIZES.map(String)].map(cell).join(""));
+console.log(["n mints already held", ...SIZES.map(String), "all, ms"].map(cell).join(""));
 for (const [what, us] of [
   ["ControlState.apply(mint entry)", control],
   ["EntitlementLedger.join(mint patch)", valueJoin],
