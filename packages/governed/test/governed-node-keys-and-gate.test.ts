@@ -9,11 +9,14 @@
  *   entry's replay (§3.9 b), and the gate follows the applied roster (a later depart of self closes it, §3.9 a);
  * - at the idempotency window's edge, a call under a key whose record the same step forgets is answered with its
  *   own entry's outcome, never another command's.
+ * Found in review s28 (2026-12-04), failing on the code before its fix:
+ * - after a restart, an enroll(self) retried under a durable key that the leader's dedup cache (R-D4) coalesces with
+ *   the pre-boot entry does not open the gate before the entries committed after that one are applied (§3.9 b).
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { encodeEnvelope } from "../src/index.ts";
+import { ControlState, encodeEnvelope } from "../src/index.ts";
 import type { ControlCommand, ProposalKey } from "../src/index.ts";
-import { r } from "./support/governed-cluster.ts";
+import { g, r } from "./support/governed-cluster.ts";
 import { Single } from "./support/single.ts";
 
 const cleanups: (() => Promise<void>)[] = [];
@@ -90,6 +93,37 @@ describe("the writer gate (§3.9) and answers per key (§3.10)", () => {
     expect(s.gov.isWritable).toBe(false); // §3.9(a): every writer is an enrolled writer
     // a fresh enroll(self) enrolls it again and opens the gate
     expect(await s.settle(s.gov.enroll(r("n1")))).toMatchObject({ kind: "applied", index: 4, noop: false });
+    expect(s.gov.isWritable).toBe(true);
+  });
+
+  it("after a restart, an enroll(self) retry the leader coalesces with a pre-boot entry opens no gate on a stale prefix", async () => {
+    // a durable (non-idem:) key, which the leader's dedup cache may coalesce; the previous process's first entry was
+    // enroll(self) under it (version 2, fixing the settings: the bytes the new process proposes again), then it departed
+    const K = { client: "ops:n1-enroll", seq: 1 };
+    const settings = new ControlState({ root: g("root") }).settings;
+    const s = single("inc-new", {
+      log: (raft) => {
+        raft.commitRaw(encodeEnvelope({ v: 2, key: K, ackFloor: 0, proposer: r("n1"), cmd: { op: "enroll", replica: r("n1") }, settings }), K); // 1
+        const old = { client: "auto:n1:inc-old", seq: 1 };
+        raft.commitRaw(entryOf(old, { op: "depart", replica: r("n1") }), old); // 2
+        raft.replayTo(0); // the replay has not started when the client retries
+        raft.coalesce = true;
+      },
+    });
+    const call = s.gov.enroll(r("n1"), { key: K });
+    await s.run(5);
+    expect(s.raft.coalesced).toBe(1); // answered with index 1, nothing appended
+    s.raft.replayTo(1); // the replay reaches the old enroll only: the call's "own" entry
+    expect(await within(s, call, 20)).toBe("pending");
+    expect(s.gov.controlView().appliedIndex).toBe(1);
+    expect(s.gov.isWritable).toBe(false); // §3.9(b): the depart at 2, committed before this boot, is not applied
+    s.raft.replayTo(Number.POSITIVE_INFINITY);
+    expect(await s.settle(call)).toMatchObject({ kind: "applied", index: 1 }); // the recorded outcome
+    expect(s.gov.enrolledReplicas().has(r("n1"))).toBe(false);
+    expect(s.gov.isWritable).toBe(false); // §3.9(a): the old depart stands
+    expect(s.gov.reserve(g("a"), 1n)).toMatchObject({ ok: false, refusal: { kind: "not-writable" } });
+    // a fresh enroll(self) enrolls it again and opens the gate
+    expect(await s.settle(s.gov.enroll(r("n1")))).toMatchObject({ kind: "applied", noop: false });
     expect(s.gov.isWritable).toBe(true);
   });
 

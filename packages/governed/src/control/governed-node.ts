@@ -189,13 +189,15 @@ interface Waiter {
   /** `digestOf(cmd)`: an applied entry under `key` answers this call only when its command has this digest. */
   readonly digest: string;
   /**
-   * The index this call's propose committed at, once it answered: an entry this process appended after its boot.
-   * An `open` waiter is answered only there (§3.9 b), never by the replay of an older entry under its key.
+   * The index this call's propose committed at, once it answered. An `open` waiter is answered only there, never by
+   * the replay of an older entry under its key — and only once this process has applied a read index taken after
+   * its boot (§3.9 b): the leader's dedup cache (R-D4) may answer a retried key with a pre-boot entry's index.
    */
   own: LogIndex | null;
   /**
-   * An `open` waiter's answers at indexes applied before its propose answered (`own` still null): the one at `own`
-   * is its answer — the step's own outcome, which the record may no longer give once the window has moved on.
+   * An `open` waiter's answers at indexes applied before it could be answered (`own` still null, or the boot read not
+   * yet applied): the one at `own` is its answer — the step's own outcome, which the record may no longer give once
+   * the window has moved on.
    */
   readonly early: Map<LogIndex, ControlOutcome>;
   resolve(o: ControlOutcome): void;
@@ -259,6 +261,13 @@ class GovernedNode implements GovernedHeddleNode {
   #writable = false;
   #shut = false;
   #stopped: Error | null = null;
+  /**
+   * The boot read (§3.9 b): a linearizable read index taken after this process started, and applied here. Started by
+   * the first `enroll(self)`; `#bootApplied` once applied (every entry committed before the boot is then applied);
+   * cleared when it fails, so the next `enroll(self)` takes another.
+   */
+  #bootRead: Promise<void> | null = null;
+  #bootApplied = false;
   /** An applied entry under this process's auto client id with a seq it never issued (R-D3). */
   #tripped = false;
   #lastSnapshot = 0;
@@ -538,6 +547,10 @@ class GovernedNode implements GovernedHeddleNode {
       const timer = timers.set(() => unknown(`no outcome within ${o.timeoutMs ?? DEFAULT_CALL_TIMEOUT_MS} ms`), o.timeoutMs ?? DEFAULT_CALL_TIMEOUT_MS);
       if (o.signal?.aborted) return onAbort();
       o.signal?.addEventListener("abort", onAbort, { once: true });
+      // §3.9(b): this process's own enroll opens the gate only once it has applied a read index taken after its
+      // boot; taken alongside the propose, so on the leader it costs one ReadIndex round and no extra wait
+      const boot = gate === "open" ? this.#bootFloor(o.timeoutMs ?? DEFAULT_CALL_TIMEOUT_MS) : null;
+      boot?.catch(() => {}); // awaited below once the propose answered; a call settled before that ignores it
       // a keyed retry proposes again even when its outcome is already applied here: the duplicate entry is
       // ordered after this call began and applies as a replay of the recorded outcome (§3.3 step 5)
       void (async () => {
@@ -597,8 +610,20 @@ class GovernedNode implements GovernedHeddleNode {
             timers.clear(attemptTimer);
             abort.signal.removeEventListener("abort", stop);
           }
-          // Committed at `committedAt`: an `open` waiter is answered there and nowhere else (§3.9 b).
+          // Committed at `committedAt`: an `open` waiter is answered there and nowhere else (§3.9 b) — and not
+          // before the boot read is applied: a retry the leader coalesced (R-D4) with an entry committed before
+          // this boot gets that entry's index, and the entries after it (a depart of this replica, say) must be
+          // applied before the gate may open.
           w.own = committedAt;
+          if (boot !== null) {
+            try {
+              await untilAborted(boot, abort.signal);
+            } catch (e) {
+              if (settled) return;
+              return unknown(`committed at ${committedAt}, but no read index confirmed that this node has applied every entry committed before its boot, so the writer gate stays closed (${(e as Error).message})`, e);
+            }
+            if (settled) return;
+          }
           const early = w.early.get(committedAt);
           if (early !== undefined) return this.#answer(w, early);
           // Usually the apply step of that entry resolves the waiter. But the leader's dedup cache
@@ -615,6 +640,25 @@ class GovernedNode implements GovernedHeddleNode {
         }
       })();
     });
+  }
+
+  /**
+   * Resolves once this process has applied a linearizable read index taken after its boot (§3.9 b), starting that
+   * read (a `sync()`: ReadIndex on the leader, a barrier entry elsewhere) the first time; one read serves every later
+   * `enroll(self)`. A failed read is forgotten, so the next call starts another.
+   */
+  #bootFloor(timeoutMs: number): Promise<void> {
+    if (this.#bootApplied) return Promise.resolve();
+    this.#bootRead ??= this.#sync({ timeoutMs }).then(
+      () => {
+        this.#bootApplied = true;
+      },
+      (e: unknown) => {
+        this.#bootRead = null;
+        throw e;
+      },
+    );
+    return this.#bootRead;
   }
 
   /**
@@ -845,18 +889,23 @@ class GovernedNode implements GovernedHeddleNode {
    * very step's window pruning).
    *
    * The writer gate (§3.9): an `open` waiter (this process's own `enroll(self)`) is answered only at the index its
-   * own propose committed at — an entry appended after this boot, so every entry committed before the boot is
-   * applied by then (b) — never by the replay of an older entry under its key; it then opens the gate only while the
-   * applied roster holds this replica (a). A `close` waiter (own `depart()`) closes it on any applied answer.
+   * own propose committed at, never by the replay of an older entry under its key, and only once the boot read is
+   * applied too (so every entry committed before the boot is applied, b — the own index alone may be a pre-boot
+   * entry the leader's dedup cache answered with); until then its answers wait in `early` for the call to take. It
+   * then opens the gate only while the applied roster holds this replica (a). A `close` waiter (own `depart()`)
+   * closes it on any applied answer.
    */
   #resolve(key: ProposalKey, outcome: ControlOutcome, index: LogIndex, digest: string): void {
     const ws = this.#waiters.get(keyId(key));
     if (ws === undefined) return;
     for (const w of [...ws]) {
       if (w.digest !== digest) continue;
-      if (w.gate === "open" && w.own !== index) {
-        if (w.own === null) w.early.set(index, outcome);
-        continue;
+      if (w.gate === "open") {
+        if (w.own !== null && w.own !== index) continue;
+        if (w.own === null || !this.#bootApplied) {
+          w.early.set(index, outcome);
+          continue;
+        }
       }
       this.#answer(w, outcome);
     }

@@ -28,6 +28,13 @@ export class StubRaft implements RaftNode {
   /** Steps for the next proposals; when empty, `commit`. */
   readonly plan: ProposeStep[] = [];
   readonly snapshots: { throughIndex: LogIndex; state: Uint8Array }[] = [];
+  /**
+   * When set, a keyed proposal whose exact bytes an entry already carries under the same key is answered with that
+   * entry's index and appends nothing, as the leader's dedup cache does (R-D4; its cache is refilled from the log's
+   * tail after a restart). `coalesced` counts them.
+   */
+  coalesce = false;
+  coalesced = 0;
   #committed = 0;
   /** `committedFrom` hands out committed entries only up to this index (see `replayTo`). */
   #replayThrough = Number.POSITIVE_INFINITY;
@@ -98,6 +105,14 @@ export class StubRaft implements RaftNode {
   propose(command: Uint8Array, key: ProposalKey | null, signal?: AbortSignal): Promise<{ index: LogIndex; term: number }> {
     this.#count("propose");
     if (this.#closed) return Promise.reject(new NodeShutdownError("closed"));
+    if (this.coalesce && key !== null) {
+      const same = (b: Uint8Array): boolean => b.length === command.length && b.every((x, i) => x === command[i]);
+      const earlier = this.log.find((e) => e.key !== null && e.key.client === key.client && e.key.seq === key.seq && same(e.command));
+      if (earlier !== undefined) {
+        this.coalesced++;
+        return Promise.resolve({ index: earlier.index, term: earlier.term });
+      }
+    }
     const step = this.plan.shift() ?? "commit";
     return new Promise((resolve, reject) => {
       signal?.addEventListener("abort", () => reject(new ProposalAbortedError("aborted after send; the command may still commit")), { once: true });
