@@ -55,10 +55,12 @@ export type { RaftNode, RaftNodeOptions } from "./raft/node.ts";
 export { raftNode, MAX_TRACE_BUFFER, TICK_MS } from "./raft/node.ts";
 
 // ---- the control plane (governed.md §1–3) ----
-export type { GovernedOptions, GovernedHeddleNode, GovernedClaims, RevocationSeam, RevocationOutcome } from "./control/governed-node.ts";
+export type { GovernedOptions, GovernedHeddleNode, GovernedClaims, RevocationSeam, RevocationOutcome, RetireWitnessCounts } from "./control/governed-node.ts";
 export { heddleGoverned, DEFAULT_CALL_TIMEOUT_MS, DEFAULT_SNAPSHOT_EVERY, PROPOSE_ATTEMPTS, PROPOSE_ATTEMPT_TIMEOUT_MS, PROPOSE_RETRY_BACKOFF_MS } from "./control/governed-node.ts";
 export type { CallOptions, ReleaseOptions } from "./control/call-arguments.ts";
 export type { ControlLog } from "./control/control-log.ts";
+export type { RetireWitness } from "./control/retire-witness.ts";
+export { retireWitness, MAX_RETIRE_WITNESS_BYTES } from "./control/retire-witness.ts";
 export type { ControlView, ControlStateOptions, AppliedStep, KeyRetention } from "./control/control-state.ts";
 export { ControlState, CONTROL_STATE_FORMAT, CONTROL_STATE_FORMAT_SETTINGS, mintIdOf, IDEMPOTENCY_CLIENT_PREFIX, DEFAULT_IDEMPOTENCY_WINDOW, LAPSED_CLAIM_RETENTION_MS, LAPSED_CLAIMS_PER_APPLY } from "./control/control-state.ts";
 export type { ControlOutcome, ControlConflict, ClaimsResult, Amount } from "./control/outcome.ts";

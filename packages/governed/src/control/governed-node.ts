@@ -6,7 +6,6 @@
  * loop and carries out the effects `ControlState.apply` returns, in one place. The data-plane methods never touch
  * the Raft node or await anything of the control plane (§3.11).
  */
-import { EntitlementLedger } from "@heddle/ledger";
 import type { AttachmentId, AttachmentRecord, GroupId, ReplicaId } from "@heddle/ledger";
 import { CLAIM_GUARANTEES } from "@heddle/claims";
 import type { ClaimsOptions, ClaimsTable, TakeRequest } from "@heddle/claims";
@@ -24,6 +23,7 @@ import type { ControlCommand, ControlEnvelope } from "./envelope.ts";
 import { ControlPlaneHaltedError, IncarnationReusedError, OutcomeUnknownError, shutdownError } from "./errors.ts";
 import type { Amount, ControlOutcome } from "./outcome.ts";
 import type { RosterView } from "./roster.ts";
+import { retireWitness } from "./retire-witness.ts";
 
 /** How long a control call or `sync()` waits, when the caller gives no `timeoutMs`. */
 export const DEFAULT_CALL_TIMEOUT_MS = 30_000;
@@ -81,6 +81,14 @@ export interface GovernedOptions {
    * `DEFAULT_IDEMPOTENCY_WINDOW` (10 000). It decides outcomes, so it MUST be equal on every peer of the log, like `claims`.
    */
   readonly idempotencyWindow?: number;
+}
+
+/** Retires proposed with less than the full witness (`GovernedHeddleNode.retireWitnessCounts`). */
+export interface RetireWitnessCounts {
+  /** With the edge's slice but not the mints it needs to balance alone (they were over the budget). */
+  readonly sliceOnly: number;
+  /** With no witness: the slice alone was over the budget. */
+  readonly omitted: number;
 }
 
 /** What `revoke` answers in v1: it reclaims nothing, always (governed.md §3.12). */
@@ -143,6 +151,11 @@ export interface GovernedHeddleNode {
   roster(): RosterView;
   /** The local applied prefix, not linearizable. */
   controlView(): ControlView;
+  /**
+   * Extension: the retires this process proposed with a trimmed witness because the witness it needs was over
+   * `MAX_RETIRE_WITNESS_BYTES` (§3.6; see `retireWitness`). Each still retires the edge.
+   */
+  retireWitnessCounts(): RetireWitnessCounts;
   /**
    * A linearizable view: ReadIndex on the leader, a barrier entry elsewhere (§3.10). With `leaderOnly` (an
    * extension), never a barrier: off the leader, or when leadership is lost before the read is confirmed, it
@@ -268,6 +281,7 @@ class GovernedNode implements GovernedHeddleNode {
    */
   #bootRead: Promise<void> | null = null;
   #bootApplied = false;
+  readonly #witnessCounts = { sliceOnly: 0, omitted: 0 };
   /** An applied entry under this process's auto client id with a seq it never issued (R-D3). */
   #tripped = false;
   #lastSnapshot = 0;
@@ -375,7 +389,8 @@ class GovernedNode implements GovernedHeddleNode {
   /**
    * Local drain pre-check first (§3.7): when any replica's position on `edge` is non-zero in this node's view, the
    * act is refused without proposing (`notDrained`, `index: null`). Otherwise the proposal carries the retire
-   * witness: this node's slice of the edge joined with the mints of the replicas it names (§3.6).
+   * witness (§3.6): this node's slice of the edge joined with the mints of the replicas it names that it needs to
+   * balance alone, within `MAX_RETIRE_WITNESS_BYTES` — past that the slice alone, or none (`retireWitnessCounts`).
    */
   retire(edge: AttachmentId, opts?: CallOptions): Promise<ControlOutcome> {
     const e = edgeArg(edge, "retire: edge");
@@ -390,16 +405,10 @@ class GovernedNode implements GovernedHeddleNode {
       const outstanding = view.edge(e)?.outstanding ?? 0n;
       return Promise.resolve({ kind: "conflict", index: null, key: null, conflict: { reason: "notDrained", edge: e, outstanding, positions } });
     }
-    const slice = view.projectEdge(e);
-    const holders = new Set(slice.replicas());
-    let witness = slice;
-    for (const [id, m] of this.#state.minted()) {
-      if (!holders.has(m.holder)) continue;
-      const r = EntitlementLedger.EMPTY.mint(id, m.root, m.holder, m.amount);
-      if (r.ok) witness = witness.join(r.patch);
-    }
-    const empty = witness.knownEdges().length === 0 && holders.size === 0;
-    const cmd: ControlCommand = empty ? { op: "retire", edge: e } : { op: "retire", edge: e, witness: witness.encode() };
+    const witness = retireWitness(view, e, this.#opts.root, this.#state.minted());
+    if (witness.kind === "slice") this.#witnessCounts.sliceOnly++;
+    if (witness.kind === "none") this.#witnessCounts.omitted++;
+    const cmd: ControlCommand = witness.text === null ? { op: "retire", edge: e } : { op: "retire", edge: e, witness: witness.text };
     return this.#call(cmd, o, null);
   }
 
@@ -735,6 +744,10 @@ class GovernedNode implements GovernedHeddleNode {
 
   controlView(): ControlView {
     return this.#state;
+  }
+
+  retireWitnessCounts(): RetireWitnessCounts {
+    return { ...this.#witnessCounts };
   }
 
   /**
