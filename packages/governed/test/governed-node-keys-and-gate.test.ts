@@ -11,12 +11,18 @@
  *   own entry's outcome, never another command's.
  * Found in review s28 (2026-12-04), failing on the code before its fix:
  * - after a restart, an enroll(self) retried under a durable key that the leader's dedup cache (R-D4) coalesces with
- *   the pre-boot entry does not open the gate before the entries committed after that one are applied (§3.9 b).
+ *   the pre-boot entry does not open the gate before the entries committed after that one are applied (§3.9 b) —
+ *   on the stub, and on a real single-voter Raft log over SQLite.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { ControlState, encodeEnvelope } from "../src/index.ts";
-import type { ControlCommand, ProposalKey } from "../src/index.ts";
-import { g, r } from "./support/governed-cluster.ts";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { MemoryNetwork, seededRandom, sqliteStore } from "@heddle/node";
+import { VirtualTimers } from "@heddle/seam/testing";
+import { ControlState, encodeEnvelope, heddleGoverned, raftChannelTransport, raftNode, sqliteRaftStorage } from "../src/index.ts";
+import type { ControlCommand, GovernedHeddleNode, ProposalKey } from "../src/index.ts";
+import { g, r, testConfig, yieldTurn } from "./support/governed-cluster.ts";
 import { Single } from "./support/single.ts";
 
 const cleanups: (() => Promise<void>)[] = [];
@@ -173,5 +179,47 @@ describe("the writer gate (§3.9) and answers per key (§3.10)", () => {
     s.raft.answerStalled();
     expect(await s.settle(again, 500)).toMatchObject({ kind: "applied", index: 1 });
     expect(s.gov.isWritable).toBe(true);
+  });
+});
+
+describe("the writer gate on a real Raft log after a restart (§3.9 b, R-D4)", () => {
+  it("an enroll(self) retried under the durable key of the log's first entry resolves with the gate closed: its old depart stands", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "heddle-gate-"));
+    cleanups.push(async () => rmSync(dir, { recursive: true, force: true }));
+    const timers = new VirtualTimers();
+    const net = new MemoryNetwork({ timers, random: seededRandom(5) });
+    let seam = net.join("n1");
+    const boot = (incarnation: string, draw: number): GovernedHeddleNode => {
+      const raft = raftNode({ cluster: { voters: ["n1"], learners: [] }, transport: raftChannelTransport(seam), storage: sqliteRaftStorage(join(dir, "raft.db")), timers, random: seededRandom(draw) });
+      return heddleGoverned({ seam, self: r("n1"), root: g("root"), config: testConfig(timers, seededRandom(draw + 1), sqliteStore(join(dir, "node.db"))), raft, incarnation });
+    };
+    const settle = async <T,>(p: Promise<T>): Promise<T> => {
+      let done = false;
+      const q = p.finally(() => (done = true));
+      q.catch(() => {});
+      for (let t = 0; t < 10_000 && !done; t++) {
+        timers.advanceBy(1);
+        await yieldTurn();
+      }
+      return q;
+    };
+    const K = { client: "ops:n1-enroll", seq: 1 };
+    const a = boot("A", 10);
+    expect(await settle(a.enroll(r("n1"), { key: K }))).toMatchObject({ kind: "applied", noop: false });
+    expect((await settle(a.depart())).kind).toBe("applied");
+    await settle(a.shutdown());
+    net.crash("n1", "silent");
+    seam = net.restart("n1");
+    const b = boot("B", 20);
+    cleanups.push(() => b.shutdown());
+    // the retry the daemon makes on every start; whatever the leader does with it (append, or answer with the
+    // first entry's index), the call must not resolve while the gate is open on the prefix before the depart
+    let writableAtAnswer: boolean | null = null;
+    const out = await settle(b.enroll(r("n1"), { key: K }).then((o) => ((writableAtAnswer = b.isWritable), o)));
+    expect(out).toMatchObject({ kind: "applied", noop: false }); // the recorded outcome of the first entry
+    expect(writableAtAnswer).toBe(false);
+    expect(b.enrolledReplicas().has(r("n1"))).toBe(false);
+    expect((await settle(b.enroll(r("n1")))).kind).toBe("applied");
+    expect(b.isWritable).toBe(true);
   });
 });
