@@ -68,9 +68,19 @@ function drainedView(edges: readonly [string, string, string][], mints: Readonly
 }
 
 describe("the retire witness (§3.6)", () => {
-  it("carries only the largest mints that balance it: 120 spent through the edge out of 300 one-unit mints and one of 50", () => {
+  it("carries every mint of the slice's holders while they fit (§3.6 as written)", () => {
     const { v, minted, last } = drainedView([["e1", "root", "a"]], new Map([["n1", [50n, ...Array<bigint>(300).fill(1n)]]]), new Map([["n1", { down: 120n, spend: 120n }]]));
     const w = retireWitness(v, last, ROOT, minted);
+    expect(w.kind).toBe("full");
+    const witness = EntitlementLedger.decode(w.text!);
+    expect(witness.mintedTotal()).toBe(350n);
+    expect(retiredProjection([["e1", "root", "a"]], "e1").join(witness).validate()).toEqual([]);
+  });
+
+  it("past the budget, only the largest mints that balance it: 120 spent through the edge out of 300 one-unit mints and one of 50", () => {
+    const { v, minted, last } = drainedView([["e1", "root", "a"]], new Map([["n1", [50n, ...Array<bigint>(300).fill(1n)]]]), new Map([["n1", { down: 120n, spend: 120n }]]));
+    const everyBytes = new TextEncoder().encode(retireWitness(v, last, ROOT, minted).text!).length;
+    const w = retireWitness(v, last, ROOT, minted, everyBytes - 1);
     expect(w.kind).toBe("full");
     const witness = EntitlementLedger.decode(w.text!);
     expect(witness.mintedTotal()).toBe(120n); // the 50 and seventy of the ones — not all 350

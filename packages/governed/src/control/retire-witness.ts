@@ -4,9 +4,10 @@
  * not have yet (no transient `ClosureViolation`) and balances alone (ledger.md ⟨1.1⟩ §7.4: onto `EMPTY` it
  * validates empty).
  *
- * §3.6 joins *every* mint of those replicas. That grows with the holder's mint count (top-ups), not with the edge,
- * and after a few thousand mints the entry passed `MAX_CONTROL_ENTRY_BYTES`, so the edge could never be retired. The
- * patch balances with fewer: the holder's holdings at the root must not go negative (its mints cover its net
+ * §3.6 joins *every* mint of those replicas, and so does this whenever they fit in {@link MAX_RETIRE_WITNESS_BYTES}.
+ * That grows with the holder's mint count (top-ups), not with the edge, and after a few thousand mints the entry
+ * passed `MAX_CONTROL_ENTRY_BYTES`, so the edge could never be retired. Past the budget the patch still balances
+ * with fewer: the holder's holdings at the root must not go negative (its mints cover its net
  * inflow down the edge) and the slice's leaf spend must not exceed the mints carried. So the witness carries, per
  * replica, its largest mints until those hold, checked with `validate()`; every mint record in it is a real one
  * from the applied log, so joining it changes nothing on a replica that applied the log. Only when even that is
@@ -62,19 +63,18 @@ export function retireWitness(view: { projectEdge(id: AttachmentId): Entitlement
   for (const list of byHolder.values()) list.sort(larger);
 
   const room = budget - sliceBytes;
+  // §3.6 as written — every mint of every holder — whenever it fits; the trimmed witness only past the budget
+  const all = [...byHolder.values()].flat();
+  if (estimate(all) <= room) {
+    const every = joinAll([slice, ...all.map(mintPatch)]);
+    const t = every.encode();
+    if (bytesOf(t) <= budget) return { kind: "full", text: t };
+  }
   const cover = coveringMints(slice, root, byHolder, larger, room);
   if (cover !== null) {
     const full = joinAll([slice, ...cover.map(mintPatch)]);
     const text = full.encode();
     if (bytesOf(text) <= budget) {
-      if (full.validate().length === 0) return { kind: "full", text };
-      // a case the cover does not foresee: every mint of every holder (§3.6 as written), when it fits
-      const all = [...byHolder.values()].flat();
-      if (all.length > cover.length && estimate(all) <= room) {
-        const every = joinAll([slice, ...all.map(mintPatch)]);
-        const t = every.encode();
-        if (bytesOf(t) <= budget) return { kind: "full", text: t };
-      }
       return { kind: "full", text };
     }
   }
