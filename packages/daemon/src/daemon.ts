@@ -287,7 +287,7 @@ export async function startDaemon(configOrPath: DaemonConfig | string, opts: Sta
         control = peer.control;
         // The Raft gauges exist only on the embedded Raft member; the etcd log has no role or term of ours.
         const member = peer.raft;
-        if ("role" in member && "commitIndex" in member) raft = { role: member.role, leader: member.leader, commitIndex: member.commitIndex, membership: member.membership, term: peer.term, refusedFrames: () => member.refusedFrames() };
+        if ("role" in member && "commitIndex" in member) raft = { role: member.role, leader: member.leader, commitIndex: member.commitIndex, membership: member.membership, term: peer.term, refusedFrames: () => member.refusedFrames(), subscriberErrors: () => member.subscriberErrors() };
         partitionEvents = peer.node.partitionEvents;
         nodeEvents = peer.node.events;
       }

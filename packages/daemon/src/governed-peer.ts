@@ -265,6 +265,7 @@ export async function startGovernedPeer(o: {
   const members = new Set<string>([...o.mode.voters, ...o.mode.learners]);
   const raftLog = o.mode.etcd !== undefined ? null : chooseRaftLog(o.storeDir, o.raftLog ?? "auto");
   const failed: { error: string | null } = { error: null };
+  let subscriberErrorLogged = false;
   if (raftLog !== null) o.logger.info(`raft log: ${raftLog.kind === "wal" ? "segmented log store" : "SQLite"} at ${raftLog.path}`, { why: raftLog.why });
   const raft: RaftNode | EtcdControlLog = raftLog === null ? await openEtcdLog(o.mode.etcd!, o.self, (m) => o.logger.warn(m)) : await startRaftMember(raftLog);
   async function startRaftMember(info: RaftLogInfo): Promise<RaftNode> {
@@ -284,6 +285,13 @@ export async function startGovernedPeer(o: {
         // an Idempotency-Key's outcome is forgotten after its window while its entry may still be in the log: its
         // retries are appended and answered by the control state, never pointed at an entry nobody can answer for
         coalesce: (key) => !key.client.startsWith(IDEMPOTENCY_CLIENT_PREFIX),
+        // a status/metrics subscriber of the member's cells that throws is a daemon bug: logged, the member goes on
+        // (the first one only: one on every commit would flood the log)
+        onSubscriberError: (e) => {
+          if (subscriberErrorLogged) return;
+          subscriberErrorLogged = true;
+          o.logger.error("raft member caught an error thrown by a subscriber of its role/leader/commit index: a bug, which it contained and went on; report it with this line (later ones are not logged)", { error: e instanceof Error ? (e.stack ?? e.message) : String(e) });
+        },
       });
     } catch (e) {
       // the member never started, so nothing else will close the log store it was given

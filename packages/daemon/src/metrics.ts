@@ -223,6 +223,7 @@ export class DaemonMetrics {
       setCounter(c["leaderChanges"]!, {}, this.#leaderChanges);
       const refused = r.raft.refusedFrames();
       for (const reason of FRAME_REFUSALS) setCounter(c["raftRefused"]!, { reason }, refused.get(reason) ?? 0);
+      if (r.raft.subscriberErrors !== undefined) setCounter(c["raftSubscriberErrors"]!, {}, r.raft.subscriberErrors());
       if (r.control !== null) {
         const ai = r.control.controlView().appliedIndex;
         g["applied"]!.set(ai);
@@ -256,6 +257,7 @@ export class DaemonMetrics {
         idemSessions: new Gauge({ name: "heddle_idempotency_sessions", help: "Idempotency-Key sessions the control state remembers (outcomes within the last N control-log entries)", registers }),
       });
       this.#counters["raftRefused"] = new Counter({ name: "heddle_raft_frames_refused_total", help: "Raft frames (channel 4) this member refused, by reason (governed.md §4.12; not-member: a roster peer outside the Raft membership)", labelNames: ["reason"], registers });
+      this.#counters["raftSubscriberErrors"] = new Counter({ name: "heddle_raft_subscriber_errors_total", help: "Errors thrown by subscribers of the Raft member's role, leader, commit index and membership (this daemon's status, metrics and control plane), caught so the member went on processing. Non-zero: a bug in the daemon — report it with the log's 'raft member caught an error' line", registers });
       this.#counters["leaderChanges"] = new Counter({ name: "heddle_raft_leader_changes_total", help: "Times this member saw the leader change (a new leader after another, or after none)", registers });
       this.#counters["claimsTakes"] = new Counter({
         name: "heddle_claims_takes_total",

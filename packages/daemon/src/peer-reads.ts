@@ -23,6 +23,8 @@ export interface RaftWatches {
   readonly membership: Watch<{ readonly voters: readonly string[]; readonly learners: readonly string[] }>;
   /** Raft frames this member refused so far, by reason (bad input from the network is counted, never thrown). */
   refusedFrames(): ReadonlyMap<string, number>;
+  /** Errors thrown by subscribers of the member's cells, caught so the member went on (a Raft member has it; etcd's log does not). */
+  subscriberErrors?(): number;
 }
 
 /**

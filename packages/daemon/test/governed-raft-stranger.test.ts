@@ -43,13 +43,16 @@ describe("a governed daemon peer and a roster peer outside the Raft membership",
       const metrics = new DaemonMetrics({ processMetrics: false });
       metrics.attach({
         data: peer.node, mode: "governed", root: GroupId("root"), roster: [{ id: "a", addrs: [] }], connected: () => seam.peers.get(), lastLiveness: () => new Map(), control: peer.control,
-        raft: { role: raft.role, leader: raft.leader, commitIndex: raft.commitIndex, membership: raft.membership, term: peer.term, refusedFrames: () => raft.refusedFrames() },
+        raft: { role: raft.role, leader: raft.leader, commitIndex: raft.commitIndex, membership: raft.membership, term: peer.term, refusedFrames: () => raft.refusedFrames(), subscriberErrors: () => 3 },
       });
       const m = parsePrometheus(await metrics.registry.metrics());
       expect(m.types.get("heddle_raft_frames_refused_total")).toBe("counter");
       expect(m.all("heddle_raft_frames_refused_total").length).toBe(FRAME_REFUSALS.length); // every reason, zeros included
       expect(m.one("heddle_raft_frames_refused_total", { reason: "not-member" })).toBe(2);
       expect(m.one("heddle_raft_frames_refused_total", { reason: "undecodable" })).toBe(0);
+      expect(m.types.get("heddle_raft_subscriber_errors_total")).toBe("counter");
+      expect(m.one("heddle_raft_subscriber_errors_total", {})).toBe(3); // follows the member's count
+      expect(raft.subscriberErrors()).toBe(0);
       metrics.close();
     } finally {
       await peer.close();

@@ -96,6 +96,12 @@ export interface RaftNode {
    * when none; each one's `message` names the setting, the snapshot's size and the member to raise it on.
    */
   snapshotStalls(): readonly SnapshotStall[];
+  /**
+   * Errors thrown by subscribers of `role`, `leader`, `commitIndex` and `membership`, caught so far. They are set
+   * from the member's own processing turn: a subscriber's throw is a bug in the subscriber, and is counted (and
+   * handed to `RaftNodeOptions.onSubscriberError`) instead of ending this member's processing.
+   */
+  subscriberErrors(): number;
   /** Resolves once the store is loaded and the node runs; rejects if the store is corrupt (R-P3). */
   readonly started: Promise<void>;
   /** Stops the node and rejects every pending call with `NodeShutdownError`. */
@@ -124,6 +130,8 @@ export interface RaftNodeOptions {
    * while its entry may still be in the log, and a retry coalesced with that entry could not be answered.
    */
   readonly coalesce?: (key: ProposalKey) => boolean;
+  /** Told of each error a `role`/`leader`/`commitIndex`/`membership` subscriber throws (counted in `subscriberErrors()` either way). */
+  readonly onSubscriberError?: (error: unknown) => void;
 }
 
 function errorFor(r: RaftRefusal, detail?: string): Error {
@@ -176,10 +184,20 @@ export function raftNode(o: RaftNodeOptions): RaftNode {
 }
 
 class Driver implements RaftNode {
+  #subscriberErrors = 0;
+  // a subscriber's throw must not end the processing turn that set the cell (the rest of its ready would be lost)
+  readonly #onSubscriberError = (e: unknown): void => {
+    this.#subscriberErrors++;
+    try {
+      this.#o.onSubscriberError?.(e);
+    } catch {
+      // a reporting hook that throws is a second bug of the same caller; it is already counted
+    }
+  };
   readonly id: NodeId;
   readonly role: WatchCell<Role>;
-  readonly leader = new WatchCell<NodeId | null>(null);
-  readonly commitIndex = new WatchCell<LogIndex>(0);
+  readonly leader = new WatchCell<NodeId | null>(null, Object.is, this.#onSubscriberError);
+  readonly commitIndex = new WatchCell<LogIndex>(0, Object.is, this.#onSubscriberError);
   readonly membership: WatchCell<ClusterConfig>;
   readonly started: Promise<void>;
   readonly #o: RaftNodeOptions;
@@ -210,8 +228,8 @@ class Driver implements RaftNode {
     this.#o = o;
     this.#cfg = raftConfig(o.config);
     this.id = o.transport.self;
-    this.role = new WatchCell<Role>(o.cluster.learners.includes(this.id) ? "learner" : "follower");
-    this.membership = new WatchCell<ClusterConfig>(o.cluster, sameConfig);
+    this.role = new WatchCell<Role>(o.cluster.learners.includes(this.id) ? "learner" : "follower", Object.is, this.#onSubscriberError);
+    this.membership = new WatchCell<ClusterConfig>(o.cluster, sameConfig, this.#onSubscriberError);
     this.started = this.#start();
     this.started.catch(() => {});
   }
@@ -493,6 +511,10 @@ class Driver implements RaftNode {
 
   snapshotStalls(): readonly SnapshotStall[] {
     return this.#core?.snapshotStalls ?? [];
+  }
+
+  subscriberErrors(): number {
+    return this.#subscriberErrors;
   }
 
   refusedFrames(): ReadonlyMap<string, number> {

@@ -193,6 +193,11 @@ export class StubRaft implements RaftNode {
     return [];
   }
 
+  subscriberErrors(): number {
+    this.#count("subscriberErrors");
+    return 0;
+  }
+
   async close(): Promise<void> {
     this.#count("close");
     this.#closed = true;
