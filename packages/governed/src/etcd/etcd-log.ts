@@ -304,6 +304,17 @@ const pad = (i: number): string => String(i).padStart(DIGITS, "0");
 const isStamp = (x: unknown): x is number => Number.isSafeInteger(x) && (x as number) >= 0;
 
 /**
+ * A stamp as read back from etcd: whole milliseconds in 0 … ETCD_MAX_STAMP as written now, or — written by a
+ * release before the write side checked its clock — any finite number up to ETCD_MAX_STAMP, which the claims
+ * table has always applied rounded down (negatives as 0, below every clamp). Null past that or not finite: no
+ * member could apply it.
+ */
+function readStamp(x: unknown): number | null {
+  if (typeof x !== "number" || !Number.isFinite(x) || x > ETCD_MAX_STAMP) return null;
+  return x < 0 ? 0 : Math.floor(x);
+}
+
+/**
  * One log entry's value: format byte, float64 stamp, u32 key length, key JSON `[client, seq]`, command. A stamp
  * that is not whole milliseconds in 0 … ETCD_MAX_STAMP is a `RangeError` (no member could apply it).
  */
@@ -326,9 +337,10 @@ export function encodeEtcdEntry(stamp: number, key: ProposalKey | null, command:
 export function decodeEtcdEntry(v: Uint8Array): { stamp: number; key: ProposalKey | null; command: Uint8Array } {
   const b = Buffer.from(v.buffer, v.byteOffset, v.byteLength);
   if (b.length < 13 || b[0] !== ENTRY_FORMAT) throw new EtcdLogCorruptError(`an entry of unknown format ${b[0] ?? "(empty)"} (this backend writes ${ENTRY_FORMAT})`);
-  const stamp = b.readDoubleBE(1);
+  const raw = b.readDoubleBE(1);
   const kl = b.readUInt32BE(9);
-  if (!isStamp(stamp)) throw new EtcdLogCorruptError(`an entry stamped ${stamp}, not whole milliseconds in 0 … ${ETCD_MAX_STAMP} (its proposer's clock was in another unit, or another tool wrote it)`);
+  const stamp = readStamp(raw);
+  if (stamp === null) throw new EtcdLogCorruptError(`an entry stamped ${raw}, not a number of milliseconds up to ${ETCD_MAX_STAMP} (its proposer's clock was in another unit, or another tool wrote it)`);
   if (13 + kl > b.length) throw new EtcdLogCorruptError(`an entry whose key length ${kl} runs past its ${b.length} bytes`);
   let key: ProposalKey | null = null;
   if (kl > 0) {
@@ -665,9 +677,10 @@ class EtcdLog implements EtcdControlLog {
       throw bad(`not JSON: ${JSON.stringify(kv.value.subarray(0, 64).toString("utf8"))}`, e);
     }
     if (typeof x !== "object" || x === null || Array.isArray(x)) throw bad("not a JSON object");
-    const { index, stamp, by } = x as Record<string, unknown>;
+    const { index, stamp: raw, by } = x as Record<string, unknown>;
     if (!isIndex(index)) throw bad(`index ${JSON.stringify(index)} is not a whole number ≥ 0`);
-    if (!isStamp(stamp)) throw bad(`stamp ${JSON.stringify(stamp)} is not whole milliseconds in 0 … ${ETCD_MAX_STAMP}`);
+    const stamp = readStamp(raw);
+    if (stamp === null) throw bad(`stamp ${JSON.stringify(raw)} is not a number of milliseconds up to ${ETCD_MAX_STAMP}`);
     if (by !== undefined && (typeof by !== "string" || by.length === 0 || by.length > ETCD_MAX_ID_CHARS)) throw bad(`by is not a member id of 1 … ${ETCD_MAX_ID_CHARS} characters`);
     return { index: index as number, stamp, by: (by as string | undefined) ?? null, rev: kv.mod_revision };
   }
