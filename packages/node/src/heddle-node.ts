@@ -244,6 +244,7 @@ export class Node implements HeddleNode {
   #merged: LedgerReplica | null = null;
   #failed = false;
   #shut = false;
+  #stopping: Promise<void> | null = null;
   #rows: number;
   /** Bytes of the patch rows not covered by the store's snapshot. */
   #rowBytes: number;
@@ -603,8 +604,12 @@ export class Node implements HeddleNode {
     return { known: this.#replication.core.peer(p), cursor: this.#replication.core.cursor(p) };
   }
 
-  async shutdown(): Promise<void> {
-    if (this.#shut) return;
+  /** Resolves once the store is closed — for every caller: a second call while the first runs waits for the same stop. */
+  shutdown(): Promise<void> {
+    return (this.#stopping ??= this.#stop());
+  }
+
+  async #stop(): Promise<void> {
     // §9.3: values joined since the last commit are persisted "with the next commit or at the anti-entropy tick";
     // an orderly stop reaches neither, so commit them now — the restarted node must not read less than this one
     // acknowledged to its peers. A failed node keeps them unpersisted (§9.4: recovery is a restart).

@@ -273,6 +273,7 @@ class GovernedNode implements GovernedHeddleNode {
   readonly #indexWaiters = new Set<{ index: LogIndex; resolve(): void; reject(e: Error): void }>();
   #writable = false;
   #shut = false;
+  #stopping: Promise<void> | null = null;
   #stopped: Error | null = null;
   /**
    * The boot read (§3.9 b): a linearizable read index taken after this process started, and applied here. Started by
@@ -940,8 +941,12 @@ class GovernedNode implements GovernedHeddleNode {
     this.#indexWaiters.clear();
   }
 
-  async shutdown(): Promise<void> {
-    if (this.#shut) return;
+  /** Resolves once the Raft member and the node are stopped — for every caller, a second call included. */
+  shutdown(): Promise<void> {
+    return (this.#stopping ??= this.#stopAll());
+  }
+
+  async #stopAll(): Promise<void> {
     this.#shut = true;
     for (const ws of [...this.#waiters.values()]) for (const w of [...ws]) w.reject(shutdownError(w.key));
     for (const w of [...this.#indexWaiters]) w.reject(new NodeShutdownError("the governed node was shut down"));
