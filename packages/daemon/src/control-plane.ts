@@ -117,16 +117,16 @@ export interface RaftStatus {
    */
   readonly log?: { readonly kind: "wal" | "sqlite"; readonly path: string; readonly failed: string | null };
   /**
-   * Snapshots that cannot be installed because the receiver's `mode.raft.snapshotMaxBytes` is below their size
-   * (`RaftNode.snapshotStalls()`): as the follower that cannot catch up (`receiving`) or its leader (`sending`), each
-   * with both sizes and a message naming what to raise where. Empty while none; absent on etcd.
-   */
-  /**
    * On etcd (`mode.etcd`): the log's `status()` — the newest head (index, stamp, the member that stamped it), a
    * malformed head's message (`corrupt`), and `clockAhead` while the head's stamp stands more than `maxClockAheadMs`
    * past this peer's clock. Absent on the embedded Raft.
    */
   readonly etcd?: EtcdLogStatus;
+  /**
+   * Snapshots that cannot be installed because the receiver's `mode.raft.snapshotMaxBytes` is below their size
+   * (`RaftNode.snapshotStalls()`): as the follower that cannot catch up (`receiving`) or its leader (`sending`), each
+   * with both sizes and a message naming what to raise where. Empty while none; absent on etcd.
+   */
   readonly snapshotStalls?: readonly { readonly side: "receiving" | "sending"; readonly peer: string; readonly snapshotBytes: number; readonly snapshotMaxBytes: number; readonly message: string }[];
 }
 

@@ -90,6 +90,25 @@ describe("the retire witness (§3.6)", () => {
     expect(v.join(witness).mintedTotal()).toBe(v.mintedTotal());
   });
 
+  it("a holder funded by a transfer: the witness carries what §3.6 joins and says it does not balance alone (unbalanced, not full)", () => {
+    let v = EntitlementLedger.EMPTY;
+    const minted = new Map<MintId, MintRecord>([[MintId("m2"), { root: ROOT, holder: ReplicaId("n2"), amount: 100n }]]);
+    v = must(v, v.mint(MintId("m2"), ROOT, ReplicaId("n2"), 100n));
+    v = must(v, v.transfer(ROOT, ReplicaId("n2"), ReplicaId("n1"), 50n));
+    v = must(v, v.prepare(rec("e1", "root", "a")));
+    v = must(v, v.activate(AttachmentId("e1")));
+    v = must(v, v.delegate(ReplicaId("n1"), AttachmentId("e1"), 50n));
+    v = must(v, v.spend(ReplicaId("n1"), GroupId("a"), 50n));
+    v = must(v, v.close(AttachmentId("e1")));
+    expect(v.validate()).toEqual([]);
+    const w = retireWitness(v, AttachmentId("e1"), ROOT, minted);
+    expect(w.kind).toBe("unbalanced");
+    const witness = EntitlementLedger.decode(w.text!);
+    expect(retiredProjection([["e1", "root", "a"]], "e1").join(witness).validate()).not.toEqual([]);
+    // on a peer that has the log's mints it balances, as every applying peer does
+    expect(retiredProjection([["e1", "root", "a"]], "e1").join(witness).join(v).validate()).toEqual([]);
+  });
+
   it("property: on drained edges under the root or below it, the witness alone balances and carries only real mints", () => {
     const amounts = fc.array(fc.bigInt({ min: 1n, max: 40n }), { minLength: 1, maxLength: 40 });
     const percent = fc.integer({ min: 0, max: 100 });
@@ -173,7 +192,7 @@ describe("retire after thousands of mints (review s28)", () => {
     const witness = EntitlementLedger.decode(witnessAt(s, (out as { index: number }).index)!);
     expect(witness.mintedTotal()).toBe(1n);
     expect(EntitlementLedger.EMPTY.join(gov.ledger.get().projectEdge(e("e1"))).join(witness).validate()).toEqual([]);
-    expect(gov.retireWitnessCounts()).toEqual({ sliceOnly: 0, omitted: 0 });
+    expect(gov.retireWitnessCounts()).toEqual({ sliceOnly: 0, omitted: 0, unbalanced: 0 });
   }, 120_000);
 
   it("when the mints it needs are over MAX_RETIRE_WITNESS_BYTES, the retire carries the slice alone, counted, and applies", async () => {
@@ -196,7 +215,7 @@ describe("retire after thousands of mints (review s28)", () => {
     const witness = EntitlementLedger.decode(witnessAt(s, index)!);
     expect(witness.mintedTotal()).toBe(0n); // the slice alone
     expect(witness.leafSpentTotal()).toBe(1_000n);
-    expect(gov.retireWitnessCounts()).toEqual({ sliceOnly: 1, omitted: 0 });
+    expect(gov.retireWitnessCounts()).toEqual({ sliceOnly: 1, omitted: 0, unbalanced: 0 });
     // on this peer, which joined every mint from the log, the retired edge validates clean
     expect(gov.ledger.get().validate()).toEqual([]);
   }, 120_000);

@@ -89,6 +89,11 @@ export interface RetireWitnessCounts {
   readonly sliceOnly: number;
   /** With no witness: the slice alone was over the budget. */
   readonly omitted: number;
+  /**
+   * With the slice and its holders' mints, which still do not balance alone — a holder was funded by a transfer
+   * (§3.6 joins only the slice's holders' mints, not the payer's). A peer that applies the log has those mints.
+   */
+  readonly unbalanced: number;
 }
 
 /** What `revoke` answers in v1: it reclaims nothing, always (governed.md §3.12). */
@@ -282,7 +287,7 @@ class GovernedNode implements GovernedHeddleNode {
    */
   #bootRead: Promise<void> | null = null;
   #bootApplied = false;
-  readonly #witnessCounts = { sliceOnly: 0, omitted: 0 };
+  readonly #witnessCounts = { sliceOnly: 0, omitted: 0, unbalanced: 0 };
   /** An applied entry under this process's auto client id with a seq it never issued (R-D3). */
   #tripped = false;
   #lastSnapshot = 0;
@@ -409,6 +414,7 @@ class GovernedNode implements GovernedHeddleNode {
     const witness = retireWitness(view, e, this.#opts.root, this.#state.minted());
     if (witness.kind === "slice") this.#witnessCounts.sliceOnly++;
     if (witness.kind === "none") this.#witnessCounts.omitted++;
+    if (witness.kind === "unbalanced") this.#witnessCounts.unbalanced++;
     const cmd: ControlCommand = witness.text === null ? { op: "retire", edge: e } : { op: "retire", edge: e, witness: witness.text };
     return this.#call(cmd, o, null);
   }

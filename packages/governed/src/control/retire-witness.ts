@@ -27,11 +27,13 @@ import type { AttachmentId, GroupId, MintId, MintRecord, ReplicaId } from "@hedd
 export const MAX_RETIRE_WITNESS_BYTES = 128 * 1024;
 
 /**
- * What a retire carries: `full` — slice and the mints it needs to balance alone; `slice` — the slice only, the mints
- * over the budget; `none` — no witness (the slice alone is over the budget, or the edge has nothing to witness:
+ * What a retire carries: `full` — slice and the mints it needs to balance alone (checked with `validate()`);
+ * `unbalanced` — slice and every mint its holders have (or the largest ones past the budget), which still does not
+ * balance alone: a holder was funded by a transfer, whose payer's mints §3.6 does not join either; `slice` — the
+ * slice only, the mints over the budget; `none` — no witness (the slice alone is over the budget, or the edge has nothing to witness:
  * `text` null, `kind` `"empty"`).
  */
-export type RetireWitness = { readonly kind: "full" | "slice"; readonly text: string } | { readonly kind: "none" | "empty"; readonly text: null };
+export type RetireWitness = { readonly kind: "full" | "unbalanced" | "slice"; readonly text: string } | { readonly kind: "none" | "empty"; readonly text: null };
 
 /** Bytes one mint record adds to the encoded witness, at most, beyond its strings (keys, quotes, separators). */
 const MINT_OVERHEAD_BYTES = 64;
@@ -68,14 +70,14 @@ export function retireWitness(view: { projectEdge(id: AttachmentId): Entitlement
   if (estimate(all) <= room) {
     const every = joinAll([slice, ...all.map(mintPatch)]);
     const t = every.encode();
-    if (bytesOf(t) <= budget) return { kind: "full", text: t };
+    if (bytesOf(t) <= budget) return { kind: every.validate().length === 0 ? "full" : "unbalanced", text: t };
   }
   const cover = coveringMints(slice, root, byHolder, larger, room);
   if (cover !== null) {
     const full = joinAll([slice, ...cover.map(mintPatch)]);
     const text = full.encode();
     if (bytesOf(text) <= budget) {
-      return { kind: "full", text };
+      return { kind: full.validate().length === 0 ? "full" : "unbalanced", text };
     }
   }
   return { kind: "slice", text: sliceText };
