@@ -149,6 +149,8 @@ export interface ControlPlane {
   transferLeadership(to: string, opts?: { timeoutMs?: number }): Promise<void>;
   /** The claims read path's counters so far (`claimsWithReadRefusals`), for `/metrics`; absent where there is none. */
   claimsReadPath?(): Readonly<ReadRefusalCounts>;
+  /** Retires this peer proposed with a trimmed or unbalanced witness (governed.md §3.6), for `/metrics`; absent where there is none. */
+  retireWitnessCounts?(): { readonly sliceOnly: number; readonly omitted: number; readonly unbalanced: number };
   /** Why the control plane halted (`null` while it runs); absent where it cannot tell. */
   halted?(): ControlHalt | null;
 }

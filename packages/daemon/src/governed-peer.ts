@@ -29,6 +29,8 @@ export interface GovernedNodeLike
   shutdown(): Promise<void>;
   /** The error the control plane halted with, `null` while it runs (`GovernedHeddleNode.controlHalted`). */
   readonly controlHalted?: Watch<Error | null>;
+  /** Retires this process proposed with less than the full witness (`GovernedHeddleNode.retireWitnessCounts`). */
+  retireWitnessCounts?(): { readonly sliceOnly: number; readonly omitted: number; readonly unbalanced: number };
 }
 
 /** `heddleGoverned`'s signature (governed.md §2.1), as the daemon calls it. */
@@ -74,6 +76,7 @@ export function governedControlPlane(g: GovernedNodeLike, raft: ControlLog, log:
     depart: (o) => g.depart(o),
     claims: claimsWithReadRefusals({ claims: g.claims, controlView: () => g.controlView(), sync: (o) => g.sync(o), isLeader: () => raft.role.get() === "leader", now: () => realTimers.now(), judgeFloor: () => Math.max(g.controlView().latestStamp ?? 0, raft.stampFloor?.() ?? 0), timers: realTimers }, readPath),
     claimsReadPath: () => readPath,
+    ...(g.retireWitnessCounts !== undefined ? { retireWitnessCounts: () => g.retireWitnessCounts!() } : {}),
     halted: () => {
       const e = g.controlHalted?.get() ?? null;
       return e === null ? null : controlHaltOf(e);

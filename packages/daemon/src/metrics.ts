@@ -238,6 +238,12 @@ export class DaemonMetrics {
           setCounter(c["claimsTakes"]!, { path: "proposed" }, rp.proposed);
           setCounter(c["claimsTakeWaits"]!, {}, rp.waitedForTake ?? 0);
         }
+        const rw = r.control.retireWitnessCounts?.();
+        if (rw !== undefined) {
+          setCounter(c["retireWitness"]!, { witness: "slice-only" }, rw.sliceOnly);
+          setCounter(c["retireWitness"]!, { witness: "omitted" }, rw.omitted);
+          setCounter(c["retireWitness"]!, { witness: "unbalanced" }, rw.unbalanced);
+        }
       }
     }
   }
@@ -258,6 +264,7 @@ export class DaemonMetrics {
       });
       this.#counters["raftRefused"] = new Counter({ name: "heddle_raft_frames_refused_total", help: "Raft frames (channel 4) this member refused, by reason (governed.md §4.12; not-member: a roster peer outside the Raft membership)", labelNames: ["reason"], registers });
       this.#counters["raftSubscriberErrors"] = new Counter({ name: "heddle_raft_subscriber_errors_total", help: "Errors thrown by subscribers of the Raft member's role, leader, commit index and membership (this daemon's status, metrics and control plane), caught so the member went on processing. Non-zero: a bug in the daemon — report it with the log's 'raft member caught an error' line", registers });
+      this.#counters["retireWitness"] = new Counter({ name: "heddle_retire_witness_partial_total", help: "Retires this peer proposed without the full witness of governed.md §3.6, by what it carried: slice-only (its holders' mints were over MAX_RETIRE_WITNESS_BYTES), omitted (the slice itself was over it), unbalanced (every mint of its holders, which still does not balance alone: a holder funded by a transfer). Each still retired its edge; a peer that has not yet joined the draining deltas or the mints may report a transient violation until they arrive", labelNames: ["witness"], registers });
       this.#counters["leaderChanges"] = new Counter({ name: "heddle_raft_leader_changes_total", help: "Times this member saw the leader change (a new leader after another, or after none)", registers });
       this.#counters["claimsTakes"] = new Counter({
         name: "heddle_claims_takes_total",

@@ -69,6 +69,11 @@ describe("a governed peer's /metrics and dashboard", () => {
     // a leader acts in a term it made durable: at least 1
     expect(m.one("heddle_raft_term")).toBeGreaterThanOrEqual(1);
     expect(m.types.get("heddle_raft_leader_changes_total")).toBe("counter");
+    expect(m.types.get("heddle_raft_subscriber_errors_total")).toBe("counter");
+    expect(m.one("heddle_raft_subscriber_errors_total")).toBe(0);
+    // no retire proposed here: every kind of partial witness at 0, each present (the governed peer wires its counts)
+    expect(m.types.get("heddle_retire_witness_partial_total")).toBe("counter");
+    for (const witness of ["slice-only", "omitted", "unbalanced"]) expect(m.one("heddle_retire_witness_partial_total", { witness })).toBe(0);
 
     const open = ((await s.client.claimsList()) as { open: unknown[] }).open;
     expect(open.length).toBe(1);
