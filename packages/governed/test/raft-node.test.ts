@@ -249,6 +249,28 @@ describe("raftNode driver", () => {
     for (const n of c.nodes.values()) await n.close();
   });
 
+  it("a leader hands its append to storage before sending the AppendEntries that carry it (its sync runs meanwhile)", async () => {
+    const c = new Cluster(13);
+    const events: string[] = [];
+    for (const id of ABC.voters) {
+      const base = memoryRaftStorage();
+      const store: RaftStorage = { ...base, append: (es) => (events.push(`${id} write ${es.map((e) => e.index).join(",")}`), base.append(es)) };
+      c.add(id, ABC, store, (to, m) => {
+        if (m.type === "append" && m.entries.length > 0) events.push(`${id} send ${m.entries.map((e) => e.index).join(",")} to ${to}`);
+      });
+    }
+    await c.until(() => c.leader() !== undefined);
+    const leader = c.leader()!;
+    await c.settle(leader.propose(kvCommand({ op: "put", key: "warm", value: "up" }), null));
+    await c.run(20);
+    events.length = 0;
+    const { index } = await c.settle(leader.propose(kvCommand({ op: "put", key: "a", value: "1" }), null));
+    const mine = events.filter((e) => e.startsWith(`${leader.id} `) && e.split(" ")[2]!.split(",").map(Number).includes(index));
+    expect(mine.filter((e) => e.includes(" send ")), "sent to both followers").toHaveLength(2);
+    expect(mine[0], `the leader's first step for entry ${index} (its events: ${JSON.stringify(mine)})`).toBe(`${leader.id} write ${index}`);
+    for (const n of c.nodes.values()) await n.close();
+  });
+
   it("close() rejects every pending call", async () => {
     const c = new Cluster(9);
     for (const id of ABC.voters) c.add(id, ABC);

@@ -318,11 +318,14 @@ class Driver implements RaftNode {
       // the node's own compaction goes after the ready's other steps (they never touch its indexes, `StorageOp`)
       const compaction = rd.storage.filter(isLocalStep);
       if (core.pipelinable(rd)) {
-        // leader pipelining: send at once, write in the background; the next ready need not wait for this sync
-        for (const env of rd.earlyMessages) this.#o.transport.send(env.to, encodeMessage(env.message));
+        // leader pipelining: write in the background, send at once; the next ready need not wait for this sync.
+        // The write is handed to storage before the frames go out, so that its sync runs while they are encoded
+        // and sent rather than after (at one client the sends took a fifth of a millisecond, and the leader's own
+        // sync is half of the commit quorum)
         this.#deferred.push({ kind: "append", rd, term: core.term });
         if (compaction.length > 0) this.#deferred.push({ kind: "compaction", ops: compaction });
         this.#writeDeferred();
+        for (const env of rd.earlyMessages) this.#o.transport.send(env.to, encodeMessage(env.message));
         for (const env of rd.messages) this.#o.transport.send(env.to, encodeMessage(env.message));
         for (const t of rd.trace) this.#pushTrace(t);
         core.advance(rd, { appendsPending: true });
