@@ -13,7 +13,14 @@
  * - PostgreSQL 15: one cluster (initdb + pg_ctl, as the `postgres` user when run as root), session advisory locks:
  *   `pg_try_advisory_lock(k)` / `pg_advisory_unlock(k)` (not durable, one node; a refusal names nobody).
  *
- * Workloads, each for HEDDLE_BENCH_SECONDS (default 5):
+ * Workloads, each measured for HEDDLE_BENCH_SECONDS (default 5) after HEDDLE_BENCH_WARMUP_MS (default 5000) of the same
+ * load, for every system alike. A deployed lock service runs for days; the bench should measure its steady state, not
+ * a process's first seconds: the daemons are seconds old when the first cell starts, and V8 is still compiling their
+ * hot code. On heddle's cluster at one client (`bench/cost.ts`, 2026-12-04) the CPU every process spent per op fell
+ * by a quarter to a third between the first cell and one after 10 s of load (the leader's V8 worker threads from
+ * 0.14 to 0.03–0.05 ms per op). Until 2026-12-04 a cell's first second of its HEDDLE_BENCH_SECONDS was its only
+ * warm-up; `HEDDLE_BENCH_WARMUP_MS=0` measures from the first op.
+ *
  * - `claims`: take + release pairs on random keys of a 1,000,000-key space, at concurrency 1 and 64 (HEDDLE_BENCH_CONCURRENCY);
  * - `contention`: 64 clients on one key, each releasing at once when granted and retrying at once when refused:
  *   grants/s, refusal latency p50/p99, whether a refusal names the holder.
@@ -50,6 +57,8 @@ const SECONDS = Number(process.env["HEDDLE_BENCH_SECONDS"] ?? 5);
 const ROUNDS = Number(process.env["HEDDLE_BENCH_ROUNDS"] ?? 3);
 if (!Number.isSafeInteger(ROUNDS) || ROUNDS < 1) throw new Error(`HEDDLE_BENCH_ROUNDS: ${process.env["HEDDLE_BENCH_ROUNDS"]} is not a whole number ≥ 1`);
 if (!(SECONDS > 0 && SECONDS <= 3600)) throw new Error(`HEDDLE_BENCH_SECONDS: ${process.env["HEDDLE_BENCH_SECONDS"]} is not a number of seconds in (0, 3600]`);
+const WARMUP_MS = Number(process.env["HEDDLE_BENCH_WARMUP_MS"] ?? 5000);
+if (!Number.isSafeInteger(WARMUP_MS) || WARMUP_MS < 0 || WARMUP_MS > 600_000) throw new Error(`HEDDLE_BENCH_WARMUP_MS: ${process.env["HEDDLE_BENCH_WARMUP_MS"]} is not a whole number of milliseconds in [0, 600000]`);
 const CONCURRENCY = (process.env["HEDDLE_BENCH_CONCURRENCY"] ?? "1,64").split(",").map(Number);
 const CONTENDERS = 64;
 const KEY_SPACE = 1_000_000;
@@ -114,6 +123,12 @@ function quantile(sorted: number[], q: number): number {
 
 const holderOf = (client: number) => `c${client}`;
 
+/** A cell's clock: load runs from now until `deadline`; only what starts at `warm` or later is counted. */
+function cellWindow(): { warm: number; deadline: number } {
+  const warm = performance.now() + WARMUP_MS;
+  return { warm, deadline: warm + SECONDS * 1000 };
+}
+
 /** `concurrency` clients, each taking and releasing random keys until time is up; latency is one pair's. */
 async function pairs(system: System, c: LockClient, concurrency: number): Promise<Cell> {
   let rnd = 0x9e3779b9 ^ concurrency;
@@ -125,8 +140,7 @@ async function pairs(system: System, c: LockClient, concurrency: number): Promis
   };
   const lat: number[] = [];
   let refusedRandom = 0;
-  const deadline = performance.now() + SECONDS * 1000;
-  const warm = performance.now() + Math.min(1000, SECONDS * 200);
+  const { warm, deadline } = cellWindow();
   let counted = 0;
   let start = 0;
   await Promise.all(
@@ -161,8 +175,7 @@ async function contention(system: System, c: LockClient): Promise<Cell> {
   const refusals: number[] = [];
   let named = 0;
   let grants = 0;
-  const deadline = performance.now() + SECONDS * 1000;
-  const warm = performance.now() + Math.min(1000, SECONDS * 200);
+  const { warm, deadline } = cellWindow();
   await Promise.all(
     Array.from({ length: CONTENDERS }, async (_, i) => {
       while (performance.now() < deadline) {
@@ -193,14 +206,13 @@ async function contention(system: System, c: LockClient): Promise<Cell> {
 }
 
 /**
- * `clients` callers in a closed loop, each issuing `call` again as soon as it returns, for SECONDS after a warm-up:
+ * `clients` callers in a closed loop, each issuing `call` again as soon as it returns, for SECONDS after WARMUP_MS:
  * calls/s and latency p50. By Little's law the latency of such a loop is about clients / rate, whatever the call
  * does — the floor a contention cell's refusal p50 cannot go below when every refusal is retried at once.
  */
 async function closedLoop(clients: number, call: (client: number) => Promise<void>): Promise<{ perSec: number; p50Ms: number }> {
   const lat: number[] = [];
-  const deadline = performance.now() + SECONDS * 1000;
-  const warm = performance.now() + Math.min(1000, SECONDS * 200);
+  const { warm, deadline } = cellWindow();
   await Promise.all(
     Array.from({ length: clients }, async (_, i) => {
       while (performance.now() < deadline) {
@@ -546,7 +558,7 @@ const ratio = (a: number | undefined, b: number | undefined) => (a === undefined
 const loadavg = () => readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ");
 const jsonLine = (c: Cell) =>
   JSON.stringify({ system: c.system, workload: c.workload, concurrency: c.concurrency, opsPerSec: Number(c.opsPerSec.toFixed(1)), p50Ms: Number(c.p50Ms.toFixed(3)), p99Ms: Number(c.p99Ms.toFixed(3)) });
-console.log(`claims on the network — ${SECONDS} s per cell, ${ROUNDS} round(s), loopback, ${new Date().toISOString()}; load average ${loadavg()}`);
+console.log(`claims on the network — ${SECONDS} s per cell after ${WARMUP_MS} ms of the same load, ${ROUNDS} round(s), loopback, ${new Date().toISOString()}; load average ${loadavg()}`);
 const present: System[] = [];
 for (const s of SYSTEMS) {
   if (!ALL.includes(s)) throw new Error(`HEDDLE_BENCH_SYSTEMS: unknown system ${s} (one of ${ALL.join(", ")})`);
