@@ -8,8 +8,8 @@
  * writes outstanding to the leader over one connection, and counting a write when the leader has applied it
  * (both on etcd's default timing: heartbeat 100 ms, election timeout 1 s — `HEDDLE_RAFT_TIMING=spec` for ours
  * at governed.md's 50 / 150–300 ms):
- * ours through `kv-wire.ts` (a small request/response protocol over TCP — the daemon's HTTP API replaces it once
- * it exists: implement `KvClient` for it), etcd through its gRPC client (`etcd3`). Clusters are started fresh on
+ * ours through `kv-wire.ts` (a small request/response protocol over TCP — the daemon's HTTP API takes control acts
+ * and claims, never a raw log write; the claims package's network bench measures commits through it), etcd through its gRPC client (`etcd3`). Clusters are started fresh on
  * free loopback ports with temporary data directories, ours and etcd alternately (and in alternating order in
  * successive rounds), so a change in the machine's load hits both. Without `etcd` on PATH its column is skipped.
  *
