@@ -92,6 +92,7 @@ export class DaemonMetrics {
       minted: new Gauge({ name: "heddle_ledger_minted", help: "Σ minted supply on this peer's view", registers }),
       leafSpent: new Gauge({ name: "heddle_ledger_leaf_spent", help: "Σ spent at leaves (the conservation identity's third term)", registers }),
       gossipSlots: new Gauge({ name: "heddle_claims_gossip_slots", help: "Keeper and advisory slots this peer holds (one per peer that wrote one), by mode", labelNames: ["mode"], registers }),
+      demandSlots: new Gauge({ name: "heddle_demand_slots", help: "Demand board slots this peer holds (its own and one per peer whose demand it heard)", registers }),
       peers: new Gauge({ name: "heddle_peers", help: "Peers of the roster by state as seen from here (this peer excluded)", labelNames: ["state"], registers }),
     };
     const c = {
@@ -130,6 +131,52 @@ export class DaemonMetrics {
         help: "Inbound frames for a channel this peer claimed but did not listen on yet, dropped unread (a few while a peer starts are expected: a governed peer's Raft channel listens once its member runs). A rise while the peer runs means a protocol stopped listening — a bug; report it",
         registers,
       }),
+      seamFramesIn: new Counter({ name: "heddle_seam_frames_in_total", help: "Frames the libp2p seam read whole off its inbound streams, every channel (before the channel mux and the protocols judge them: their refusals count in heddle_frames_rejected_total)", registers }),
+      seamFramesOut: new Counter({ name: "heddle_seam_frames_out_total", help: "Frames the libp2p seam wrote to its outbound streams, every channel", registers }),
+      seamBytesOut: new Counter({ name: "heddle_seam_bytes_out_total", help: "Bytes the libp2p seam wrote to its outbound streams, length prefixes included", registers }),
+      seamMalformed: new Counter({
+        name: "heddle_seam_frames_malformed_total",
+        help: "Inbound frames the libp2p seam dropped for their framing, by reason: oversize (a length prefix above the seam's frame limit; the stream was aborted before any body byte was kept), bad-prefix (a length prefix unfinished after 8 bytes; the stream was aborted), cut (the stream ended inside a frame; the partial frame was dropped). The sender passed the roster gate, so non-zero oversize or bad-prefix means a peer runs another node.maxFrameBytes (set the same on every peer), an incompatible build, or is hostile; a few cut frames while peers restart are expected, a steady rise means connections break mid-frame — look at the network between the peers",
+        labelNames: ["reason"],
+        registers,
+      }),
+      seamHandlerErrors: new Counter({
+        name: "heddle_seam_handler_errors_total",
+        help: "Inbound frames whose handler (the channel mux or a protocol above it) threw; the frame was lost, the stream went on. Non-zero: a bug — a protocol must reject and count bad input, never throw; report it with the heddle version and which channels the peers use",
+        registers,
+      }),
+      seamBackpressure: new Counter({
+        name: "heddle_seam_backpressure_total",
+        help: "Sends the libp2p seam refused because the peer's queue already held maxQueuedFrames (1 024) unwritten frames; the frame was dropped (replication, liveness and Raft re-send what matters). Non-zero: a peer, or the network to it, takes frames slower than this peer sends them — check that peer's CPU and event-loop lag (heddle_nodejs_eventloop_lag_seconds) and the link between the two",
+        registers,
+      }),
+      seamRefused: new Counter({
+        name: "heddle_seam_connections_refused_total",
+        help: "Connections (and streams) the libp2p seam's gater refused: a peer id outside the roster (or one the seam blocks, as the demo's partitions do). Non-zero: something not in this peer's roster dials it — a cluster peer missing from this roster (give every peer the same roster) or a stranger (firewall the listen port)",
+        registers,
+      }),
+      seamDials: new Counter({ name: "heddle_seam_dials_total", help: "Dials the libp2p seam made to roster peers that were not connected (redialed with backoff while they stay unreachable)", registers }),
+      seamDialFailures: new Counter({
+        name: "heddle_seam_dial_failures_total",
+        help: "Dials of roster peers that failed. A rise while heddle_peers shows a peer not connected: it is down or unreachable at its roster address — check it runs, its addrs in the roster, and the firewall between the two",
+        registers,
+      }),
+      validateOverflows: new Counter({
+        name: "heddle_node_validate_overflows_total",
+        help: "Anti-entropy ticks whose conflict check (validate) of the merged view left int64, caught so replication went on; conflicts go unreported while it lasts. Non-zero: the merged view holds a value the join check should have refused — a bug in the node; report it with the log's 'node caught an internal error' line (where=validate)",
+        registers,
+      }),
+      schedules: new Counter({ name: "heddle_schedule_runs_total", help: "Schedule rounds this peer ran (node.md §7), one parent each", registers }),
+      grants: new Counter({ name: "heddle_schedule_grants_total", help: "Grants (delegations to a child) the schedule rounds made", registers }),
+      grantedUnits: new Counter({ name: "heddle_schedule_granted_units_total", help: "Units the schedule rounds delegated to children", registers }),
+      delegateRefusals: new Counter({
+        name: "heddle_schedule_delegate_refusals_total",
+        help: "Grants the scheduler decided but the ledger refused to delegate; that round stopped at the refusal and the next retries. Non-zero: the policy and the ledger disagree about a parent's holdings or an edge's state — a bug; report it with GET /v1/tree of the parent",
+        registers,
+      }),
+      compactions: new Counter({ name: "heddle_store_compactions_total", help: "Times the store folded its patch rows into a new snapshot (node.compactAfterPatches / compactAfterPatchBytes)", registers }),
+      demandFrames: new Counter({ name: "heddle_demand_frames_total", help: "Demand board frames (node.md §6), by direction (in: accepted; rejected ones count in heddle_frames_rejected_total; out: broadcasts of this peer's slot)", labelNames: ["direction"], registers }),
+      livenessOut: new Counter({ name: "heddle_liveness_frames_out_total", help: "Liveness frames sent (node.md §10), by kind: ping, pong", labelNames: ["kind"], registers }),
     };
     this.#gauges = g;
     this.#counters = c;
@@ -186,6 +233,17 @@ export class DaemonMetrics {
       setCounter(c["nodeSubscriberErrors"]!, {}, m.subscriberErrors);
       setCounter(c["livenessSubscriberErrors"]!, {}, m.peer.liveness.subscriberErrors);
       setCounter(c["replicationSubscriberErrors"]!, {}, led.subscriberErrors);
+      setCounter(c["validateOverflows"]!, {}, m.validateOverflows);
+      setCounter(c["schedules"]!, {}, m.schedules);
+      setCounter(c["grants"]!, {}, m.grants);
+      setCounter(c["grantedUnits"]!, {}, num(m.grantedUnits));
+      setCounter(c["delegateRefusals"]!, {}, m.delegateRefusals);
+      setCounter(c["compactions"]!, {}, m.compactions);
+      setCounter(c["demandFrames"]!, { direction: "in" }, m.peer.demand.framesIn);
+      setCounter(c["demandFrames"]!, { direction: "out" }, m.peer.demand.framesOut);
+      g["demandSlots"]!.set(m.peer.demand.slots);
+      setCounter(c["livenessOut"]!, { kind: "ping" }, m.peer.liveness.pingsOut);
+      setCounter(c["livenessOut"]!, { kind: "pong" }, m.peer.liveness.pongsOut);
       g["failed"]!.set(m.failed ? 1 : 0);
       g["open"]!.set(m.reservationsOpen);
       const cl = m.peer.claims;
@@ -203,6 +261,17 @@ export class DaemonMetrics {
       setCounter(c["seamLost"]!, { reason: "send-error" }, tr.sendErrors);
       setCounter(c["seamLost"]!, { reason: "discarded" }, tr.discarded);
       setCounter(c["seamUnheard"]!, {}, tr.unheard);
+      setCounter(c["seamFramesIn"]!, {}, tr.framesIn);
+      setCounter(c["seamFramesOut"]!, {}, tr.framesOut);
+      setCounter(c["seamBytesOut"]!, {}, tr.bytesOut);
+      setCounter(c["seamMalformed"]!, { reason: "oversize" }, tr.oversize);
+      setCounter(c["seamMalformed"]!, { reason: "bad-prefix" }, tr.badPrefix);
+      setCounter(c["seamMalformed"]!, { reason: "cut" }, tr.cutFrames);
+      setCounter(c["seamHandlerErrors"]!, {}, tr.handlerErrors);
+      setCounter(c["seamBackpressure"]!, {}, tr.backpressure);
+      setCounter(c["seamRefused"]!, {}, tr.refused);
+      setCounter(c["seamDials"]!, {}, tr.dials);
+      setCounter(c["seamDialFailures"]!, {}, tr.dialFailures);
     }
 
     const counts = new Map<string, number>(PEER_STATES.map((s) => [s, 0]));

@@ -28,14 +28,37 @@ export interface RaftWatches {
 }
 
 /**
- * Frames the transport under the node lost or dropped, which no node counter sees: the libp2p seam's outbound
- * losses and its channel mux's unheard inbound frames (`/metrics` exports them).
+ * What the transport under the node counts and no node counter sees: the libp2p seam's own counters (frames and
+ * bytes it moved, inbound framing it refused, outbound frames it lost or refused, connections and dials) and its
+ * channel mux's unheard inbound frames (`/metrics` exports them all).
  */
 export interface TransportCounters {
+  /** Frames read whole off inbound streams (every channel), before the mux and the protocols judge them. */
+  readonly framesIn: number;
+  /** Frames written to outbound streams. */
+  readonly framesOut: number;
+  /** Bytes written to outbound streams, length prefixes included. */
+  readonly bytesOut: number;
+  /** Inbound streams aborted because a length prefix exceeded the seam's `maxFrameBytes`. */
+  readonly oversize: number;
+  /** Inbound streams aborted because a length prefix was malformed (unfinished after 8 bytes). */
+  readonly badPrefix: number;
+  /** Inbound streams that ended inside a frame (the partial frame is dropped). */
+  readonly cutFrames: number;
+  /** Inbound frames whose handler (the mux, a protocol above it) threw: a bug; the frame is lost, the stream goes on. */
+  readonly handlerErrors: number;
+  /** Sends refused because the peer's queue held `maxQueuedFrames` unwritten frames. */
+  readonly backpressure: number;
   /** Queued frames lost because the stream's write threw (its write side closed under the seam). */
   readonly sendErrors: number;
   /** Queued frames discarded because their peer disconnected, or the seam closed, before they were written. */
   readonly discarded: number;
+  /** Connections (and streams) the seam's gater refused: a peer outside the roster, or one blocked. */
+  readonly refused: number;
+  /** Dials of roster peers that were not connected. */
+  readonly dials: number;
+  /** Those of them that failed. */
+  readonly dialFailures: number;
   /** Inbound frames for a claimed channel that had no subscriber yet (dropped unread). */
   readonly unheard: number;
 }
@@ -48,7 +71,22 @@ export function transportCountersOf(seam: Libp2pSeam): () => TransportCounters {
   const mux = muxSeam(seam);
   return () => {
     const s = seam.counters();
-    return { sendErrors: s.sendErrors, discarded: s.discarded, unheard: mux.counters().unheard };
+    return {
+      framesIn: s.framesIn,
+      framesOut: s.framesOut,
+      bytesOut: s.bytesOut,
+      oversize: s.oversize,
+      badPrefix: s.badPrefix,
+      cutFrames: s.cutFrames,
+      handlerErrors: s.handlerErrors,
+      backpressure: s.backpressure,
+      sendErrors: s.sendErrors,
+      discarded: s.discarded,
+      refused: s.refused,
+      dials: s.dials,
+      dialFailures: s.dialFailures,
+      unheard: mux.counters().unheard,
+    };
   };
 }
 
@@ -67,7 +105,7 @@ export interface PeerReads {
   readonly control: ControlPlane | null;
   /** The Raft member's watches (governed mode), or null. */
   readonly raft: RaftWatches | null;
-  /** The transport's own loss counters; without it `heddle_seam_frames_lost_total` has no samples and `heddle_seam_frames_unheard_total` stays 0. */
+  /** The transport's own counters; without it the labelled `heddle_seam_*` families have no samples and the rest stay 0. */
   transport?(): TransportCounters;
 }
 

@@ -1,9 +1,9 @@
 import { EntitlementLedger, GroupId, ReplicaId } from "@heddle/ledger";
-import { WatchCell, type NodeMetrics } from "@heddle/node";
+import { ChannelTag, muxSeam, WatchCell, type Libp2pSeam, type NodeMetrics } from "@heddle/node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { DataPlane } from "../src/data-plane.ts";
 import { DaemonMetrics } from "../src/metrics.ts";
-import type { PeerReads, TransportCounters } from "../src/peer-reads.ts";
+import { transportCountersOf, type PeerReads, type TransportCounters } from "../src/peer-reads.ts";
 import { parsePrometheus, type Scrape } from "./support/prometheus.ts";
 import { soloDaemon } from "./support/embedded.ts";
 
@@ -107,14 +107,30 @@ describe("/metrics", () => {
     expect(m.one("heddle_api_request_duration_seconds_count", { route: "/v1/reservations", method: "POST", status: "201" })).toBe(PAIRS);
     expect(m.one("heddle_api_requests_total", { route: "/metrics", method: "GET", status: "401" })).toBeGreaterThanOrEqual(2);
 
-    // what the node caught and the transport lost: nothing on a solo peer, but every family is there as a
-    // counter, the seam's with both reasons (so the daemon handed the metrics its seam)
-    for (const name of ["heddle_node_subscriber_errors_total", "heddle_liveness_subscriber_errors_total", "heddle_replication_subscriber_errors_total", "heddle_seam_frames_unheard_total"]) {
+    // what the node caught and the transport lost or refused: nothing on a solo peer, but every family is there
+    // as a counter, the seam's labelled ones with every reason (so the daemon handed the metrics its seam)
+    for (const name of [
+      "heddle_node_subscriber_errors_total",
+      "heddle_liveness_subscriber_errors_total",
+      "heddle_replication_subscriber_errors_total",
+      "heddle_node_validate_overflows_total",
+      "heddle_schedule_delegate_refusals_total",
+      "heddle_seam_frames_unheard_total",
+      "heddle_seam_handler_errors_total",
+      "heddle_seam_backpressure_total",
+      "heddle_seam_connections_refused_total",
+      "heddle_seam_dial_failures_total",
+    ]) {
       expect(m.types.get(name), name).toBe("counter");
       expect(m.one(name), name).toBe(0);
     }
     expect(m.types.get("heddle_seam_frames_lost_total")).toBe("counter");
     expect(m.all("heddle_seam_frames_lost_total").map((x) => [x.labels["reason"], x.value]).sort()).toEqual([["discarded", 0], ["send-error", 0]]);
+    expect(m.all("heddle_seam_frames_malformed_total").map((x) => [x.labels["reason"], x.value]).sort()).toEqual([["bad-prefix", 0], ["cut", 0], ["oversize", 0]]);
+    // the schedule delegated the holdings the leaves were given above: at least one grant, of at least 100 units
+    expect(m.one("heddle_schedule_runs_total")).toBeGreaterThan(0);
+    expect(m.one("heddle_schedule_grants_total")).toBeGreaterThan(0);
+    expect(m.one("heddle_schedule_granted_units_total")).toBeGreaterThanOrEqual(100);
 
     // a solo static peer: no other peer, no Raft
     expect(m.one("heddle_peers", { state: "up" })).toBe(0);
@@ -138,28 +154,90 @@ describe("/metrics", () => {
   });
 });
 
-/** What the double below reports: the node's, its liveness monitor's and its replication driver's caught errors, and the transport's losses. */
-interface Losses extends TransportCounters {
+/** What the stand-in peer below reports: its node's counters (caught errors, schedule, store, boards) and its transport's. */
+interface Reported extends TransportCounters {
   node: number;
   liveness: number;
   replication: number;
+  validateOverflows: number;
+  schedules: number;
+  grants: number;
+  grantedUnits: number;
+  delegateRefusals: number;
+  compactions: number;
+  demandIn: number;
+  demandOut: number;
+  demandSlots: number;
+  pingsOut: number;
+  pongsOut: number;
 }
 
-/** A static peer with no edges whose node and transport report `losses` as they stand at each scrape. */
-function readsReporting(losses: Losses): PeerReads {
+/** Each exported sample (family, labels, type) and the reported value it must equal. */
+const FOLLOWS: readonly (readonly [family: string, labels: Record<string, string>, type: "counter" | "gauge", source: keyof Reported])[] = [
+  ["heddle_node_subscriber_errors_total", {}, "counter", "node"],
+  ["heddle_liveness_subscriber_errors_total", {}, "counter", "liveness"],
+  ["heddle_replication_subscriber_errors_total", {}, "counter", "replication"],
+  ["heddle_node_validate_overflows_total", {}, "counter", "validateOverflows"],
+  ["heddle_schedule_runs_total", {}, "counter", "schedules"],
+  ["heddle_schedule_grants_total", {}, "counter", "grants"],
+  ["heddle_schedule_granted_units_total", {}, "counter", "grantedUnits"],
+  ["heddle_schedule_delegate_refusals_total", {}, "counter", "delegateRefusals"],
+  ["heddle_store_compactions_total", {}, "counter", "compactions"],
+  ["heddle_demand_frames_total", { direction: "in" }, "counter", "demandIn"],
+  ["heddle_demand_frames_total", { direction: "out" }, "counter", "demandOut"],
+  ["heddle_demand_slots", {}, "gauge", "demandSlots"],
+  ["heddle_liveness_frames_out_total", { kind: "ping" }, "counter", "pingsOut"],
+  ["heddle_liveness_frames_out_total", { kind: "pong" }, "counter", "pongsOut"],
+  ["heddle_seam_frames_in_total", {}, "counter", "framesIn"],
+  ["heddle_seam_frames_out_total", {}, "counter", "framesOut"],
+  ["heddle_seam_bytes_out_total", {}, "counter", "bytesOut"],
+  ["heddle_seam_frames_malformed_total", { reason: "oversize" }, "counter", "oversize"],
+  ["heddle_seam_frames_malformed_total", { reason: "bad-prefix" }, "counter", "badPrefix"],
+  ["heddle_seam_frames_malformed_total", { reason: "cut" }, "counter", "cutFrames"],
+  ["heddle_seam_handler_errors_total", {}, "counter", "handlerErrors"],
+  ["heddle_seam_backpressure_total", {}, "counter", "backpressure"],
+  ["heddle_seam_frames_lost_total", { reason: "send-error" }, "counter", "sendErrors"],
+  ["heddle_seam_frames_lost_total", { reason: "discarded" }, "counter", "discarded"],
+  ["heddle_seam_connections_refused_total", {}, "counter", "refused"],
+  ["heddle_seam_dials_total", {}, "counter", "dials"],
+  ["heddle_seam_dial_failures_total", {}, "counter", "dialFailures"],
+  ["heddle_seam_frames_unheard_total", {}, "counter", "unheard"],
+];
+
+const TRANSPORT_FIELDS = ["framesIn", "framesOut", "bytesOut", "oversize", "badPrefix", "cutFrames", "handlerErrors", "backpressure", "sendErrors", "discarded", "refused", "dials", "dialFailures", "unheard"] as const satisfies readonly (keyof TransportCounters)[];
+
+/** Every reported value distinct from every other, and from those of every other `round`. */
+function reportedAt(round: number): Reported {
+  const fields = [...new Set(FOLLOWS.map(([, , , f]) => f))];
+  return Object.fromEntries(fields.map((f, i) => [f, 1 + round * 1_000 + i * 7])) as unknown as Reported;
+}
+
+/** A static peer with no edges whose node and transport report `r` as it stands at each scrape. */
+function readsReporting(r: Reported): PeerReads {
   const self = ReplicaId("peer-1");
   const metrics = (): NodeMetrics => {
-    const ledger = { framesIn: {}, framesOut: {}, bytesOut: 0, deltasPublished: 0, pendingDeltas: 0, subscriberErrors: losses.replication };
+    const ledger = { framesIn: {}, framesOut: {}, bytesOut: 0, deltasPublished: 0, pendingDeltas: 0, subscriberErrors: r.replication };
     return {
-      peer: { ledger, framesRejected: {}, demand: { framesIn: 0, framesOut: 0, slots: 0 }, liveness: { pingsOut: 0, pongsOut: 0, subscriberErrors: losses.liveness } },
+      peer: {
+        ledger,
+        framesRejected: {},
+        demand: { framesIn: r.demandIn, framesOut: r.demandOut, slots: r.demandSlots },
+        liveness: { pingsOut: r.pingsOut, pongsOut: r.pongsOut, subscriberErrors: r.liveness },
+      },
       framesRejected: {},
       failed: false,
       deltasPublished: 0,
       pendingDeltas: 0,
+      schedules: r.schedules,
+      grants: r.grants,
+      grantedUnits: BigInt(r.grantedUnits),
+      delegateRefusals: r.delegateRefusals,
       reservationsOpen: 0,
       commits: 0,
       commitFailures: 0,
-      subscriberErrors: losses.node,
+      compactions: r.compactions,
+      validateOverflows: r.validateOverflows,
+      subscriberErrors: r.node,
     } as unknown as NodeMetrics; // the scrape reads only these members
   };
   const data: Partial<DataPlane> = { self, ledger: new WatchCell(EntitlementLedger.bootstrap(GroupId("root"), new Map([[self, 100n]]), "metrics-test")), metrics };
@@ -172,41 +250,65 @@ function readsReporting(losses: Losses): PeerReads {
     lastLiveness: () => new Map(),
     control: null,
     raft: null,
-    transport: () => ({ sendErrors: losses.sendErrors, discarded: losses.discarded, unheard: losses.unheard }),
+    transport: () => Object.fromEntries(TRANSPORT_FIELDS.map((f) => [f, r[f]])) as unknown as TransportCounters,
   };
 }
 
-describe("/metrics: what the node caught and the transport lost", () => {
-  it("exports each counter at the value its owner reports, scrape after scrape", async () => {
-    const losses: Losses = { node: 0, liveness: 0, replication: 0, sendErrors: 0, discarded: 0, unheard: 0 };
+describe("/metrics: the node's and the transport's own counters", () => {
+  it("exports each at the value its owner reports, scrape after scrape", async () => {
+    const reported = reportedAt(0);
     const metrics = new DaemonMetrics({ processMetrics: false });
-    metrics.attach(readsReporting(losses));
-    // every value distinct (a counter read from the wrong owner fails), the second below the first's sum (a
-    // counter that accumulates across scrapes instead of following its owner fails)
-    for (const now of [
-      { node: 5, liveness: 2, replication: 3, sendErrors: 7, discarded: 11, unheard: 13 },
-      { node: 6, liveness: 4, replication: 17, sendErrors: 8, discarded: 12, unheard: 19 },
-    ]) {
-      Object.assign(losses, now);
+    metrics.attach(readsReporting(reported));
+    // every value distinct (a sample read from the wrong owner or field fails), each round's below the sum of
+    // both (a counter that accumulates across scrapes instead of following its owner fails)
+    for (const round of [1, 2]) {
+      const now = reportedAt(round);
+      Object.assign(reported, now);
       const m = parsePrometheus(await metrics.text());
-      expect(m.one("heddle_node_subscriber_errors_total")).toBe(now.node);
-      expect(m.one("heddle_liveness_subscriber_errors_total")).toBe(now.liveness);
-      expect(m.one("heddle_replication_subscriber_errors_total")).toBe(now.replication);
-      expect(m.one("heddle_seam_frames_lost_total", { reason: "send-error" })).toBe(now.sendErrors);
-      expect(m.one("heddle_seam_frames_lost_total", { reason: "discarded" })).toBe(now.discarded);
-      expect(m.one("heddle_seam_frames_unheard_total")).toBe(now.unheard);
+      for (const [family, labels, type, source] of FOLLOWS) {
+        expect(m.types.get(family), family).toBe(type);
+        expect(m.one(family, labels), `${family} ${JSON.stringify(labels)}`).toBe(now[source]);
+      }
+    }
+    // and a labelled family has exactly the label values the table checks (none unread, none stray)
+    const m = parsePrometheus(await metrics.text());
+    for (const family of new Set(FOLLOWS.filter(([, l]) => Object.keys(l).length > 0).map(([f]) => f))) {
+      const want = FOLLOWS.filter(([f]) => f === family).map(([, l]) => JSON.stringify(l)).sort();
+      expect(m.all(family).map((x) => JSON.stringify(x.labels)).sort(), family).toEqual(want);
     }
     metrics.close();
   });
 
-  it("has no seam loss samples for a peer that does not read its transport (an embedder's)", async () => {
-    const losses: Losses = { node: 1, liveness: 1, replication: 1, sendErrors: 1, discarded: 1, unheard: 1 };
-    const { transport: _, ...reads } = readsReporting(losses);
+  it("has no labelled seam samples, and the seam's plain counters at 0, for a peer that does not read its transport (an embedder's)", async () => {
+    const { transport: _, ...reads } = readsReporting(reportedAt(3));
     const metrics = new DaemonMetrics({ processMetrics: false });
     metrics.attach(reads);
     const m = parsePrometheus(await metrics.text());
     expect(m.all("heddle_seam_frames_lost_total")).toEqual([]);
-    expect(m.one("heddle_node_subscriber_errors_total")).toBe(1);
+    expect(m.all("heddle_seam_frames_malformed_total")).toEqual([]);
+    expect(m.one("heddle_seam_dial_failures_total")).toBe(0);
+    expect(m.one("heddle_node_subscriber_errors_total")).toBe(reportedAt(3).node);
     metrics.close();
+  });
+});
+
+describe("transportCountersOf", () => {
+  it("reads each counter of the seam from its own field, and unheard from the seam's mux", () => {
+    const values = Object.fromEntries(TRANSPORT_FIELDS.filter((f) => f !== "unheard").map((f, i) => [f, 11 + 13 * i]));
+    let deliver: ((from: string, frame: Uint8Array) => void) | null = null;
+    const seam = {
+      self: "peer-1",
+      maxFrameBytes: 1_024,
+      peers: new WatchCell<ReadonlySet<string>>(new Set()),
+      onFrame(fn: (from: string, frame: Uint8Array) => void) {
+        deliver = fn;
+        return () => {};
+      },
+      counters: () => ({ ...values }),
+    } as unknown as Libp2pSeam; // transportCountersOf reads only counters(); the mux subscribes onFrame
+    const read = transportCountersOf(seam);
+    muxSeam(seam).channel(ChannelTag.demand); // claimed, nobody listening yet
+    for (let i = 0; i < 3; i++) deliver!("peer-2", Uint8Array.of(ChannelTag.demand, 0));
+    expect(read()).toEqual({ ...values, unheard: 3 });
   });
 });
