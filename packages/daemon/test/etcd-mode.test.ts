@@ -164,11 +164,11 @@ describe("daemon: governed mode on etcd", () => {
 
   it("refuses to start on a malformed head under the prefix, naming mode.etcd.prefix (etcd answered)", async () => {
     const prefix = `daemon-badhead/${process.pid}/`;
-    await etcdPut(`${prefix}head`, JSON.stringify({ index: 1, stamp: 1.5 }));
+    await etcdPut(`${prefix}head`, JSON.stringify({ index: 1, stamp: "soon" }));
     const config = loadConfig(peers[0]!.config);
     const patched = { ...config, mode: { ...(config.mode as GovernedMode), etcd: { endpoints: etcd.endpoints, prefix } }, api: { ...config.api, port: 0 }, listen: ["/ip4/127.0.0.1/tcp/0"] };
     const err = await startDaemon(patched, { logger: silentLogger }).then(async (d) => (await d.close(), null), (e: Error) => e);
     expect(err).toBeInstanceOf(DaemonStartError);
-    expect(err?.message).toMatch(/^mode\.etcd\.prefix: etcd answered, but daemon-badhead\/\d+\/head at mod revision \d+ is not a head this log writes \(stamp 1\.5 is not whole milliseconds/);
+    expect(err?.message).toMatch(/^mode\.etcd\.prefix: etcd answered, but daemon-badhead\/\d+\/head at mod revision \d+ is not a head this log writes \(stamp "soon" is not a number of milliseconds/);
   }, 30_000);
 });
