@@ -293,12 +293,14 @@ export class HeddleClient {
       });
       req.on("error", (e: NodeJS.ErrnoException) => {
         const code = e.code ?? "EUNKNOWN";
+        // a TLS port drops a plain-HTTP request unread, which looks like a hang-up here: name the likely cause
+        const plainToTls = this.url.startsWith("http:") && (code === "ECONNRESET" || code === "HPE_INVALID_CONSTANT") ? " (if the daemon serves https — api.tls in its config — use an https:// URL: a TLS port closes a plain-HTTP connection without reading the request)" : "";
         const what =
           code === "ECONNREFUSED"
             ? `nothing is listening at ${this.url}: is the daemon running? (start it with: heddle start --config <file>)`
             : written
-              ? `the connection to ${this.url} broke after ${method} ${path} was sent, before its answer: ${e.message}`
-              : `cannot reach ${this.url}: ${e.message}`;
+              ? `the connection to ${this.url} broke after ${method} ${path} was sent, before its answer: ${e.message}${plainToTls}`
+              : `cannot reach ${this.url}: ${e.message}${plainToTls}`;
         fail(new DaemonUnreachableError(this.url, code, what, at()));
       });
       if (payload !== undefined) req.end(payload);

@@ -1,13 +1,26 @@
 // The client against small loopback servers that answer the way a broken proxy, a hostile endpoint or a slow
 // daemon would: what reaches the caller must be one of the documented errors, never a hang or a made-up body.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { createServer as createHttpsServer } from "node:https";
 import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { ApiError, BadResponseError, ClientOptionError, DaemonUnreachableError, HeddleClient, MAX_IDEMPOTENCY_KEY_LENGTH } from "../src/index.ts";
 
 type Handler = (req: IncomingMessage, res: ServerResponse, body: string) => void;
 
 const servers: Server[] = [];
+const hasOpenssl = (() => {
+  try {
+    execFileSync("openssl", ["version"], { stdio: "ignore" });
+    return true;
+  } catch {
+    return false;
+  }
+})();
 const clients: HeddleClient[] = [];
 
 afterEach(async () => {
@@ -208,6 +221,28 @@ describe("HeddleClient: requests", () => {
     expect(e).toBeInstanceOf(DaemonUnreachableError);
     expect(e).toMatchObject({ sent: true, request: { method: "POST", path: "/v1/control/mint" } });
     expect((e as Error).message).toContain("after POST /v1/control/mint was sent");
+  });
+
+  it.skipIf(!hasOpenssl)("an http:// URL at a daemon that serves https: the hang-up names the likely cause (use https://)", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "heddle-client-tls-"));
+    try {
+      const key = join(dir, "key.pem");
+      const cert = join(dir, "cert.pem");
+      execFileSync("openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=127.0.0.1"], { stdio: "ignore" });
+      let requests = 0;
+      const s = createHttpsServer({ key: readFileSync(key), cert: readFileSync(cert) }, (_req, res) => {
+        requests++;
+        json(res, 200, {});
+      });
+      servers.push(s);
+      await new Promise<void>((r) => s.listen(0, "127.0.0.1", r));
+      const e = await client(`http://127.0.0.1:${(s.address() as AddressInfo).port}`).mint(5, { holder: "p1" }).catch((x: unknown) => x);
+      expect(e).toBeInstanceOf(DaemonUnreachableError);
+      expect((e as Error).message).toMatch(/if the daemon serves https — api\.tls in its config — use an https:\/\/ URL/);
+      expect(requests).toBe(0);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it("an answer cut short, a 2xx that is not JSON and one above maxResponseBytes were all sent", async () => {
