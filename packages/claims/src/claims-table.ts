@@ -172,6 +172,11 @@ class Table implements ClaimsTable {
     return this.#lastToken;
   }
 
+  /** Entries in the expiry index, stale ones included (read by tests through `expiryIndexSize`). */
+  get expiryEntries(): number {
+    return this.#expiry.length;
+  }
+
   /** Restores a decoded state; only `decodeClaims` calls it, on an empty table. */
   restore(now: number, lastToken: number, records: readonly Omit<ClaimRecord, "seq">[]): void {
     this.#now = now;
@@ -612,6 +617,14 @@ class Table implements ClaimsTable {
  */
 export function createClaims(options?: ClaimsOptions): ClaimsTable {
   return new Table(tableConfig(options));
+}
+
+/**
+ * How many entries a table's expiry index holds, stale ones included: a read-only diagnostic for tests (not exported
+ * from the package). `undefined` for a table this module did not make.
+ */
+export function expiryIndexSize(table: ClaimsTable): number | undefined {
+  return table instanceof Table ? table.expiryEntries : undefined;
 }
 
 /** Builds a table from validated parts; used by `decodeClaims` only. */
