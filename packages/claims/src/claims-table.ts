@@ -12,7 +12,7 @@ import type {
   TakeRefused,
   TakeRequest,
 } from "./claims-types.ts";
-import { MAX_LABEL_LENGTH, MAX_RESOURCES_PER_TAKE, MAX_ROSTER_KEYS, MAX_TTL_MS } from "./limits.ts";
+import { EXPIRY_INDEX_SLACK, MAX_LABEL_LENGTH, MAX_RESOURCES_PER_TAKE, MAX_ROSTER_KEYS, MAX_TTL_MS } from "./limits.ts";
 import { wholeMs } from "./whole-ms.ts";
 
 /** The format tag of the table encoding; a decoder refuses any other. */
@@ -156,9 +156,13 @@ class Table implements ClaimsTable {
   /**
    * Leased claims by expiry: a binary min-heap of [expiresAt, seq], ordered by expiresAt then seq. Entries go stale
    * (a release, a renewal that moved the expiry) and are skipped when they reach the top; a renewal pushes its new
-   * expiry. Derived: not encoded, rebuilt by `restore`.
+   * expiry. Derived: not encoded, rebuilt by `restore`. Bounded: each leased record has one live entry, so
+   * `#expiry.length - #leased` entries are stale; once they pass max(EXPIRY_INDEX_SLACK, #leased) the heap is rebuilt
+   * from the records (`#rebuildExpiry`), and `purge` rebuilds it whenever any are stale.
    */
-  readonly #expiry: [number, number][] = [];
+  #expiry: [number, number][] = [];
+  /** Recorded claims with a lease (`expiresAt` set; `ttlMs` and `expiresAt` always come together). */
+  #leased = 0;
 
   constructor(config: TableConfig) {
     this.#config = config;
@@ -244,9 +248,29 @@ class Table implements ClaimsTable {
     return top;
   }
 
+  /**
+   * Replaces the expiry heap by one entry per leased record. Which entries are live depends only on the records, and
+   * `purgeLapsedBefore` skips stale ones without counting them, so a rebuild changes no outcome: a decoded replica
+   * (no stale entries) and one with many drop the same claims. A list sorted by (expiry, seq) is a valid min-heap.
+   */
+  #rebuildExpiry(): void {
+    const h: [number, number][] = [];
+    for (const r of this.#order.values()) if (r.expiresAt !== undefined) h.push([r.expiresAt, r.seq]);
+    h.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+    this.#expiry = h;
+  }
+
+  /** Rebuilds the heap once stale entries pass max(EXPIRY_INDEX_SLACK, #leased): amortised O(log n) per push. */
+  #boundExpiry(): void {
+    if (this.#expiry.length - this.#leased > Math.max(EXPIRY_INDEX_SLACK, this.#leased)) this.#rebuildExpiry();
+  }
+
   #insert(r: ClaimRecord): void {
     this.#order.set(r.seq, r);
-    if (r.expiresAt !== undefined) this.#pushExpiry(r.expiresAt, r.seq);
+    if (r.expiresAt !== undefined) {
+      this.#leased++;
+      this.#pushExpiry(r.expiresAt, r.seq);
+    }
     const onKey = this.#byKey.get(r.key);
     if (onKey === undefined) this.#byKey.set(r.key, [r]);
     else {
@@ -268,6 +292,10 @@ class Table implements ClaimsTable {
 
   #remove(r: ClaimRecord): void {
     this.#order.delete(r.seq);
+    if (r.expiresAt !== undefined) {
+      this.#leased--; // its entry is stale now (or already popped by purgeLapsedBefore)
+      this.#boundExpiry();
+    }
     const onKey = this.#byKey.get(r.key);
     if (onKey !== undefined) {
       const i = onKey.indexOf(r);
@@ -475,7 +503,8 @@ class Table implements ClaimsTable {
     if (r.ttlMs !== undefined && !Number.isSafeInteger(at + r.ttlMs)) return false;
     if (r.ttlMs !== undefined) {
       r.expiresAt = at + r.ttlMs;
-      this.#pushExpiry(r.expiresAt, r.seq);
+      this.#pushExpiry(r.expiresAt, r.seq); // the entry for the old expiry is stale now
+      this.#boundExpiry();
     }
     return true;
   }
@@ -487,6 +516,8 @@ class Table implements ClaimsTable {
       const r = this.#byHolder.get(g.holder)?.get(g.key);
       if (r !== undefined) this.#remove(r);
     }
+    // purge already reads every record; dropping every stale expiry entry costs no more than that (sorting aside)
+    if (this.#expiry.length > this.#leased) this.#rebuildExpiry();
     return gone;
   }
 

@@ -16,6 +16,13 @@ export const MAX_LABEL_LENGTH = 4096;
  */
 export const MAX_TTL_MS = 100 * 365.25 * 24 * 3600 * 1000;
 
+/**
+ * Stale entries the expiry index behind `purgeLapsedBefore` may carry before it is rebuilt from the live records:
+ * it is rebuilt once its stale entries (left by releases, replacements and renewals) pass
+ * max(EXPIRY_INDEX_SLACK, leased claims recorded), so it never holds more than twice the leased claims plus this.
+ */
+export const EXPIRY_INDEX_SLACK = 1024;
+
 /** Most resources one all-or-nothing take may name. */
 export const MAX_RESOURCES_PER_TAKE = 256;
 
