@@ -10,6 +10,7 @@ import {
   claimAdvisory,
   ClaimsDecodeError,
   closeKeeper,
+  closeKeeperClaim,
   decodeAdvisorySlot,
   decodeKeeperSlot,
   dropAdvisory,
@@ -23,14 +24,17 @@ import {
   next,
   nextUnclaimed,
   putAdvisorySlot,
+  putKeeperSlot,
   receiveKeeperSlot,
   renewKeeper,
+  writeKeeperClaim,
 } from "@heddle/claims";
 import type {
   AdvisoryClaim,
   AdvisoryDuplicate,
   AdvisorySlot,
   AdvisorySlots,
+  KeeperClaim,
   KeeperRenewal,
   KeeperRule,
   KeeperSlot,
@@ -60,6 +64,15 @@ function restoreOwnKeeperSlot(state: KeeperState, text: string): KeeperState {
   // kept verbatim (the peers hold this very version: a changed copy under it would make them disagree); a claim on
   // a part no longer configured is carried along unrenewed and lapses
   return { ...state, slots: new Map(state.slots).set(state.self, slot) };
+}
+
+/**
+ * `state` with this peer's open claim `claim`, on a part no longer configured (so with no keeper rule to observe it
+ * by), closed at `now`: written into the own slot under the next version; the views of configured parts are unchanged.
+ */
+function closeUnconfigured(state: KeeperState, claim: KeeperClaim, now: number): KeeperState {
+  const slot = writeKeeperClaim(state.slots.get(state.self), closeKeeperClaim(claim, now, claim.wroteUpTo), state.epoch);
+  return { ...state, slots: putKeeperSlot(state.slots, slot).slots };
 }
 
 /** The two gossiped modes; each peer has at most one slot of each. */
@@ -364,23 +377,31 @@ export class ClaimsGossip implements GossipClaims {
    */
   close(quit = true): void {
     if (this.#closed) return;
-    if (quit) {
-      const now = this.#now();
-      for (const c of this.#keeper.slots.get(this.#self)?.claims ?? []) {
-        if (c.closedAt !== undefined) continue;
-        const out = closeKeeper(this.#keeper, c.part, now, c.wroteUpTo);
-        this.#keeper = out.state;
-        this.#dirty.add("keeper");
-      }
-      // best effort, like the send: a store that refuses leaves the claims open on disk, to be renewed after a restart
-      const own = this.#keeper.slots.get(this.#self);
-      if (this.#dirty.has("keeper") && own !== undefined) this.#persist?.(encodeKeeperSlot(own));
-      this.#flush();
+    try {
+      if (quit) this.#quit();
+    } finally {
+      // whatever the quit ran into, the timers and the handlers stop: a closed node must not renew or answer
+      this.#closed = true;
+      if (this.#flushTimer !== null) this.#timers.clear(this.#flushTimer);
+      if (this.#tickTimer !== null) this.#timers.clear(this.#tickTimer);
+      for (const f of this.#off) f();
     }
-    this.#closed = true;
-    if (this.#flushTimer !== null) this.#timers.clear(this.#flushTimer);
-    if (this.#tickTimer !== null) this.#timers.clear(this.#tickTimer);
-    for (const f of this.#off) f();
+  }
+
+  /** Closes this peer's open keeper claims, persists its keeper slot and sends its slots once more (best effort). */
+  #quit(): void {
+    const now = this.#now();
+    for (const c of this.#keeper.slots.get(this.#self)?.claims ?? []) {
+      if (c.closedAt !== undefined) continue;
+      // A claim restored from the store on a part the config no longer lists has no rule to look with, but closing
+      // needs none (claims.md §3: a closed claim holds nothing): write it closed straight into the own slot.
+      this.#keeper = this.#keeper.rules.has(c.part) ? closeKeeper(this.#keeper, c.part, now, c.wroteUpTo).state : closeUnconfigured(this.#keeper, c, now);
+      this.#dirty.add("keeper");
+    }
+    // best effort, like the send: a store that refuses leaves the claims open on disk, to be renewed after a restart
+    const own = this.#keeper.slots.get(this.#self);
+    if (this.#dirty.has("keeper") && own !== undefined) this.#persist?.(encodeKeeperSlot(own));
+    this.#flush();
   }
 
   // ---- internals -------------------------------------------------------------------------------

@@ -614,7 +614,12 @@ export class Node implements HeddleNode {
     // an orderly stop reaches neither, so commit them now — the restarted node must not read less than this one
     // acknowledged to its peers. A failed node keeps them unpersisted (§9.4: recovery is a restart).
     if (this.#merged !== null && !this.#failed) this.#commit({});
-    this.#claims.close(); // first: its closed keeper claims are committed while the store still takes commits
+    let claimsError: unknown;
+    try {
+      this.#claims.close(); // first: its closed keeper claims are committed while the store still takes commits
+    } catch (e) {
+      claimsError = e; // a bug there must not leave replication, timers, channels and the store open for good
+    }
     this.#shut = true;
     this.#replication.close();
     this.#board.close();
@@ -622,6 +627,10 @@ export class Node implements HeddleNode {
     for (const f of this.#off) f();
     for (const ch of this.#channels) await ch.close();
     this.#p.store.close();
+    if (claimsError !== undefined) {
+      const why = claimsError instanceof Error ? `${claimsError.name}: ${claimsError.message}` : String(claimsError);
+      throw new Error(`shutdown: closing the claims failed (${why}) — a bug, please report it; everything else, the store included, was closed, and a restart renews or lapses the keeper claims left open`, { cause: claimsError });
+    }
   }
 
   // ---- §5.1 the one place local changes are applied --------------------------------------------

@@ -280,6 +280,39 @@ describe("keeper and advisory claims over MemoryNetwork (claims.md §3–4 on ch
     void a.close();
   });
 
+  it("a quit that runs into a bug (a persist callback that throws) still stops the timers and the handler", () => {
+    const timers = new VirtualTimers();
+    const net = new MemoryNetwork({ timers, random: seededRandom(8) });
+    const config = resolveClaimsGossipConfig({ keeperRules: RULES, keeperTimings: TIMINGS, antiEntropyMs: 500, tickMs: 100 });
+    let broken = false;
+    let persists = 0;
+    const rejections = new RejectionCounter(timers, 60_000, () => {});
+    const a = new ClaimsGossip({
+      channel: net.join("a"), epoch: 1, timers, config, rejections, maxFrameBytes: 64 * 1024,
+      persistKeeperSlot: () => {
+        if (broken) throw new Error("a bug in the persist callback");
+        persists++;
+        return true;
+      },
+    });
+    const b = new ClaimsGossip({ channel: net.join("b"), epoch: 1, timers, config, rejections, maxFrameBytes: 64 * 1024 });
+    timers.advanceBy(1);
+    a.keeper("reminders");
+    timers.advanceBy(1_000);
+    broken = true;
+    expect(() => a.close()).toThrow("a bug in the persist callback");
+    broken = false;
+    const heard = a.slots().keeper.get("b");
+    const before = { persists, renewedAt: a.slots().keeper.get("a")!.claims[0]!.renewedAt };
+    // no tick renews or persists after the close, and b's later slots are not taken in
+    b.keeper("reminders", { take: true });
+    timers.advanceBy(5 * TIMINGS.renewEveryMs);
+    expect({ persists, renewedAt: a.slots().keeper.get("a")!.claims[0]!.renewedAt }).toEqual(before);
+    expect(a.slots().keeper.get("b")).toBe(heard);
+    expect(() => a.keeper("reminders")).toThrow(/shut down/);
+    b.close();
+  });
+
   it("refuses unknown parts and writes past the slot limit without changing anything", () => {
     const c = new Cluster({ seed: 9, supply: { a: 1n, b: 1n }, config: { claims: { keeperRules: RULES, maxClaimsPerSlot: 3 } } });
     const a = c.n("a").gossipClaims;

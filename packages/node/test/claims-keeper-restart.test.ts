@@ -94,3 +94,31 @@ describe("a stays-put part across its keeper's restart (claims.md §3)", () => {
     expect(c.n("a").gossipClaims.slots().keeper.get("a")).toBe(before);
   });
 });
+
+describe("a restored claim on a part the config no longer lists (claims.md §3 Close)", () => {
+  it("shutdown closes it without a rule, persists and sends the closed claim, and resolves", async () => {
+    const frozen = { on: false };
+    const rules = (keeperRules: Record<string, "stays-put" | "follows-you">) => ({ claims: { ...CLAIMS, keeperRules } });
+    const c = new Cluster({ seed: 3, supply: { a: 100n, b: 100n }, config: rules({ reminders: "follows-you", invoices: "stays-put" }), wrapStore: (_, s) => failingStore(s, () => frozen.on) });
+    c.n("a").gossipClaims.keeper("reminders");
+    c.timers.advanceBy(1_000);
+    // a hard crash leaves the claim on "reminders" open in a's store; the operator drops the part and restarts a
+    frozen.on = true;
+    c.crash("a");
+    await c.stopped("a").catch(() => undefined);
+    frozen.on = false;
+    c.restart("a", rules({ invoices: "stays-put" }));
+    c.timers.advanceBy(1_000);
+    const open = (id: string) => c.n(id).gossipClaims.slots().keeper.get("a")?.claims.find((x) => x.part === "reminders");
+    expect(open("a")).toMatchObject({ peer: "a" });
+    expect(open("a")!.closedAt).toBeUndefined();
+    await expect(c.n("a").shutdown()).resolves.toBeUndefined();
+    // the quit said so: the closed claim reached b, and a's store holds it closed for the next start
+    c.timers.advanceBy(1_000);
+    expect(open("b")?.closedAt).toBeTypeOf("number");
+    c.crash("a"); // the network forgets the stopped node, so it can start again
+    c.restart("a", rules({ invoices: "stays-put" }));
+    expect(open("a")?.closedAt).toBeTypeOf("number");
+    await c.n("a").shutdown();
+  });
+});

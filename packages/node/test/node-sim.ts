@@ -87,7 +87,7 @@ export class Cluster {
     this.timers.advanceBy(1);
   }
 
-  #start(sn: SimNode, seam: ReturnType<MemoryNetwork["join"]>): void {
+  #start(sn: SimNode, seam: ReturnType<MemoryNetwork["join"]>, config: ClusterOptions["config"] = {}): void {
     sn.boots++;
     sn.seam = seam;
     this.#draws++;
@@ -97,7 +97,7 @@ export class Cluster {
       root: GroupId("root"),
       supply: new Map(Object.entries(this.o.supply).map(([k, v]) => [ReplicaId(k), v])),
       topology: this.o.topology ?? FLAT,
-      config: { ...this.config, random: seededRandom(this.o.seed * 1000 + this.#draws), store: this.#incarnation(sn) },
+      config: { ...this.config, ...config, random: seededRandom(this.o.seed * 1000 + this.#draws), store: this.#incarnation(sn) },
     });
     sn.node.events.subscribe((ev) => sn.events.push(ev));
     sn.node.partitionEvents.subscribe((ev) => sn.partitions.push(ev));
@@ -148,10 +148,10 @@ export class Cluster {
     return this.#stopping.get(id) ?? Promise.resolve();
   }
 
-  /** Rebuild `id` from its store on a fresh seam. */
-  restart(id: string): void {
+  /** Rebuild `id` from its store on a fresh seam; `config` overrides the cluster's for this incarnation (an edited config). */
+  restart(id: string, config?: ClusterOptions["config"]): void {
     const p = this.peers.get(id)!;
-    this.#start(p, this.net.restart(id));
+    this.#start(p, this.net.restart(id), config);
   }
 
   live(): SimNode[] {
