@@ -74,7 +74,8 @@ type Send = (reply: FastifyReply, part: string, issues: { field: string; problem
 /**
  * Registers the keeper and advisory routes under `prefix`. `claims` is this peer's node surface (absent on a data
  * plane that has none: the routes then answer 501). A bad part or item is a 400 naming the field; a write past a
- * named limit is a 409 `refused` naming the limit.
+ * named limit is a 409 `refused` naming the limit; a keeper write the store refused (the node failed closed) is a 503
+ * `refused` of kind `closed`, like every write on a failed-closed peer.
  */
 export function registerGossipClaims(app: FastifyInstance, prefix: string, claims: GossipClaims | undefined, sendInvalid: Send): void {
   const tags = { tags: ["claims"] };
@@ -86,6 +87,10 @@ export function registerGossipClaims(app: FastifyInstance, prefix: string, claim
       const err = e as Error & { limit?: string };
       if (err.name === "ClaimsLimitError") {
         return reply.code(409).send({ error: "refused", message: `${err.message}`, refusal: { kind: "limit", limit: err.limit ?? null } });
+      }
+      if (err.name === "ClaimsPersistError") {
+        // the node's store refused the keeper write: the node has failed closed, as for a reservation (api.ts)
+        return reply.code(503).send({ error: "refused", message: `this peer has failed closed (its store refused the keeper write; the log says store commit failed); restart it once the store is writable. Nothing changed`, refusal: { kind: "closed" } });
       }
       if (err instanceof RangeError || err instanceof TypeError) return sendInvalid(reply, where, [{ field, problem: err.message }]);
       throw e;

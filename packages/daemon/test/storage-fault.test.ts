@@ -178,6 +178,32 @@ describe("storage faults (fault-injecting store wrapper over SQLite)", () => {
       }
     }, 120_000);
   }
+
+  it("keeper claim writes on a failed-closed peer answer 503 refused/closed saying to restart, like every write", async () => {
+    const { config: base } = await cluster();
+    const config: DaemonConfig = { ...base, claims: { ...base.claims, keeperRules: { invoices: "stays-put" } } };
+    mkdirSync(config.storeDir, { recursive: true });
+    const fault: { mode: Fault } = { mode: null };
+    const d = await startDaemon(config, { logger: recordingLogger([]), store: faultyStore(join(config.storeDir, "ledger.sqlite"), fault) });
+    const c = new HeddleClient({ url: d.url, token: d.token });
+    try {
+      const first = await c.raw("POST", "/v1/claims/keeper", { part: "invoices" });
+      expect(first.status).toBe(200);
+      fault.mode = "full";
+      for (const [path, body] of [["/v1/claims/keeper", { part: "invoices", take: true }], ["/v1/claims/keeper/close", { part: "invoices" }]] as const) {
+        const r = await c.raw("POST", path, body);
+        expect({ path, status: r.status }).toEqual({ path, status: 503 });
+        expect(r.body).toMatchObject({ error: "refused", refusal: { kind: "closed" }, message: expect.stringMatching(/failed closed.*restart it/) });
+      }
+      // reads keep working: the claim is as it was before the refused writes
+      const look = await c.raw("GET", "/v1/claims/keeper?part=invoices");
+      expect(look.status).toBe(200);
+      expect((look.body as { claim: unknown }).claim).toEqual((first.body as { claim: unknown }).claim);
+    } finally {
+      c.close();
+      await d.close();
+    }
+  }, 120_000);
 });
 
 /** The governed Raft log (the real segmented store), failing every write the way the file system does while `fault` is set. */
