@@ -304,3 +304,30 @@ describe("prepare under a parent that does not hang under the root", () => {
     expect(JSON.parse(j.out)).toMatchObject({ kind: "applied", index: 7 });
   });
 });
+
+describe("claims values longer than the daemon's schemas allow are usage errors, nothing sent", () => {
+  it.each([
+    ["--label over 256 characters", ["claims", "take", "db/schema", "--holder", "h", "--label", "x".repeat(257)], /--label must be at most 256 characters, got 257/],
+    ["a KEY over 512 characters", ["claims", "take", "k".repeat(513), "--holder", "h"], /KEY must be 1 … 512 characters, got 513/],
+    ["--holder over 256", ["claims", "take", "db/schema", "--holder", "h".repeat(257)], /--holder must be 1 … 256 characters, got 257/],
+    ["--scope over 256", ["claims", "take", "db/schema", "--holder", "h", "--scope", "s".repeat(257)], /--scope must be 1 … 256 characters/],
+    ["more than 256 keys in one take", ["claims", "take", ...Array.from({ length: 257 }, (_, i) => `k${i}`), "--holder", "h"], /at most 256 keys, got 257/],
+    ["a release KEY over 512", ["claims", "release", "k".repeat(513), "--holder", "h"], /KEY must be 1 … 512 characters/],
+    ["a renew --holder over 256", ["claims", "renew", "k", "--holder", "h".repeat(257)], /--holder must be 1 … 256 characters/],
+    ["an advisory ITEM over 1024", ["claims", "advisory", "i".repeat(1025)], /ITEM must be 1 … 1024 characters, got 1025/],
+    ["a keeper PART over 1024", ["claims", "keeper", "p".repeat(1025)], /PART must be 1 … 1024 characters/],
+    ["claims next with 4097 items", ["claims", "next", ...Array.from({ length: 4097 }, (_, i) => `i${i}`)], /at most 4096 items, got 4097/],
+    ["claims next with an ITEM over 1024", ["claims", "next", "a", "i".repeat(1025)], /ITEM must be 1 … 1024 characters/],
+  ])("%s", async (_what, argv, re) => {
+    await usage(argv as string[], re as RegExp);
+  });
+  it("values at the limits are sent as typed (counted in characters, not UTF-16 units)", async () => {
+    d.answer = () => ({ status: 200, body: { claims: { ok: true, grants: [] } } });
+    const key = "é".repeat(512);
+    const r = await at(["claims", "take", key, "--holder", "😀".repeat(256), "--label", "l".repeat(256)]);
+    expect(r.code, r.err).toBe(EXIT.ok);
+    const body = JSON.parse(d.seen[0]!.body);
+    expect(body.resources[0].key).toBe(key);
+    expect([...body.holder].length).toBe(256);
+  });
+});

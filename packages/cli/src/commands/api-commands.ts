@@ -51,6 +51,23 @@ function ttlArg(s: string | boolean | undefined): number | undefined {
   return ttl;
 }
 
+/**
+ * Lengths the daemon's schemas allow (api-schemas.ts, gossip-claims-api.ts; counted in code points as its validator
+ * does): checked here so a value it always refuses exits 2 with nothing sent, as the exit table says.
+ */
+const MAX_ID_CHARS = 256;
+const MAX_CLAIM_KEY_CHARS = 512;
+const MAX_ITEM_CHARS = 1024;
+const MAX_TAKE_KEYS = 256;
+const MAX_NEXT_ITEMS = 4096;
+
+/** `s` if it has 1 … `max` characters, else a UsageError naming `what`. */
+function sized(s: string, what: string, max: number): string {
+  const n = [...s].length;
+  if (n < 1 || n > max) throw new UsageError(`${what} must be 1 … ${max} characters, got ${n}`);
+  return s;
+}
+
 /** A non-negative integer the daemon takes as a JSON number (0 … 2^53 − 1): larger would be rounded on the way. */
 function safeIntArg(s: string, what: string): number {
   if (!/^[0-9]+$/.test(s)) throw new UsageError(`${what} must be a non-negative integer, got ${JSON.stringify(s)}`);
@@ -498,6 +515,11 @@ export const API_COMMANDS: Record<string, ApiCommand> = {
     async run(c, p, v, io) {
       if (p.length === 0 || v["holder"] === undefined) throw new UsageError(`usage: ${this.usage}`);
       const ttl = ttlArg(v["ttl"]);
+      sized(v["holder"] as string, "--holder", MAX_ID_CHARS);
+      if (p.length > MAX_TAKE_KEYS) throw new UsageError(`one take names at most ${MAX_TAKE_KEYS} keys, got ${p.length}: split it (a take is all or nothing, so split where that is acceptable)`);
+      for (const key of p) sized(key, "KEY", MAX_CLAIM_KEY_CHARS);
+      if (v["scope"] !== undefined) sized(v["scope"] as string, "--scope", MAX_ID_CHARS);
+      if (v["label"] !== undefined && [...(v["label"] as string)].length > MAX_ID_CHARS) throw new UsageError(`--label must be at most ${MAX_ID_CHARS} characters, got ${[...(v["label"] as string)].length}`);
       const r = (await c.claimsTake(
         {
           holder: v["holder"] as string,
@@ -519,6 +541,8 @@ export const API_COMMANDS: Record<string, ApiCommand> = {
     options: { holder: { type: "string" }, "fencing-token": { type: "string" }, "idempotency-key": { type: "string" } },
     async run(c, p, v, io) {
       if (p.length !== 1 || v["holder"] === undefined) throw new UsageError(`usage: ${this.usage}`);
+      sized(v["holder"] as string, "--holder", MAX_ID_CHARS);
+      sized(p[0]!, "KEY", MAX_CLAIM_KEY_CHARS);
       const raw = v["fencing-token"] as string | undefined;
       const token = raw === undefined ? undefined : safeIntArg(raw, "--fencing-token");
       const r = (await c.claimsRelease(v["holder"] as string, p[0]!, {
@@ -544,6 +568,8 @@ export const API_COMMANDS: Record<string, ApiCommand> = {
     options: { holder: { type: "string" } },
     async run(c, p, v, io) {
       if (p.length !== 1 || v["holder"] === undefined) throw new UsageError(`usage: ${this.usage}`);
+      sized(v["holder"] as string, "--holder", MAX_ID_CHARS);
+      sized(p[0]!, "KEY", MAX_CLAIM_KEY_CHARS);
       const r = (await c.claimsRenew(v["holder"] as string, p[0]!)) as Json;
       printJsonOr(io, v, r, () => (r.claims === true ? `renewed ${p[0]}\n` : `${v["holder"]} does not hold ${p[0]} (or its lease lapsed): take it again\n`));
       // a loop such as `while heddle claims renew …; do work; done` must stop once the lease is gone
@@ -569,6 +595,7 @@ export const API_COMMANDS: Record<string, ApiCommand> = {
     options: { take: { type: "boolean" }, active: { type: "boolean" }, "wrote-up-to": { type: "string" }, check: { type: "boolean" } },
     async run(c, p, v, io) {
       const [part] = need(p, 1, this.usage);
+      sized(part!, "PART", MAX_ITEM_CHARS);
       const upTo = v["wrote-up-to"] === undefined ? undefined : safeIntArg(v["wrote-up-to"] as string, "--wrote-up-to");
       const r = (await c.keeper(part!, { ...(v["take"] ? { take: true } : {}), ...(v["active"] ? { active: true } : {}), ...(upTo !== undefined ? { wroteUpTo: upTo } : {}) })) as Json;
       printJsonOr(io, v, r, () => keeperTable([r]));
@@ -596,6 +623,7 @@ export const API_COMMANDS: Record<string, ApiCommand> = {
     options: { "wrote-up-to": { type: "string" } },
     async run(c, p, v, io) {
       const [part] = need(p, 1, this.usage);
+      sized(part!, "PART", MAX_ITEM_CHARS);
       const upTo = v["wrote-up-to"] === undefined ? undefined : safeIntArg(v["wrote-up-to"] as string, "--wrote-up-to");
       const r = (await c.keeperClose(part!, upTo)) as Json;
       return printJsonOr(io, v, r, () => keeperTable([r]));
@@ -608,6 +636,7 @@ export const API_COMMANDS: Record<string, ApiCommand> = {
     options: { ttl: { type: "string" } },
     async run(c, p, v, io) {
       const [item] = need(p, 1, this.usage);
+      sized(item!, "ITEM", MAX_ITEM_CHARS);
       const ttl = ttlArg(v["ttl"]);
       const r = (await c.advisory(item!, ttl)) as Json;
       printJsonOr(io, v, r, () => advisoryTable([r], r.guarantee));
@@ -634,6 +663,7 @@ export const API_COMMANDS: Record<string, ApiCommand> = {
     summary: "give up this peer's advisory claim on an item",
     async run(c, p, v, io) {
       const [item] = need(p, 1, this.usage);
+      sized(item!, "ITEM", MAX_ITEM_CHARS);
       const r = (await c.advisoryDrop(item!)) as Json;
       return printJsonOr(io, v, r, () => (r.dropped ? `dropped ${item}\n` : `this peer had no claim on ${item}: nothing dropped\n`));
     },
@@ -644,6 +674,8 @@ export const API_COMMANDS: Record<string, ApiCommand> = {
     summary: "this peer's order of tied work and the first item nobody else holds (advisory mode)",
     async run(c, p, v, io) {
       if (p.length === 0) throw new UsageError(`usage: ${this.usage}`);
+      if (p.length > MAX_NEXT_ITEMS) throw new UsageError(`claims next takes at most ${MAX_NEXT_ITEMS} items, got ${p.length}: pass the first ${MAX_NEXT_ITEMS} of the tied work`);
+      for (const item of p) sized(item, "ITEM", MAX_ITEM_CHARS);
       const r = (await c.advisoryNext(p)) as Json;
       printJsonOr(io, v, r, () => `${r.first === null ? "every item is held by another peer" : `next: ${r.first}`}\norder: ${r.order.join(" ")}\n`);
       return r.first === null ? EXIT.notYours : EXIT.ok;
