@@ -7,7 +7,8 @@
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
 import { createClaims, decodeClaims } from "../src/index.ts";
-import type { ClaimsTable, LapsedClaim } from "../src/index.ts";
+import { expectedPurge } from "./support/purge-model.ts";
+import type { ClaimsTable } from "../src/index.ts";
 import { expiryIndexSize } from "../src/claims-table.ts";
 import { EXPIRY_INDEX_SLACK } from "../src/limits.ts";
 
@@ -78,17 +79,6 @@ describe("expiry index bound", () => {
   });
 });
 
-/** What the purge must drop, read off the whole lapsed list (no index). */
-function expected(t: ClaimsTable, cutoff: number, max: number): LapsedClaim[] {
-  return t
-    .lapsed(cutoff)
-    .filter((c) => c.why === "lease-lapsed")
-    .map((c, i) => ({ c, i }))
-    .sort((a, b) => (a.c.expiresAt ?? 0) - (b.c.expiresAt ?? 0) || a.i - b.i)
-    .slice(0, max)
-    .map(({ c }) => c);
-}
-
 type Op =
   | { op: "take"; holder: number; key: number; ttl: number | null; dt: number }
   | { op: "renews"; holder: number; key: number; times: number; dt: number }
@@ -150,7 +140,7 @@ describe("expiry index rebuilds", () => {
             expect(size(t)).toBe(leased(t, now));
           } else {
             const cutoff = Math.max(0, now - o.back);
-            const want = expected(t, cutoff, o.max);
+            const want = expectedPurge(t, cutoff, o.max);
             expect(t.purgeLapsedBefore(cutoff, o.max)).toEqual(want);
             expect(copy.purgeLapsedBefore(cutoff, o.max)).toEqual(want);
           }

@@ -7,19 +7,9 @@
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
 import { createClaims, decodeClaims } from "../src/index.ts";
-import type { ClaimsTable, LapsedClaim } from "../src/index.ts";
+import { expectedPurge } from "./support/purge-model.ts";
 
 const RUNS = Number(process.env.HEDDLE_RUNS ?? 300);
-
-/** What the purge must drop, read off the whole lapsed list (no index). */
-function expected(t: ClaimsTable, cutoff: number, max: number): LapsedClaim[] {
-  const lapsed = t.lapsed(cutoff).filter((c) => c.why === "lease-lapsed");
-  return lapsed
-    .map((c, i) => ({ c, i }))
-    .sort((a, b) => (a.c.expiresAt ?? 0) - (b.c.expiresAt ?? 0) || a.i - b.i)
-    .slice(0, max)
-    .map(({ c }) => c);
-}
 
 type Op =
   | { op: "take"; holder: number; key: number; ttl: number | null; dt: number }
@@ -51,13 +41,13 @@ describe("purgeLapsedBefore", () => {
           else {
             const cutoff = Math.max(0, now - o.back);
             const copy = decodeClaims(t.encode()); // no stale index entries
-            const want = expected(t, cutoff, o.max);
+            const want = expectedPurge(t, cutoff, o.max);
             expect(t.purgeLapsedBefore(cutoff, o.max)).toEqual(want);
             expect(copy.purgeLapsedBefore(cutoff, o.max)).toEqual(want);
             expect(copy.encode()).toBe(t.encode());
             // nothing dropped still held, and what is left past the cutoff is only what max left behind
             for (const c of want) expect(t.holders(c.key, cutoff)).not.toContain(c.holder);
-            if (want.length < o.max) expect(expected(t, cutoff, 1)).toEqual([]);
+            if (want.length < o.max) expect(expectedPurge(t, cutoff, 1)).toEqual([]);
           }
         }
       }),

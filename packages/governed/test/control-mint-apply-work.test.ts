@@ -6,33 +6,12 @@
  * `bench/mint-apply.ts`.
  */
 import { describe, expect, it } from "vitest";
+import { collectionWrites } from "@heddle/seam/testing";
 import { AttachmentId, EntitlementLedger, GroupId, ReplicaId, Weight } from "@heddle/ledger";
 import { ControlState, encodeEnvelope } from "../src/index.ts";
 import type { AppliedStep, ControlCommand } from "../src/index.ts";
 
 const root = GroupId("root");
-
-/** Map and Set writes made while `fn` runs. */
-function collectionWrites<T>(fn: () => T): { writes: number; result: T } {
-  const set = Map.prototype.set;
-  const add = Set.prototype.add;
-  let writes = 0;
-  Map.prototype.set = function (this: Map<unknown, unknown>, k: unknown, v: unknown) {
-    writes++;
-    return set.call(this, k, v);
-  };
-  Set.prototype.add = function (this: Set<unknown>, v: unknown) {
-    writes++;
-    return add.call(this, v);
-  };
-  try {
-    const result = fn();
-    return { writes, result };
-  } finally {
-    Map.prototype.set = set;
-    Set.prototype.add = add;
-  }
-}
 
 class Driver {
   readonly st = new ControlState({ root });

@@ -6,6 +6,7 @@
  */
 import { EntitlementLedger, GroupId, MintId, ReplicaId } from "@heddle/ledger";
 import { describe, expect, it } from "vitest";
+import { collectionWrites } from "@heddle/seam/testing";
 import { OutboundDeltas } from "../src/replication/outbound.ts";
 
 /** A buffer holding seqs 1 … n, each with one distinct fragment list. */
@@ -39,28 +40,6 @@ describe("outbound deltas: the batch window (node.md §5.1)", () => {
   });
 });
 
-/** Map and Set writes made while `fn` runs (a copy of a map writes each of its entries through `Map.prototype.set`). */
-function collectionWrites(fn: () => void): number {
-  const set = Map.prototype.set;
-  const add = Set.prototype.add;
-  let writes = 0;
-  Map.prototype.set = function (this: Map<unknown, unknown>, k: unknown, v: unknown) {
-    writes++;
-    return set.call(this, k, v);
-  };
-  Set.prototype.add = function (this: Set<unknown>, v: unknown) {
-    writes++;
-    return add.call(this, v);
-  };
-  try {
-    fn();
-  } finally {
-    Map.prototype.set = set;
-    Set.prototype.add = add;
-  }
-  return writes;
-}
-
 describe("outbound deltas: staging costs the patch, not the batch (node.md §5.1; governed.md §3.11)", () => {
   const mint = (i: number) => {
     const r = EntitlementLedger.EMPTY.mint(MintId(`mint:c:${i}`), GroupId("root"), ReplicaId(`r${i % 3}`), 1n);
@@ -74,9 +53,9 @@ describe("outbound deltas: staging costs the patch, not the batch (node.md §5.1
     const out = new OutboundDeltas(10);
     const patches = Array.from({ length: 2_002 }, (_, i) => mint(i));
     for (let i = 1; i <= 200; i++) out.stage(patches[i]!, 0, 5);
-    const early = collectionWrites(() => out.stage(patches[201]!, 0, 5));
+    const early = collectionWrites(() => out.stage(patches[201]!, 0, 5)).writes;
     for (let i = 202; i <= 2_000; i++) out.stage(patches[i]!, 0, 5);
-    const late = collectionWrites(() => out.stage(patches[2_001]!, 0, 5));
+    const late = collectionWrites(() => out.stage(patches[2_001]!, 0, 5)).writes;
     expect(late).toBeLessThanOrEqual(early);
     const batch = out.takeStaged()!;
     expect(batch.mintedTotal()).toBe(2_001n);

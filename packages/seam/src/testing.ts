@@ -7,3 +7,4 @@ export { startLibp2pSeams, startRawFramePeer, peerKeyFromSeed, sleep } from "./l
 export type { RawFramePeer, RawFrameStream } from "./libp2p-harness.ts";
 export { FrameDecoder, MAX_PREFIX_BYTES } from "./frame-decoder.ts";
 export type { FrameStreamFailure } from "./frame-decoder.ts";
+export { collectionWrites } from "./collection-writes.ts";
