@@ -16,6 +16,8 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 export interface BenchCluster {
   /** A client of each peer, peer 1 first. */
   readonly peers: readonly HeddleClient[];
+  /** Each peer's API token, in the same order. */
+  readonly tokens: readonly string[];
   /** Each peer's daemon process id, in the same order. */
   readonly pids: readonly number[];
   /** The peer whose Raft member leads with all three enrolled; waits up to 60 s. */
@@ -30,6 +32,7 @@ export function startBenchCluster(prefix: string): BenchCluster {
   const cluster = join(dir, "cluster");
   const cli = (args: string[]) => execFileSync(process.execPath, [CLI_MAIN, ...args], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
   const peers: HeddleClient[] = [];
+  const tokens: string[] = [];
   const stop = (): void => {
     for (const c of peers) c.close();
     try {
@@ -44,7 +47,8 @@ export function startBenchCluster(prefix: string): BenchCluster {
     cli(["up", "--detach", cluster]);
     for (const i of [1, 2, 3]) {
       const conf = JSON.parse(readFileSync(join(cluster, `peer-${i}`, "heddle.json"), "utf8")) as { api: { listen: string } };
-      peers.push(new HeddleClient({ url: `http://${conf.api.listen}`, token: readFileSync(join(cluster, `peer-${i}`, "token"), "utf8").trim(), maxSockets: 128 }));
+      tokens.push(readFileSync(join(cluster, `peer-${i}`, "token"), "utf8").trim());
+      peers.push(new HeddleClient({ url: `http://${conf.api.listen}`, token: tokens[tokens.length - 1]!, maxSockets: 128 }));
     }
     const pids = [1, 2, 3].map((i) => Number(readFileSync(join(cluster, `peer-${i}`, "daemon.pid"), "utf8").trim()));
     const findLeader = async (): Promise<HeddleClient> => {
@@ -61,7 +65,7 @@ export function startBenchCluster(prefix: string): BenchCluster {
       }
       throw new Error("heddle: no leader with all three peers enrolled within 60 s");
     };
-    return { peers, pids, findLeader, stop };
+    return { peers, tokens, pids, findLeader, stop };
   } catch (e) {
     stop();
     throw e;

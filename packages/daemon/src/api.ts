@@ -15,7 +15,8 @@ import type { CallOptions, ClaimsOutcome, ControlPlane, ProposalKey } from "./co
 import { CONTROL_ERRORS, controlHaltOf } from "./control-plane.ts";
 import { boundsOf, type DataPlane } from "./data-plane.ts";
 import { bearerHook } from "./bearer.ts";
-import type { LiveDashboard } from "./dashboard.ts";
+import { answerUpgrades, type LiveDashboard } from "./dashboard.ts";
+import { CallWireServer, type WireAnswer, type WireRoute } from "./call-wire.ts";
 import type { Logger } from "./log.ts";
 import type { DaemonMetrics } from "./metrics.ts";
 import { inboundEdge, type Scheduler } from "./scheduler.ts";
@@ -75,9 +76,14 @@ class RequestInvalid extends Error {
   }
 }
 
-const PART_NAMES: Record<string, string> = { body: "body", querystring: "query", params: "path", headers: "header" };
+const PART_NAMES: Record<string, string> = { body: "body", querystring: "query", params: "path", headers: "header", frame: "frame" };
 
-function sendInvalid(reply: FastifyReply, part: string, issues: FieldIssue[]) {
+/** Where an answer goes: a fastify reply, or a call-wire answer (call-wire.ts) — the same status and body either way. */
+interface AnswerSink {
+  code(status: number): { send(body: unknown): unknown };
+}
+
+function sendInvalid(reply: AnswerSink, part: string, issues: FieldIssue[]) {
   const where = PART_NAMES[part] ?? part;
   const list = issues.map((i) => ({ field: i.field === "(document)" ? `(${where})` : i.field, in: where, problem: i.problem }));
   return reply.code(400).send({
@@ -280,6 +286,21 @@ export function treeOf(view: EntitlementLedger, self: ReplicaId, root: GroupId, 
   return { root, self, edges, groups };
 }
 
+/** A route part's validator, as fastify calls it (and the call wire, for a body). */
+function validatorOf(schema: TSchema, httpPart: string): (data: unknown) => { value: unknown; error?: undefined } | { error: RequestInvalid; value?: undefined } {
+  const c = checker(schema);
+  // a body whose fields are all optional may be left out altogether (e.g. POST /v1/control/enroll)
+  const optionalBody = httpPart === "body" && (schema as { type?: unknown }).type === "object" && ((schema as { required?: unknown[] }).required?.length ?? 0) === 0;
+  return (data: unknown) => {
+    if (optionalBody && (data === null || data === undefined)) return { value: {} };
+    if (httpPart === "body" && (data === null || data === undefined)) {
+      return { error: new RequestInvalid("body", [{ field: "(document)", problem: "is empty: send a JSON object with this route's fields (GET /openapi.json lists them)" }]) };
+    }
+    const r = c.check(data);
+    return r.ok ? { value: data } : { error: new RequestInvalid(httpPart, r.issues) };
+  };
+}
+
 /** Builds (does not start) the API server. */
 export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
   const requestTimeoutMs = ctx.limits.requestTimeoutMs ?? 30_000;
@@ -304,19 +325,7 @@ export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
     app.server.maxConnections = ctx.limits.maxConnections;
     app.server.on("drop", () => ctx.metrics?.connectionDropped());
   }
-  app.setValidatorCompiler(({ schema, httpPart }) => {
-    const c = checker(schema as TSchema);
-    // a body whose fields are all optional may be left out altogether (e.g. POST /v1/control/enroll)
-    const optionalBody = httpPart === "body" && (schema as { type?: unknown }).type === "object" && ((schema as { required?: unknown[] }).required?.length ?? 0) === 0;
-    return (data: unknown) => {
-      if (optionalBody && (data === null || data === undefined)) return { value: {} };
-      if (httpPart === "body" && (data === null || data === undefined)) {
-        return { error: new RequestInvalid("body", [{ field: "(document)", problem: "is empty: send a JSON object with this route's fields (GET /openapi.json lists them)" }]) };
-      }
-      const r = c.check(data);
-      return r.ok ? { value: data } : { error: new RequestInvalid(httpPart ?? "body", r.issues) };
-    };
-  });
+  app.setValidatorCompiler(({ schema, httpPart }) => validatorOf(schema as TSchema, httpPart ?? "body"));
   // One body parser for every route: JSON only — any other Content-Type (or a body without one) is 415 saying to send
   // JSON; an empty body is no body (a route whose fields are all optional takes it as {}, the validator above); a
   // key given twice, or one that would reach a prototype, is 400 naming it (json-body.ts).
@@ -648,11 +657,13 @@ export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
       "this peer runs in static mode: its supply and topology are fixed by the genesis in its config; mint, reshape, enroll, depart and granted claims need a governed cluster (mode.kind = \"governed\", e.g. heddle init --mode governed); keeper and advisory claims work here",
   };
 
-  const control = async (req: FastifyRequest, reply: FastifyReply, act: (cp: ControlPlane, opts: CallOptions) => Promise<ClaimsOutcome>, extra: object = {}) => {
+  const control = (req: FastifyRequest, reply: FastifyReply, act: (cp: ControlPlane, opts: CallOptions) => Promise<ClaimsOutcome>, extra: object = {}) =>
+    controlAnswer(idempotencyKey(req), "headers", reply, act, extra);
+  /** A control call's answer to `reply`; `ik` is its Idempotency-Key (null: none), checked here, and `ikPart` where it came from. */
+  const controlAnswer = async (ik: string | null | FieldIssue, ikPart: string, reply: AnswerSink, act: (cp: ControlPlane, opts: CallOptions) => Promise<ClaimsOutcome>, extra: object = {}) => {
     const cp = ctx.control;
     if (cp === null) return reply.code(409).send(STATIC_MODE);
-    const ik = idempotencyKey(req);
-    if (ik !== null && typeof ik !== "string") return sendInvalid(reply, "headers", [ik]);
+    if (ik !== null && typeof ik !== "string") return sendInvalid(reply, ikPart, [ik]);
     const opts: CallOptions = { timeoutMs: ctx.limits.controlTimeoutMs };
     if (ik !== null) opts.key = proposalKeyOf(ik);
     let o: ClaimsOutcome;
@@ -667,7 +678,22 @@ export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
     return sendOutcome(reply, o, extra, { idempotencyKey: ik, mintedTotal: () => cp.controlView().mintedTotal().toString() });
   };
 
+  // The call wire (call-wire.ts) carries every route below: the same check of the body and the key, the same act,
+  // the same status and body as the HTTP route.
+  const wireRoutes = new Map<string, WireRoute>();
   const cpost = (path: string, summary: string, body: TSchema, act: (cp: ControlPlane, b: never, opts: CallOptions) => Promise<ClaimsOutcome>): void => {
+    const validate = validatorOf(body, "body");
+    const extra = path.startsWith("/claims") ? GRANTED : {};
+    wireRoutes.set(path, (text, key) =>
+      new Promise<WireAnswer>((resolve) => {
+        const sink: AnswerSink = { code: (status) => ({ send: (b: unknown) => resolve({ status, body: b }) }) };
+        const parsed = wireBody(text);
+        if ("issue" in parsed) return void sendInvalid(sink, "body", [parsed.issue]);
+        const v = validate(parsed.value);
+        if (v.error !== undefined) return void sendInvalid(sink, "body", v.error.issues);
+        void controlAnswer(wireKey(key), "frame", sink, (cp, opts) => act(cp, v.value as never, opts), extra);
+      }),
+    );
     keyedRoutes.add(`POST ${API_PREFIX}${path}`);
     app.post(`${API_PREFIX}${path}`, { schema: { ...tags(path.startsWith("/claims") ? "claims" : "control"), summary, body, response: { 200: S.AppliedOk, 409: S.ErrorBody } } }, (req, reply) =>
       // granted claims say which guarantee they give, as the keeper and advisory answers do
@@ -802,7 +828,51 @@ export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
     app.get("/metrics", { schema: { hide: true } }, async (_req, reply) => reply.type(metrics.contentType).send(await metrics.text()));
   }
   ctx.dashboard?.register(app);
+  const wire = new CallWireServer({
+    token: ctx.token,
+    routes: wireRoutes,
+    maxBodyBytes: ctx.limits.maxBodyBytes,
+    logger: ctx.logger,
+    ...(ctx.metrics !== undefined ? { observe: observeWire(ctx.metrics) } : {}),
+  });
+  ctx.metrics?.watchCallWire(wire.stats);
+  answerUpgrades(app, [(req, socket, head) => wire.handleUpgrade(req, socket, head), ...(ctx.dashboard !== undefined ? [ctx.dashboard.handleUpgrade.bind(ctx.dashboard)] : [])]);
+  // before the server closes: it waits for every connection, an upgraded one too
+  app.addHook("preClose", async () => wire.close());
   return app;
+}
+
+/** The API's request metrics for a call on the wire: the HTTP route's pattern, method `WIRE`. */
+function observeWire(m: DaemonMetrics): (path: string, status: number, seconds: number) => void {
+  const routes = new Map<string, string>();
+  return (path, status, seconds) => {
+    let r = routes.get(path);
+    if (r === undefined) {
+      r = path.startsWith("/") && !path.startsWith("(") ? `${API_PREFIX}${path}` : path;
+      if (routes.size < 64) routes.set(path, r);
+    }
+    m.observeRequest(r, "WIRE", status, seconds);
+  };
+}
+
+/** A call's body text as its route's validator takes it: "" is no body; not JSON, or a repeated or prototype key, is the issue. */
+function wireBody(text: string): { value: unknown } | { issue: FieldIssue } {
+  if (text.trim() === "") return { value: undefined };
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (e) {
+    return { issue: { field: "(body)", problem: `is not valid JSON: ${(e as Error).message}` } };
+  }
+  const bad = jsonKeyProblem(text);
+  return bad !== null ? { issue: bad } : { value };
+}
+
+/** A call frame's Idempotency-Key, checked as the header is: null for none, the issue naming it when it is bad. */
+function wireKey(key: string | null): string | null | FieldIssue {
+  if (key === null) return null;
+  if (key.length > MAX_IDEMPOTENCY_KEY_LENGTH || !/^[\x21-\x7e]+$/.test(key)) return { field: "idempotencyKey", problem: `must be 1 … ${MAX_IDEMPOTENCY_KEY_LENGTH} visible ASCII characters` };
+  return key;
 }
 
 /** Whether `g` is a group of the view: the root of a mint, or the parent or child of some edge. */
@@ -909,7 +979,7 @@ interface ConflictContext {
   readonly mintedTotal: () => string | null;
 }
 
-function sendOutcome(reply: FastifyReply, o: ClaimsOutcome, extra: object, at: ConflictContext) {
+function sendOutcome(reply: AnswerSink, o: ClaimsOutcome, extra: object, at: ConflictContext) {
   if (o.kind === "conflict") {
     return reply.code(409).send({ error: "conflict", message: conflictMessage(o.conflict, at), conflict: toWire(o.conflict), index: o.index, key: o.key, ...extra });
   }
@@ -975,7 +1045,7 @@ class WeightSumRefused extends Error {
   }
 }
 
-function sendControlError(reply: FastifyReply, e: unknown, logger: Logger, control: ControlPlane | null) {
+function sendControlError(reply: AnswerSink, e: unknown, logger: Logger, control: ControlPlane | null) {
   const err = e as Error & { key?: unknown };
   if (err instanceof WeightSumRefused) {
     return reply.code(409).send({

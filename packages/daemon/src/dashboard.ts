@@ -246,14 +246,15 @@ export class LiveDashboard {
         .type("text/javascript; charset=utf-8")
         .send(body);
     });
-    const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
-      if (!this.sockets.handleUpgrade(req, socket, head)) socket.end("HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n");
-    };
-    app.server.on("upgrade", onUpgrade);
+    // the socket's upgrades come through the server's one upgrade listener (`answerUpgrades`), which the API shares
     app.addHook("onClose", async () => {
-      app.server.off("upgrade", onUpgrade);
       this.close();
     });
+  }
+
+  /** Takes an HTTP upgrade for the dashboard's socket; false for another path (see {@link answerUpgrades}). */
+  handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): boolean {
+    return this.sockets.handleUpgrade(req, socket, head);
   }
 
   /** Stops refreshing and closes every viewer. Idempotent. */
@@ -289,6 +290,7 @@ export async function serveDashboard(o: LiveDashboardOptions & { host: string; p
     app.get("/metrics", async (_req, reply) => reply.type(metrics.contentType).send(await metrics.text()));
   }
   dashboard.register(app);
+  answerUpgrades(app, [(req, socket, head) => dashboard.handleUpgrade(req, socket, head)]);
   try {
     await app.listen({ host: o.host, port: o.port });
   } catch (e) {
@@ -303,4 +305,23 @@ export async function serveDashboard(o: LiveDashboardOptions & { host: string; p
     dashboard,
     close: () => app.close(),
   };
+}
+
+/** An upgrade handler: takes the upgrade and returns true, or returns false for a path it does not serve. */
+export type UpgradeHandler = (req: IncomingMessage, socket: Duplex, head: Buffer) => boolean;
+
+/**
+ * The server's one `upgrade` listener: each handler in turn (the call wire, the dashboard's socket); an upgrade none
+ * takes is answered 404. One listener, since every listener of Node's `upgrade` event gets every upgrade.
+ */
+export function answerUpgrades(app: FastifyInstance, handlers: readonly UpgradeHandler[]): void {
+  const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    for (const h of handlers) if (h(req, socket, head)) return;
+    const body = JSON.stringify({ error: "not-found", message: `no upgrade at ${(req.url ?? "").split("?")[0]}; the API upgrades /v1/wire (heddle-call/1) and the dashboard's socket` });
+    socket.end(`HTTP/1.1 404 Not Found\r\nContent-Type: application/json; charset=utf-8\r\nConnection: close\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+  };
+  app.server.on("upgrade", onUpgrade);
+  app.addHook("onClose", async () => {
+    app.server.off("upgrade", onUpgrade);
+  });
 }

@@ -8,6 +8,7 @@ import type { HeddleStore, StoreTx } from "@heddle/node";
 import { treeOf } from "./api.ts";
 import { boundsOf } from "./data-plane.ts";
 import { peerState, type PeerReads } from "./peer-reads.ts";
+import type { CallWireStats } from "./call-wire.ts";
 
 /** Most edges exported per scrape; a larger tree is cut here (and `heddle_metrics_edges_omitted` says by how many). */
 export const MAX_METRIC_EDGES = 10_000;
@@ -362,6 +363,24 @@ export class DaemonMetrics {
   /** Records one store commit. */
   observeCommit(seconds: number, ok: boolean): void {
     this.#commit.observe({ outcome: ok ? "ok" : "failed" }, seconds);
+  }
+
+  /** Exports the call wire's figures (call-wire.ts) on this registry; once per registry. */
+  watchCallWire(st: CallWireStats): void {
+    const registers = [this.registry];
+    new Gauge({ name: "heddle_api_wire_connections", help: "Call-wire connections open now (heddle-call/1 upgrades of the API port)", registers, collect() { this.set(st.connections); } });
+    new Counter({ name: "heddle_api_wire_connections_total", help: "Call-wire connections accepted since start", registers, collect() { this.reset(); this.inc(st.connectionsTotal); } });
+    new Counter({ name: "heddle_api_wire_calls_total", help: "Calls taken on the call wire (each is also counted in heddle_api_requests_total with method WIRE once answered)", registers, collect() { this.reset(); this.inc(st.calls); } });
+    new Counter({
+      name: "heddle_api_wire_refused_total",
+      help: "Call-wire upgrades refused (unauthorized, bad-protocol, full) and call frames refused (too-large: the connection was closed; malformed, unknown-path: answered 400 / 404), by reason",
+      labelNames: ["reason"],
+      registers,
+      collect() {
+        this.reset();
+        for (const [reason, n] of Object.entries(st.refused) as [string, number][]) this.inc({ reason }, n);
+      },
+    });
   }
 
   /** Records an API connection closed on arrival (limits.maxConnections). */

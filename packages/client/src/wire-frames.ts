@@ -1,0 +1,179 @@
+// The frames of `heddle-call/1`, the daemon's call wire: the API's control and granted-claims calls multiplexed over
+// one connection, upgraded from the API's own HTTP(S) port (`GET /v1/wire`, `Upgrade: heddle-call/1`, the bearer
+// token on the upgrade). Both ends use this file: the daemon to read calls and write answers, the client the reverse.
+//
+// Every frame is a 4-byte big-endian length of what follows, then:
+//   call   (client → daemon): u32 id · u8 path length · path (ASCII, e.g. "/claims/take") · u8 key length · key
+//                              (the Idempotency-Key, visible ASCII; 0 = none) · body (UTF-8 JSON; empty = no body)
+//   answer (daemon → client): u32 id · u16 status (the HTTP status the same call answers) · body (UTF-8 JSON)
+// An answer carries its call's id; answers may come in any order.
+
+/** The upgrade's path (under the API's `/v1`). */
+export const CALL_WIRE_PATH = "/v1/wire";
+/** The protocol named in the upgrade's `Upgrade` header, both ways. */
+export const CALL_WIRE_PROTOCOL = "heddle-call/1";
+/** The length prefix of every frame. */
+export const FRAME_LENGTH_BYTES = 4;
+/** A call frame's fixed part after the length: id, path length, key length. */
+export const CALL_HEAD_BYTES = 4 + 1 + 1;
+/** An answer frame's fixed part after the length: id, status. */
+export const ANSWER_HEAD_BYTES = 4 + 2;
+/** The longest path a call frame can name (its length is one byte). */
+export const MAX_CALL_PATH_BYTES = 255;
+
+/** A frame whose length prefix is above the reader's bound: the stream cannot be trusted past it, so the connection ends. */
+export class FrameTooLargeError extends Error {
+  readonly declared: number;
+  readonly limit: number;
+
+  constructor(declared: number, limit: number) {
+    super(`a frame of ${declared} bytes is above the limit of ${limit}`);
+    this.name = "FrameTooLargeError";
+    this.declared = declared;
+    this.limit = limit;
+  }
+}
+
+/**
+ * Cuts a byte stream into frames (the bytes after each length prefix), whatever the chunking. A frame is handed out as
+ * a view that stays valid (it is never overwritten). Holds at most one partial frame: `maxFrameBytes` bounds it.
+ */
+export class FrameReader {
+  readonly #max: number;
+  #chunks: Buffer[] = [];
+  #have = 0;
+
+  /** @param maxFrameBytes the largest frame accepted, length prefix excluded. */
+  constructor(maxFrameBytes: number) {
+    if (!Number.isSafeInteger(maxFrameBytes) || maxFrameBytes < 1 || maxFrameBytes > 0xffffffff) throw new RangeError(`maxFrameBytes must be a whole number in 1 … 2^32 − 1, got ${maxFrameBytes}`);
+    this.#max = maxFrameBytes;
+  }
+
+  /** Bytes held of a frame not yet whole. */
+  get buffered(): number {
+    return this.#have;
+  }
+
+  /**
+   * Takes `chunk` and calls `frame` for every frame it completes, in order. Throws {@link FrameTooLargeError} as soon
+   * as a length prefix above the bound is read (the frames before it in the chunk have been handed out).
+   */
+  push(chunk: Buffer, frame: (f: Buffer) => void): void {
+    if (chunk.length === 0) return;
+    if (this.#have === 0) {
+      // the common case: nothing pending, frames read straight out of the chunk
+      const rest = this.#drain(chunk, frame);
+      if (rest.length > 0) this.#hold(rest);
+      return;
+    }
+    this.#chunks.push(chunk);
+    this.#have += chunk.length;
+    if (this.#have < FRAME_LENGTH_BYTES) return;
+    let first = this.#chunks[0]!;
+    if (first.length < FRAME_LENGTH_BYTES) {
+      first = Buffer.concat(this.#chunks, this.#have);
+      this.#chunks = [first];
+    }
+    const need = FRAME_LENGTH_BYTES + this.#length(first, 0);
+    if (this.#have < need) return;
+    const all = this.#chunks.length === 1 ? first : Buffer.concat(this.#chunks, this.#have);
+    this.#chunks = [];
+    this.#have = 0;
+    const rest = this.#drain(all, frame);
+    if (rest.length > 0) this.#hold(rest);
+  }
+
+  #hold(rest: Buffer): void {
+    this.#chunks = [rest];
+    this.#have = rest.length;
+    // a partial frame's prefix is checked at once, not when its last byte arrives
+    if (rest.length >= FRAME_LENGTH_BYTES) this.#length(rest, 0);
+  }
+
+  #length(b: Buffer, at: number): number {
+    const n = b.readUInt32BE(at);
+    if (n > this.#max) throw new FrameTooLargeError(n, this.#max);
+    return n;
+  }
+
+  /** Hands out every whole frame at the start of `b`; returns what is left. */
+  #drain(b: Buffer, frame: (f: Buffer) => void): Buffer {
+    let at = 0;
+    while (b.length - at >= FRAME_LENGTH_BYTES) {
+      const n = this.#length(b, at);
+      if (b.length - at - FRAME_LENGTH_BYTES < n) break;
+      frame(b.subarray(at + FRAME_LENGTH_BYTES, at + FRAME_LENGTH_BYTES + n));
+      at += FRAME_LENGTH_BYTES + n;
+    }
+    return at === 0 ? b : b.subarray(at);
+  }
+}
+
+/** A call frame, decoded. */
+export interface CallFrame {
+  readonly id: number;
+  readonly path: string;
+  /** The Idempotency-Key; `null` for none. */
+  readonly key: string | null;
+  /** The body's UTF-8 text; "" for none. */
+  readonly body: string;
+}
+
+/** Encodes a call frame, length prefix included. Throws a RangeError naming what does not fit (path, key, id). */
+export function encodeCall(id: number, path: string, key: string | null, body: string): Buffer {
+  if (!Number.isInteger(id) || id < 0 || id > 0xffffffff) throw new RangeError(`id must be a whole number in 0 … 2^32 − 1, got ${id}`);
+  const pathBytes = Buffer.byteLength(path, "latin1");
+  if (pathBytes > MAX_CALL_PATH_BYTES || !/^[\x21-\x7e]*$/.test(path)) throw new RangeError(`path must be at most ${MAX_CALL_PATH_BYTES} visible ASCII characters, got ${JSON.stringify(path.slice(0, 300))}`);
+  const keyBytes = key === null ? 0 : key.length;
+  if (key !== null && (keyBytes === 0 || keyBytes > 255 || !/^[\x21-\x7e]+$/.test(key))) throw new RangeError(`key must be 1 … 255 visible ASCII characters, got ${JSON.stringify(key.slice(0, 300))}`);
+  const bodyBytes = Buffer.byteLength(body, "utf8");
+  const n = CALL_HEAD_BYTES + pathBytes + keyBytes + bodyBytes;
+  const b = Buffer.allocUnsafe(FRAME_LENGTH_BYTES + n);
+  b.writeUInt32BE(n, 0);
+  b.writeUInt32BE(id, 4);
+  b[8] = pathBytes;
+  b.write(path, 9, "latin1");
+  b[9 + pathBytes] = keyBytes;
+  if (key !== null) b.write(key, 10 + pathBytes, "latin1");
+  b.write(body, 10 + pathBytes + keyBytes, "utf8");
+  return b;
+}
+
+/** Why a call frame cannot be read, with its id when that much could be. */
+export interface CallFrameProblem {
+  readonly id: number | null;
+  readonly problem: string;
+}
+
+/** Decodes a call frame (without its length prefix); a frame too short for what it declares is a problem, not a throw. */
+export function decodeCall(f: Buffer): CallFrame | CallFrameProblem {
+  if (f.length < 4) return { id: null, problem: `a call frame of ${f.length} bytes is shorter than its id` };
+  const id = f.readUInt32BE(0);
+  if (f.length < CALL_HEAD_BYTES) return { id, problem: `a call frame of ${f.length} bytes is shorter than its fixed part (${CALL_HEAD_BYTES} bytes)` };
+  const pathBytes = f[4]!;
+  if (f.length < CALL_HEAD_BYTES + pathBytes) return { id, problem: `the call frame declares a path of ${pathBytes} bytes and has ${f.length - CALL_HEAD_BYTES} after its fixed part` };
+  const path = f.toString("latin1", 5, 5 + pathBytes);
+  const keyBytes = f[5 + pathBytes]!;
+  if (f.length < CALL_HEAD_BYTES + pathBytes + keyBytes) return { id, problem: `the call frame declares a key of ${keyBytes} bytes and has ${f.length - CALL_HEAD_BYTES - pathBytes} after its path` };
+  const key = keyBytes === 0 ? null : f.toString("latin1", 6 + pathBytes, 6 + pathBytes + keyBytes);
+  const body = f.toString("utf8", 6 + pathBytes + keyBytes, f.length);
+  return { id, path, key, body };
+}
+
+/** Encodes an answer frame, length prefix included. */
+export function encodeAnswer(id: number, status: number, body: string): Buffer {
+  const bodyBytes = Buffer.byteLength(body, "utf8");
+  const n = ANSWER_HEAD_BYTES + bodyBytes;
+  const b = Buffer.allocUnsafe(FRAME_LENGTH_BYTES + n);
+  b.writeUInt32BE(n, 0);
+  b.writeUInt32BE(id >>> 0, 4);
+  b.writeUInt16BE(status, 8);
+  b.write(body, 10, "utf8");
+  return b;
+}
+
+/** An answer frame, decoded; `null` for a frame shorter than its fixed part. */
+export function decodeAnswer(f: Buffer): { id: number; status: number; body: string } | null {
+  if (f.length < ANSWER_HEAD_BYTES) return null;
+  return { id: f.readUInt32BE(0), status: f.readUInt16BE(4), body: f.toString("utf8", ANSWER_HEAD_BYTES, f.length) };
+}

@@ -1,0 +1,207 @@
+// The call wire (heddle-call/1) on a one-voter governed peer: the token is checked on the upgrade; every call is
+// answered as its HTTP route answers it (status and body), keys included; bad frames are answered 400 / 404 and
+// counted, an oversized frame ends the connection; many calls in flight on one connection are all answered; a
+// daemon with a wire connection open stops.
+import { connect } from "node:net";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ApiError, CALL_WIRE_PROTOCOL, DaemonUnreachableError, FrameReader, HeddleWire, decodeAnswer, encodeCall } from "@heddle/client";
+import { governedSoloDaemon, soloDaemon, type SoloDaemon } from "./support/embedded.ts";
+import { parsePrometheus } from "./support/prometheus.ts";
+
+let s: SoloDaemon;
+let w: HeddleWire;
+
+beforeAll(async () => {
+  s = await governedSoloDaemon();
+  w = new HeddleWire({ url: s.daemon.url, token: s.daemon.token });
+});
+afterAll(async () => {
+  w.close();
+  await s.close();
+});
+
+const take = (holder: string, key: string) => ({ holder, resources: [{ key, mode: "exclusive" as const }] });
+/** An answer without the fields that differ between two calls of one act (its index, key, read index, judgement time). */
+const shape = (b: unknown) => {
+  const { index: _i, key: _k, readIndex: _r, judgedAt: _j, message, ...rest } = b as Record<string, unknown>;
+  return { ...rest, message: typeof message === "string" ? message.replace(/\d+/g, "N") : message };
+};
+
+/** Opens a raw upgraded socket (for frames the client would never send); resolves with it and the bytes after the 101. */
+function rawWire(token = s.daemon.token): Promise<{ status: number; socket: import("node:net").Socket; rest: Buffer; text: string }> {
+  const u = new URL(s.daemon.url);
+  return new Promise((resolve, reject) => {
+    const sock = connect(Number(u.port), u.hostname);
+    let got = Buffer.alloc(0);
+    const onData = (b: Buffer) => {
+      got = Buffer.concat([got, b]);
+      const end = got.indexOf("\r\n\r\n");
+      if (end < 0) return;
+      const head = got.subarray(0, end).toString("latin1");
+      const status = Number(/^HTTP\/1\.1 (\d+)/.exec(head)?.[1]);
+      if (status !== 101) {
+        sock.on("end", () => resolve({ status, socket: sock, rest: Buffer.alloc(0), text: got.toString("utf8") }));
+        sock.resume();
+        return;
+      }
+      sock.off("data", onData);
+      resolve({ status, socket: sock, rest: got.subarray(end + 4), text: head });
+    };
+    sock.on("data", onData);
+    sock.on("error", reject);
+    sock.write(`GET /v1/wire HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: ${CALL_WIRE_PROTOCOL}\r\nAuthorization: Bearer ${token}\r\n\r\n`);
+  });
+}
+
+/** Reads answer frames off a raw wire socket until `n` have come. */
+function answers(sock: import("node:net").Socket, rest: Buffer, n: number): Promise<{ id: number; status: number; body: unknown }[]> {
+  const out: { id: number; status: number; body: unknown }[] = [];
+  const reader = new FrameReader(1 << 20);
+  return new Promise((resolve, reject) => {
+    const push = (b: Buffer) => {
+      reader.push(b, (f) => {
+        const a = decodeAnswer(f)!;
+        out.push({ id: a.id, status: a.status, body: JSON.parse(a.body) });
+      });
+      if (out.length >= n) resolve(out);
+    };
+    sock.on("data", push);
+    sock.on("error", reject);
+    sock.on("close", () => (out.length >= n ? resolve(out) : reject(new Error(`closed after ${out.length} of ${n} answers`))));
+    if (rest.length > 0) push(rest);
+  });
+}
+
+describe("call wire: the same answers as the HTTP routes", () => {
+  it("grants, refuses naming the holder (at a confirmed read, nothing committed), releases — as HTTP does", async () => {
+    const granted = (await w.claimsTake(take("alice", "w/deploy"))) as { mode: string; claims: { grants: { token: number }[] } };
+    expect(granted).toMatchObject({ mode: "granted", claims: { ok: true } });
+    const viaWire = await w.raw("/claims/take", take("bob", "w/deploy"));
+    const viaHttp = await s.client.raw("POST", "/v1/claims/take", take("bob", "w/deploy"));
+    expect(viaWire.status).toBe(409);
+    expect(viaHttp.status).toBe(409);
+    expect(viaWire.body).toMatchObject({ error: "refused", committed: false, refusal: { blocked: [{ key: "w/deploy", holders: ["alice"] }] } });
+    expect(shape(viaWire.body)).toEqual(shape(viaHttp.body));
+    await expect(w.claimsTake(take("bob", "w/deploy"))).rejects.toBeInstanceOf(ApiError);
+    const released = await w.claimsRelease("alice", "w/deploy", { token: granted.claims.grants[0]!.token });
+    expect(released).toMatchObject({ kind: "applied", claims: true });
+    expect(await w.claimsTake(take("bob", "w/deploy"))).toMatchObject({ claims: { ok: true } });
+  });
+
+  it("names the field of a body its schema refuses, as HTTP does (400, issues)", async () => {
+    const bad = { holder: "", resources: [{ key: "k", mode: "sideways" }] };
+    const viaWire = await w.raw("/claims/take", bad);
+    const viaHttp = await s.client.raw("POST", "/v1/claims/take", bad);
+    expect(viaWire.status).toBe(400);
+    expect(viaWire.body).toEqual(viaHttp.body);
+    const empty = await w.raw("/claims/take");
+    expect(empty.status).toBe(400);
+    expect(empty.body).toMatchObject({ issues: [{ field: "(body)", in: "body" }] });
+  });
+
+  it("applies a keyed call once: a retry with the same key answers the first outcome", async () => {
+    const first = (await w.raw("/claims/take", take("carol", "w/keyed"), { idempotencyKey: "carol-w-1" })) as { status: number; body: { index: number } };
+    const again = (await w.raw("/claims/take", take("carol", "w/keyed"), { idempotencyKey: "carol-w-1" })) as { status: number; body: { index: number } };
+    expect(first.status).toBe(200);
+    expect(again.status).toBe(200);
+    expect(again.body.index).toBe(first.body.index);
+    // the same key through HTTP is the same act
+    const http = await s.client.raw("POST", "/v1/claims/take", take("carol", "w/keyed"), { idempotencyKey: "carol-w-1" });
+    expect((http.body as { index: number }).index).toBe(first.body.index);
+  });
+
+  it("answers every one of many calls in flight on one connection, each under its own id", async () => {
+    const n = 300;
+    const got = await Promise.all(Array.from({ length: n }, (_, i) => w.raw("/claims/take", take(`h${i}`, `w/many/${i % 7}`))));
+    // seven keys: one holder each is granted (through the log) or holds from before; every other take is refused naming one
+    for (const [i, r] of got.entries()) {
+      if (r.status === 200) continue;
+      expect(r.status, `call ${i}`).toBe(409);
+      expect((r.body as { refusal: { blocked: { key: string }[] } }).refusal.blocked[0]!.key).toBe(`w/many/${i % 7}`);
+    }
+    expect(got.filter((r) => r.status === 200).length).toBe(7);
+  });
+});
+
+describe("call wire: the upgrade and the frames are checked", () => {
+  it("refuses an upgrade without the token (401, nothing read) and one to another protocol (400 naming Upgrade)", async () => {
+    const noToken = await rawWire("wrong-token");
+    expect(noToken.status).toBe(401);
+    expect(noToken.text).toMatch(/api\.tokenFile/);
+    const bad = new HeddleWire({ url: s.daemon.url, token: "wrong-token" });
+    await expect(bad.raw("/claims/take", take("x", "y"))).rejects.toMatchObject({ status: 401, body: { error: "unauthorized" } });
+    bad.close();
+    const u = new URL(s.daemon.url);
+    const text = await new Promise<string>((resolve) => {
+      const sock = connect(Number(u.port), u.hostname);
+      let t = "";
+      sock.on("data", (b) => (t += b.toString()));
+      sock.on("close", () => resolve(t));
+      sock.write(`GET /v1/wire HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nAuthorization: Bearer ${s.daemon.token}\r\n\r\n`);
+    });
+    expect(text).toMatch(/^HTTP\/1\.1 400/);
+    expect(text).toMatch(/"field":"Upgrade"/);
+  });
+
+  it("answers a malformed frame 400, an unknown path 404 and bad JSON 400 naming (body) — and keeps the connection", async () => {
+    const { socket, rest } = await rawWire();
+    // id 7, a path length running past the frame
+    const malformed = Buffer.from([0, 0, 0, 6, 0, 0, 0, 7, 200, 0]);
+    socket.write(Buffer.concat([malformed, encodeCall(8, "/claims/nope", null, "{}"), encodeCall(9, "/claims/take", null, "{not json"), encodeCall(10, "/claims/take", null, JSON.stringify(take("dave", "w/after")))]));
+    const got = await answers(socket, rest, 4);
+    const by = new Map(got.map((a) => [a.id, a]));
+    expect(by.get(7)).toMatchObject({ status: 400, body: { issues: [{ in: "frame" }] } });
+    expect(by.get(8)).toMatchObject({ status: 404, body: { error: "not-found" } });
+    expect((by.get(8)!.body as { message: string }).message).toMatch(/\/claims\/take/);
+    expect(by.get(9)).toMatchObject({ status: 400, body: { issues: [{ field: "(body)" }] } });
+    expect(by.get(10)).toMatchObject({ status: 200 });
+    socket.destroy();
+    const m = parsePrometheus(await (await fetch(`${s.daemon.url}/metrics`, { headers: { authorization: `Bearer ${s.daemon.token}` } })).text());
+    expect(m.one("heddle_api_wire_refused_total", { reason: "malformed" })).toBeGreaterThanOrEqual(1);
+    expect(m.one("heddle_api_wire_refused_total", { reason: "unknown-path" })).toBeGreaterThanOrEqual(1);
+    expect(m.one("heddle_api_wire_refused_total", { reason: "unauthorized" })).toBeGreaterThanOrEqual(1);
+    expect(m.one("heddle_api_requests_total", { route: "/v1/claims/take", method: "WIRE", status: "200" })).toBeGreaterThanOrEqual(1);
+  });
+
+  it("ends the connection on a frame above limits.maxBodyBytes, saying why (413, id 0), and counts it", async () => {
+    const { socket, rest } = await rawWire();
+    const done = answers(socket, rest, 1);
+    const head = Buffer.alloc(4);
+    head.writeUInt32BE(64 * 1024 * 1024);
+    socket.write(head);
+    const [a] = await done;
+    expect(a).toMatchObject({ id: 0, status: 413, body: { error: "body-too-large" } });
+    await new Promise<void>((r) => (socket.destroyed ? r() : socket.on("close", () => r())));
+    const m = parsePrometheus(await (await fetch(`${s.daemon.url}/metrics`, { headers: { authorization: `Bearer ${s.daemon.token}` } })).text());
+    expect(m.one("heddle_api_wire_refused_total", { reason: "too-large" })).toBeGreaterThanOrEqual(1);
+  });
+
+  it("answers 409 static-mode on a static peer, as its HTTP routes do", async () => {
+    const st = await soloDaemon();
+    const sw = new HeddleWire({ url: st.daemon.url, token: st.daemon.token });
+    try {
+      const a = await sw.raw("/claims/take", take("x", "y"));
+      const h = await st.client.raw("POST", "/v1/claims/take", take("x", "y"));
+      expect(a.status).toBe(409);
+      expect(a.body).toEqual(h.body);
+    } finally {
+      sw.close();
+      await st.close();
+    }
+  });
+});
+
+describe("call wire: stopping", () => {
+  it("a daemon with a wire connection open stops; the client's next call then fails as unreachable", async () => {
+    const g = await governedSoloDaemon();
+    const gw = new HeddleWire({ url: g.daemon.url, token: g.daemon.token });
+    expect((await gw.raw("/claims/take", take("e", "stop/k"))).status).toBe(200);
+    await g.close();
+    const after = await gw.raw("/claims/take", take("f", "stop/k")).then(
+      () => null,
+      (e: unknown) => e,
+    );
+    expect(after).toBeInstanceOf(DaemonUnreachableError);
+    gw.close();
+  });
+});
