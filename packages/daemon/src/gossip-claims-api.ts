@@ -75,7 +75,8 @@ type Send = (reply: FastifyReply, part: string, issues: { field: string; problem
  * Registers the keeper and advisory routes under `prefix`. `claims` is this peer's node surface (absent on a data
  * plane that has none: the routes then answer 501). A bad part or item is a 400 naming the field; a write past a
  * named limit is a 409 `refused` naming the limit; a keeper write the store refused (the node failed closed) is a 503
- * `refused` of kind `closed`, like every write on a failed-closed peer.
+ * `refused` of kind `closed`, like every write on a failed-closed peer; a keeper or advisory write on a node that is
+ * shutting down is a 503 `unavailable` (refusal kind `closed`): nothing changed, and a running peer may take it.
  */
 export function registerGossipClaims(app: FastifyInstance, prefix: string, claims: GossipClaims | undefined, sendInvalid: Send): void {
   const tags = { tags: ["claims"] };
@@ -91,6 +92,10 @@ export function registerGossipClaims(app: FastifyInstance, prefix: string, claim
       if (err.name === "ClaimsPersistError") {
         // the node's store refused the keeper write: the node has failed closed, as for a reservation (api.ts)
         return reply.code(503).send({ error: "refused", message: `this peer has failed closed (its store refused the keeper write; the log says store commit failed); restart it once the store is writable. Nothing changed`, refusal: { kind: "closed" } });
+      }
+      if (err.name === "ClaimsClosedError") {
+        // the node is shutting down (its claims layer closes first): the write is fine, this peer just cannot take it
+        return reply.code(503).send({ error: "unavailable", message: `this peer is shutting down (its node has closed its keeper and advisory claims); nothing changed. Retrying the write against a running peer is safe`, refusal: { kind: "closed" } });
       }
       if (err instanceof RangeError || err instanceof TypeError) return sendInvalid(reply, where, [{ field, problem: err.message }]);
       throw e;

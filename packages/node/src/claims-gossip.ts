@@ -239,6 +239,17 @@ export class ClaimsPersistError extends Error {
 }
 
 /**
+ * An own keeper or advisory write on a node that is shutting down (or shut down): its claims layer closed first, so
+ * nothing changed and nothing was sent. Not a bad argument — the same write on a running peer is fine.
+ */
+export class ClaimsClosedError extends Error {
+  constructor() {
+    super("the node is shut down (or shutting down): its claims layer is closed, so nothing changed and nothing was sent; make the write on a running peer");
+    this.name = "ClaimsClosedError";
+  }
+}
+
+/**
  * The claims channel of one node: this peer's keeper state and advisory slots, the frames that carry them, and
  * the timers that renew, observe and repair. Bad inbound frames are rejected and counted, never thrown.
  */
@@ -458,7 +469,7 @@ export class ClaimsGossip implements GossipClaims {
   }
 
   #installKeeper(state: KeeperState, slot: KeeperSlot): void {
-    if (this.#closed) throw new RangeError("the node is shut down");
+    if (this.#closed) throw new ClaimsClosedError();
     this.#checkOwn("keeper", slot);
     if (this.#persist !== undefined && !this.#persist(encodeKeeperSlot(slot))) throw new ClaimsPersistError();
     this.#keeper = state;
@@ -466,7 +477,7 @@ export class ClaimsGossip implements GossipClaims {
   }
 
   #installAdvisory(slot: AdvisorySlot): void {
-    if (this.#closed) throw new RangeError("the node is shut down");
+    if (this.#closed) throw new ClaimsClosedError();
     this.#checkOwn("advisory", slot);
     this.#advisory = putAdvisorySlot(this.#advisory, slot).slots;
     this.#changed("advisory");

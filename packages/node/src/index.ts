@@ -37,7 +37,7 @@ export type { Demand } from "@heddle/policy";
 // ---- keeper and advisory claims on channel 5 (claims.md §3–4) ----
 /** The node's claims surface, its answers, limits and config. */
 export type { GossipClaims, KeeperAnswer, AdvisoryAnswer, ClaimsGossipConfig, ClaimsGossipCounters, GossipMode } from "./claims-gossip.ts";
-export { CLAIMS_GOSSIP_DEFAULTS, ClaimsLimitError, ClaimsPersistError, resolveClaimsGossipConfig } from "./claims-gossip.ts";
+export { CLAIMS_GOSSIP_DEFAULTS, ClaimsClosedError, ClaimsLimitError, ClaimsPersistError, resolveClaimsGossipConfig } from "./claims-gossip.ts";
 
 // ---- durability (§9) ----
 export type { HeddleStore, StoreTx, PatchRow, PersistedState, BootResult, ReservationRow, ReservationId } from "./store.ts";
