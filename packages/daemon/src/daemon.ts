@@ -317,6 +317,11 @@ export async function startDaemon(configOrPath: DaemonConfig | string, opts: Sta
     const storeName = opts.store === undefined ? storePath : "(embedder's store)";
     const offEvents = nodeEvents.subscribe((e) => logNodeEvent(logger, e, storeName));
     cleanups.push(offEvents);
+    const closedAtBoot = data.gossipClaims?.closedAtBoot ?? [];
+    if (closedAtBoot.length > 0) {
+      // restored from the store, on parts the operator removed from the config: closed (and sent) by the node at boot
+      logger.warn("keeper claims closed at start: their parts are no longer in claims.keeper.parts", { parts: closedAtBoot.join(", ") });
+    }
 
     // Standing demand and keyed reserve answers outlive the process (not when an embedder brings its own
     // ledger store: it chose what is durable).

@@ -204,6 +204,28 @@ describe("storage faults (fault-injecting store wrapper over SQLite)", () => {
       await d.close();
     }
   }, 120_000);
+
+  it("a keeper claim left open on disk, on a part since removed from the config, is closed at the next start and logged", async () => {
+    const { config: base } = await cluster();
+    const parts = (keeperRules: Record<string, "stays-put">): DaemonConfig => ({ ...base, claims: { ...base.claims, keeperRules } });
+    mkdirSync(base.storeDir, { recursive: true });
+    const fault: { mode: Fault } = { mode: null };
+    const d = await startDaemon(parts({ invoices: "stays-put", reminders: "stays-put" }), { logger: recordingLogger([]), store: faultyStore(join(base.storeDir, "ledger.sqlite"), fault) });
+    const c = new HeddleClient({ url: d.url, token: d.token });
+    expect((await c.raw("POST", "/v1/claims/keeper", { part: "reminders", take: true })).status).toBe(200);
+    c.close();
+    // the disk fills before the stop: the stop cannot write the claim closed, so the store keeps it open
+    fault.mode = "full";
+    await d.close();
+    fault.mode = null;
+    const lines: string[] = [];
+    const again = await startDaemon(parts({ invoices: "stays-put" }), { logger: recordingLogger(lines), store: faultyStore(join(base.storeDir, "ledger.sqlite"), fault) });
+    try {
+      expect(lines.filter((l) => l.includes("keeper claims closed at start"))).toEqual([expect.stringMatching(/^warn .*no longer in claims\.keeper\.parts.*"parts":"reminders"/)]);
+    } finally {
+      await again.close();
+    }
+  }, 120_000);
 });
 
 /** The governed Raft log (the real segmented store), failing every write the way the file system does while `fault` is set. */

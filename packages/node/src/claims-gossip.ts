@@ -61,8 +61,8 @@ function restoreOwnKeeperSlot(state: KeeperState, text: string): KeeperState {
     throw e;
   }
   if (slot.peer !== state.self) return state;
-  // kept verbatim (the peers hold this very version: a changed copy under it would make them disagree); a claim on
-  // a part no longer configured is carried along unrenewed and lapses
+  // kept verbatim (the peers hold this very version: a changed copy under it would make them disagree); an open claim
+  // on a part no longer configured is closed by the constructor right after (closeUnconfiguredAtBoot)
   return { ...state, slots: new Map(state.slots).set(state.self, slot) };
 }
 
@@ -173,6 +173,8 @@ export interface ClaimsGossipCounters {
   antiEntropyRounds: number;
   /** Re-sends dropped because `maxPendingSends` was reached (anti-entropy repairs them). */
   pendingDropped: number;
+  /** Restored own keeper claims closed at boot because the config no longer lists their part (see `closedAtBoot`). */
+  unconfiguredClosed: number;
   keeperSlots: number;
   advisorySlots: number;
 }
@@ -184,6 +186,13 @@ export interface ClaimsGossipCounters {
 export interface GossipClaims {
   /** The configured keeper parts and their rules. */
   readonly parts: ReadonlyMap<string, KeeperRule>;
+  /**
+   * The parts of this peer's own open keeper claims, restored from the store, that the node closed at boot because
+   * the config no longer lists them (claims.md §3 Close: nobody would renew them, and a stays-put one would hold its
+   * part for `unclosedMs`); the close is persisted and sent like any own write. Empty when there were none, or when
+   * the store refused the close (the node has then failed closed).
+   */
+  readonly closedAtBoot: readonly string[];
   /**
    * Claims.md §3 `renew(part, { active, take, wroteUpTo })`: writes (or renews, or reopens) this peer's claim on
    * `part` and says who keeps it now. The node renews the claim by itself every `renewEveryMs` until `closeKeeper`.
@@ -263,6 +272,7 @@ export class ClaimsGossip implements GossipClaims {
   readonly #maxFrameBytes: number;
   readonly #persist: ((text: string) => boolean) | undefined;
   readonly parts: ReadonlyMap<string, KeeperRule>;
+  readonly closedAtBoot: readonly string[];
   #keeper: KeeperState;
   #advisory: AdvisorySlots = emptySlots();
   /** Own slots changed since the last broadcast (sent together on the next turn). */
@@ -273,7 +283,7 @@ export class ClaimsGossip implements GossipClaims {
   readonly #pending = new Map<string, { peer: PeerId; mode: GossipMode }>();
   #lastAntiEntropy: number;
   #closed = false;
-  readonly #counters: ClaimsGossipCounters = { framesIn: 0, framesOut: 0, slotsReplaced: 0, antiEntropyRounds: 0, pendingDropped: 0, keeperSlots: 0, advisorySlots: 0 };
+  readonly #counters: ClaimsGossipCounters = { framesIn: 0, framesOut: 0, slotsReplaced: 0, antiEntropyRounds: 0, pendingDropped: 0, unconfiguredClosed: 0, keeperSlots: 0, advisorySlots: 0 };
   readonly #off: (() => void)[] = [];
 
   constructor(o: ClaimsGossipOptions) {
@@ -288,6 +298,7 @@ export class ClaimsGossip implements GossipClaims {
     this.#keeper = keeperState({ self: this.#self, epoch: o.epoch, rules: o.config.keeperRules, timings: o.config.keeperTimings });
     if (o.restoredKeeperSlot !== undefined) this.#keeper = restoreOwnKeeperSlot(this.#keeper, o.restoredKeeperSlot);
     this.parts = this.#keeper.rules;
+    this.closedAtBoot = this.#closeUnconfiguredAtBoot();
     this.#lastAntiEntropy = o.timers.now();
     this.#off.push(o.channel.onFrame((from, frame) => this.#receive(from, frame)));
     // Seams hand out a fresh set on every membership change, so keeping the previous one costs nothing; the
@@ -404,8 +415,8 @@ export class ClaimsGossip implements GossipClaims {
     const now = this.#now();
     for (const c of this.#keeper.slots.get(this.#self)?.claims ?? []) {
       if (c.closedAt !== undefined) continue;
-      // A claim restored from the store on a part the config no longer lists has no rule to look with, but closing
-      // needs none (claims.md §3: a closed claim holds nothing): write it closed straight into the own slot.
+      // A claim restored from the store on a part the config no longer lists (left open only when the store refused
+      // its close at boot) has no rule to look with, but closing needs none: write it closed straight into the own slot.
       this.#keeper = this.#keeper.rules.has(c.part) ? closeKeeper(this.#keeper, c.part, now, c.wroteUpTo).state : closeUnconfigured(this.#keeper, c, now);
       this.#dirty.add("keeper");
     }
@@ -416,6 +427,30 @@ export class ClaimsGossip implements GossipClaims {
   }
 
   // ---- internals -------------------------------------------------------------------------------
+
+  /**
+   * Closes this peer's restored open keeper claims on parts the config no longer lists (the operator dropped the part
+   * and restarted): no rule renews them, so left open they would lapse, and a stays-put one would hold its part at
+   * every peer for `unclosedMs` after its last renewal. Closing needs no rule (claims.md §3: a closed claim holds
+   * nothing). Persisted first; a store that refuses leaves them as restored (the node has failed closed, and
+   * `close()` closes them best effort). Sent on the first turn, and to each peer at first contact. Returns the parts.
+   */
+  #closeUnconfiguredAtBoot(): readonly string[] {
+    const now = this.#now();
+    let state = this.#keeper;
+    const parts: string[] = [];
+    for (const c of state.slots.get(this.#self)?.claims ?? []) {
+      if (c.closedAt !== undefined || state.rules.has(c.part)) continue;
+      state = closeUnconfigured(state, c, now);
+      parts.push(c.part);
+    }
+    if (parts.length === 0) return parts;
+    if (this.#persist !== undefined && !this.#persist(encodeKeeperSlot(state.slots.get(this.#self)!))) return [];
+    this.#keeper = state;
+    this.#counters.unconfiguredClosed += parts.length;
+    this.#changed("keeper");
+    return parts.sort();
+  }
 
   #now(): number {
     return Math.max(0, Math.floor(this.#timers.now()));

@@ -96,29 +96,64 @@ describe("a stays-put part across its keeper's restart (claims.md §3)", () => {
 });
 
 describe("a restored claim on a part the config no longer lists (claims.md §3 Close)", () => {
-  it("shutdown closes it without a rule, persists and sends the closed claim, and resolves", async () => {
+  const rules = (keeperRules: Record<string, "stays-put" | "follows-you">) => ({ claims: { ...CLAIMS, keeperRules } });
+  const BOTH = rules({ reminders: "stays-put", invoices: "stays-put" });
+  const WITHOUT_REMINDERS = rules({ invoices: "stays-put" });
+
+  /** a takes "reminders" (stays-put: an unclosed lapsed claim holds it for UNCLOSED), b claims it too; then a crashes hard. */
+  async function crashedKeeper(seed: number) {
     const frozen = { on: false };
-    const rules = (keeperRules: Record<string, "stays-put" | "follows-you">) => ({ claims: { ...CLAIMS, keeperRules } });
-    const c = new Cluster({ seed: 3, supply: { a: 100n, b: 100n }, config: rules({ reminders: "follows-you", invoices: "stays-put" }), wrapStore: (_, s) => failingStore(s, () => frozen.on) });
-    c.n("a").gossipClaims.keeper("reminders");
+    const c = new Cluster({ seed, supply: { a: 100n, b: 100n }, config: BOTH, wrapStore: (_, s) => failingStore(s, () => frozen.on) });
+    c.n("a").gossipClaims.keeper("reminders", { take: true });
     c.timers.advanceBy(1_000);
-    // a hard crash leaves the claim on "reminders" open in a's store; the operator drops the part and restarts a
+    c.n("b").gossipClaims.keeper("reminders");
+    c.timers.advanceBy(TIMINGS.settlingMs + 1_000);
+    expect(c.n("b").gossipClaims.look("reminders").keeper).toBe("a");
+    // a hard crash: its shutdown cannot close the claim on disk, so the store keeps it open
     frozen.on = true;
     c.crash("a");
     await c.stopped("a").catch(() => undefined);
+    const a = (id: string) => c.n(id).gossipClaims.slots().keeper.get("a")?.claims.find((x) => x.part === "reminders");
+    return { c, frozen, a };
+  }
+
+  it("the restarted node closes it at boot and sends the close: the others stop waiting out UNCLOSED at once", async () => {
+    const { c, frozen, a } = await crashedKeeper(3);
     frozen.on = false;
-    c.restart("a", rules({ invoices: "stays-put" }));
-    c.timers.advanceBy(1_000);
-    const open = (id: string) => c.n(id).gossipClaims.slots().keeper.get("a")?.claims.find((x) => x.part === "reminders");
-    expect(open("a")).toMatchObject({ peer: "a" });
-    expect(open("a")!.closedAt).toBeUndefined();
-    await expect(c.n("a").shutdown()).resolves.toBeUndefined();
-    // the quit said so: the closed claim reached b, and a's store holds it closed for the next start
-    c.timers.advanceBy(1_000);
-    expect(open("b")?.closedAt).toBeTypeOf("number");
-    c.crash("a"); // the network forgets the stopped node, so it can start again
-    c.restart("a", rules({ invoices: "stays-put" }));
-    expect(open("a")?.closedAt).toBeTypeOf("number");
+    const crashedAt = c.timers.now();
+    // the operator drops the part from a's config and restarts it (b still lists it)
+    c.restart("a", WITHOUT_REMINDERS);
+    expect(a("a")?.closedAt).toBe(Math.floor(c.timers.now()));
+    expect(c.n("a").gossipClaims.closedAtBoot).toEqual(["reminders"]);
+    expect(c.n("a").gossipClaims.counters().unconfiguredClosed).toBe(1);
+    // far inside aliveMs and unclosedMs of a's last renewal: without the close b would keep waiting for a
+    c.timers.advanceBy(2 * CLAIMS.antiEntropyMs);
+    expect(c.timers.now() - crashedAt).toBeLessThan(TIMINGS.aliveMs);
+    expect(a("b")?.closedAt).toBe(a("a")!.closedAt);
+    const seen = c.n("b").gossipClaims.look("reminders");
+    expect({ keeper: seen.keeper, closed: seen.closed.map((x) => x.peer) }).toEqual({ keeper: "b", closed: ["a"] });
+    // the close was persisted: the next boot restores it closed and closes nothing more
+    c.crash("a");
+    await c.stopped("a");
+    c.restart("a", WITHOUT_REMINDERS);
+    expect(a("a")?.closedAt).toBeTypeOf("number");
+    expect({ closedAtBoot: c.n("a").gossipClaims.closedAtBoot, count: c.n("a").gossipClaims.counters().unconfiguredClosed }).toEqual({ closedAtBoot: [], count: 0 });
     await c.n("a").shutdown();
+  });
+
+  it("a store that refuses the boot close leaves it open (the node failed closed); shutdown still closes it without a rule and resolves", async () => {
+    const { c, frozen, a } = await crashedKeeper(4);
+    c.restart("a", WITHOUT_REMINDERS); // still frozen: the boot close is refused
+    c.timers.advanceBy(1_000); // a and b meet again
+    expect(a("b")!.closedAt).toBeUndefined(); // nothing refused was sent
+    expect(c.n("a").metrics().failed).toBe(true);
+    expect(a("a")).toMatchObject({ peer: "a" });
+    expect(a("a")!.closedAt).toBeUndefined();
+    expect(c.n("a").gossipClaims.closedAtBoot).toEqual([]);
+    frozen.on = false;
+    await expect(c.n("a").shutdown()).resolves.toBeUndefined();
+    // the quit closed it in memory and sent it (best effort), though the failed node persists nothing
+    c.timers.advanceBy(1_000);
+    expect(a("b")?.closedAt).toBeTypeOf("number");
   });
 });
