@@ -42,7 +42,7 @@
  * even ones, so a change in the machine's speed falls on all of them; each round prints its own lines, and the table
  * and the JSON lines give each figure's median over the rounds (each of opsPerSec, p50, p99 on its own).
  */
-import { execFileSync, spawn, type ChildProcess } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { connect } from "node:net";
 import { tmpdir } from "node:os";
@@ -51,6 +51,7 @@ import { Etcd3, type Lease } from "etcd3";
 import { Redis } from "ioredis";
 import pg from "pg";
 import { freeListenPort } from "@heddle/seam";
+import { startEtcdCluster } from "./etcd-cluster.ts";
 import { startBenchCluster } from "./heddle-cluster.ts";
 
 const SECONDS = Number(process.env["HEDDLE_BENCH_SECONDS"] ?? 5);
@@ -331,47 +332,11 @@ async function heddle(): Promise<Cell[]> {
 // ---------------------------------------------------------------- etcd 3.4: 3 members, txn + lease
 
 async function etcd(): Promise<Cell[]> {
-  const dir = mkdtempSync(join(tmpdir(), "heddle-claims-etcd-"));
-  const peerPorts: number[] = [];
-  const clientPorts: number[] = [];
-  const taken = new Set<number>();
-  for (let i = 0; i < 3; i++) {
-    // one set for the cluster: each pick is probed free, but none is bound until etcd starts
-    peerPorts.push(await freeListenPort(taken));
-    clientPorts.push(await freeListenPort(taken));
-  }
-  const initial = peerPorts.map((p, i) => `e${i}=http://127.0.0.1:${p}`).join(",");
-  const procs: ChildProcess[] = [];
-  const probes: Etcd3[] = [];
+  const cluster = await startEtcdCluster("heddle-claims-etcd-");
   let client: Etcd3 | null = null;
   const leases: Lease[] = [];
   try {
-    for (let i = 0; i < 3; i++) {
-      procs.push(
-        spawn("etcd", [
-          "--name", `e${i}`, "--data-dir", join(dir, `e${i}`),
-          "--listen-peer-urls", `http://127.0.0.1:${peerPorts[i]}`, "--initial-advertise-peer-urls", `http://127.0.0.1:${peerPorts[i]}`,
-          "--listen-client-urls", `http://127.0.0.1:${clientPorts[i]}`, "--advertise-client-urls", `http://127.0.0.1:${clientPorts[i]}`,
-          "--initial-cluster", initial, "--initial-cluster-state", "new", "--initial-cluster-token", "heddle-claims-bench",
-          "--log-level", "error",
-        ], { stdio: "ignore" }),
-      );
-      probes.push(new Etcd3({ hosts: `http://127.0.0.1:${clientPorts[i]}` }));
-    }
-    let leaderUrl: string | null = null;
-    for (let t = 0; t < 300 && leaderUrl === null; t++) {
-      for (let i = 0; i < 3 && leaderUrl === null; i++) {
-        try {
-          const s = await probes[i]!.maintenance.status();
-          if (s.leader !== "0" && s.header.member_id === s.leader) leaderUrl = `http://127.0.0.1:${clientPorts[i]}`;
-        } catch {
-          // not up yet
-        }
-      }
-      if (leaderUrl === null) await sleep(100);
-    }
-    if (leaderUrl === null) throw new Error("etcd: no leader within 30 s");
-    const c = new Etcd3({ hosts: leaderUrl });
+    const c = new Etcd3({ hosts: cluster.leaderUrl });
     client = c;
     const leaseIds: string[] = [];
     for (let i = 0; i < Math.max(CONTENDERS, ...CONCURRENCY); i++) {
@@ -399,10 +364,7 @@ async function etcd(): Promise<Cell[]> {
   } finally {
     for (const l of leases) await l.revoke().catch(() => {});
     client?.close();
-    for (const p of probes) p.close();
-    for (const p of procs) p.kill("SIGKILL");
-    await sleep(300);
-    rmSync(dir, { recursive: true, force: true });
+    await cluster.stop();
   }
 }
 
