@@ -2,9 +2,12 @@
  * Granted claims on the network, side by side with the lock services people run today, in one run on one machine:
  *
  * - heddle: a 3-voter governed cluster of daemon OS processes (`heddle init --mode governed` + `heddle up`), fsync
- *   on (the Raft log in the segmented log store `raft-wal/`, one fdatasync per group commit), driven through the
- *   leader's HTTP API (`POST /v1/claims/take`, `/v1/claims/release`) with keep-alive connections, following the
- *   leader when leadership moves (checked every 250 ms; the count is printed);
+ *   on (the Raft log in the segmented log store `raft-wal/`, one O_DSYNC write per group commit), driven through the
+ *   leader's API — its call wire (`heddle-call/1`, the `POST /v1/claims/take` and `/v1/claims/release` routes
+ *   multiplexed on one upgraded connection of the API port, as the etcd client multiplexes its calls on one gRPC
+ *   channel) — following the leader when leadership moves (checked every 250 ms; the count is printed). The same
+ *   routes over kept-alive HTTP connections are the system `heddle-http`, measured when named in
+ *   HEDDLE_BENCH_SYSTEMS (its JSON lines read `"system":"heddle","api":"http"`);
  * - etcd 3.4: a 3-member cluster (fsync on, its default), through `etcd3`: one lease per client, a take is a txn
  *   `if create_revision == 0 then put(key, holder, lease) else get(key)`, a release a txn `if value == holder then
  *   delete`;
@@ -52,6 +55,7 @@ import { Redis } from "ioredis";
 import pg from "pg";
 import { freeListenPort } from "@heddle/seam";
 import { startEtcdCluster } from "./etcd-cluster.ts";
+import { HeddleWire, type HeddleClient } from "@heddle/client";
 import { startBenchCluster } from "./heddle-cluster.ts";
 
 const SECONDS = Number(process.env["HEDDLE_BENCH_SECONDS"] ?? 5);
@@ -64,9 +68,10 @@ const CONCURRENCY = (process.env["HEDDLE_BENCH_CONCURRENCY"] ?? "1,64").split(",
 const CONTENDERS = 64;
 const KEY_SPACE = 1_000_000;
 const LEASE_MS = 30_000;
-const ALL = ["heddle", "etcd", "redis", "postgres"] as const;
+const ALL = ["heddle", "heddle-http", "etcd", "redis", "postgres"] as const;
 type System = (typeof ALL)[number];
-const SYSTEMS = (process.env["HEDDLE_BENCH_SYSTEMS"] ?? ALL.join(",")).split(",") as System[];
+/** heddle over HTTP is a second heddle system, measured only when named (its JSON lines say `"system":"heddle","api":"http"`). */
+const SYSTEMS = (process.env["HEDDLE_BENCH_SYSTEMS"] ?? "heddle,etcd,redis,postgres").split(",") as System[];
 /**
  * Debian's PostgreSQL server binaries: `/usr/lib/postgresql/<major>/bin`, the newest major installed (the
  * package is `postgresql-<major>`, whichever the release ships); null when none is.
@@ -241,12 +246,31 @@ async function measure(system: System, c: LockClient, beforeCell: () => Promise<
 
 // ---------------------------------------------------------------- heddle: 3 daemon processes, through the API
 
-async function heddle(): Promise<Cell[]> {
-  const { peers, findLeader, stop } = startBenchCluster("heddle-claims-bench-");
+/**
+ * heddle through the leader's API: over the call wire (`api` "wire": one `HeddleWire` connection carries all the
+ * clients' calls, as the etcd client's one gRPC channel does) or over kept-alive HTTP connections (`"http"`, up to
+ * 128 sockets). The same routes, bodies and answers either way.
+ */
+async function heddleOver(api: "wire" | "http"): Promise<Cell[]> {
+  const system: System = api === "wire" ? "heddle" : "heddle-http";
+  const { peers, tokens, findLeader, stop } = startBenchCluster("heddle-claims-bench-");
+  const wires = new Map<HeddleClient, HeddleWire>();
+  /** The call to the current leader `l`, over the chosen API. */
+  const post = (path: string, body: unknown): Promise<{ status: number; body: unknown }> => {
+    if (api === "http") return l.raw("POST", `/v1${path}`, body);
+    let w = wires.get(l);
+    if (w === undefined) {
+      w = new HeddleWire({ url: l.url, token: tokens[peers.indexOf(l)]! });
+      wires.set(l, w);
+    }
+    return w.raw(path, body);
+  };
+  // set before the first call (findLeader below); a placeholder until then
+  let l: HeddleClient = peers[0]!;
   /** The leader watcher below runs while this is set; cleared on every way out, a throw included. */
   let watching = false;
   try {
-    let l = await findLeader();
+    l = await findLeader();
     let leaderChanges = 0;
     // Leadership can move within a cell on a loaded machine (an election timeout while the leader is starved of
     // CPU). A client that stays on the old leader still gets answers — forwarded through Raft, refusals from the
@@ -276,7 +300,7 @@ async function heddle(): Promise<Cell[]> {
     let refusedInLog = 0;
     const lc: LockClient = {
       async take(i, key) {
-        const r = await l.raw("POST", "/v1/claims/take", { holder: holderOf(i), resources: [{ key, mode: "exclusive" }], ttlMs: LEASE_MS });
+        const r = await post("/claims/take", { holder: holderOf(i), resources: [{ key, mode: "exclusive" }], ttlMs: LEASE_MS });
         if (r.status === 200) return { granted: true };
         const b = r.body as { error?: string; committed?: boolean; refusal?: { blocked?: { holders: string[] }[] } };
         if (r.status !== 409 || b.refusal?.blocked === undefined) throw new Error(`heddle take: HTTP ${r.status} ${JSON.stringify(r.body)}`);
@@ -285,24 +309,25 @@ async function heddle(): Promise<Cell[]> {
         return { granted: false, holder: b.refusal.blocked[0]?.holders[0] };
       },
       async release(i, key) {
-        const r = await l.raw("POST", "/v1/claims/release", { holder: holderOf(i), key });
+        const r = await post("/claims/release", { holder: holderOf(i), key });
         if (r.status !== 200) throw new Error(`heddle release: HTTP ${r.status} ${JSON.stringify(r.body)}`);
       },
       async close() {},
     };
-    const cells = await measure("heddle", lc, async () => {
+    const cells = await measure(system, lc, async () => {
       const now = await findLeader();
       if (now !== l) leaderChanges++;
       l = now;
     });
     console.log(
-      `  heddle refusals: ${refusedAtRead} answered at a confirmed read (no commit), ${refusedInLog} through the log; leader changed between cells ${leaderChanges} time(s), followed within cells ${leaderMoves} time(s)`,
+      `  ${system} refusals: ${refusedAtRead} answered at a confirmed read (no commit), ${refusedInLog} through the log; leader changed between cells ${leaderChanges} time(s), followed within cells ${leaderMoves} time(s)`,
     );
     // The floors of the contention cell's refusal p50 on this machine, same cluster, same client: 64 callers in a
     // closed loop on (a) the cheapest authenticated call, and (b) a take refused at a confirmed read on a key held
     // throughout (no grants, no releases, no commits).
     l = await findLeader();
-    const floorGet = await closedLoop(CONTENDERS, async () => {
+    // the GET is an HTTP call (the wire carries POSTs only): measured over HTTP alone
+    const floorGet = api === "wire" ? null : await closedLoop(CONTENDERS, async () => {
       const r = await l.raw("GET", "/v1/control/roster");
       if (r.status !== 200) throw new Error(`heddle roster: HTTP ${r.status} ${JSON.stringify(r.body)}`);
     });
@@ -318,16 +343,20 @@ async function heddle(): Promise<Cell[]> {
     const moved = refusedInLog > logBefore || leaderMoves > movesBefore;
     watching = false;
     await watcher;
-    if (moved) console.log(`  heddle floors: the leader moved during the refusal floor (${refusedInLog - logBefore} refusals through the log): its figure below is not a floor`);
+    if (moved) console.log(`  ${system} floors: the leader moved during the refusal floor (${refusedInLog - logBefore} refusals through the log): its figure below is not a floor`);
     console.log(
-      `  heddle floors, ${CONTENDERS} callers in a closed loop on the leader: an authenticated GET /v1/control/roster ${floorGet.perSec.toFixed(0)}/s p50 ${floorGet.p50Ms.toFixed(2)} ms; a take refused at a confirmed read (key held throughout) ${floorRefusal.perSec.toFixed(0)}/s p50 ${floorRefusal.p50Ms.toFixed(2)} ms (Little's law: p50 ≈ ${CONTENDERS} / rate)`,
+      `  ${system} floors, ${CONTENDERS} callers in a closed loop on the leader${floorGet === null ? "" : `: an authenticated GET /v1/control/roster ${floorGet.perSec.toFixed(0)}/s p50 ${floorGet.p50Ms.toFixed(2)} ms;`} a take refused at a confirmed read (key held throughout) ${floorRefusal.perSec.toFixed(0)}/s p50 ${floorRefusal.p50Ms.toFixed(2)} ms (Little's law: p50 ≈ ${CONTENDERS} / rate)`,
     );
     return cells;
   } finally {
     watching = false;
+    for (const w of wires.values()) w.close();
     stop();
   }
 }
+
+const heddle = () => heddleOver("wire");
+const heddleHttp = () => heddleOver("http");
 
 // ---------------------------------------------------------------- etcd 3.4: 3 members, txn + lease
 
@@ -478,6 +507,7 @@ function missing(system: System): string | null {
   };
   switch (system) {
     case "heddle":
+    case "heddle-http":
       return null;
     case "etcd":
       return has("etcd", ["--version"]) ? null : "etcd not found on PATH (apt-get install -y etcd-server)";
@@ -501,6 +531,7 @@ function version(system: System): string | null {
   };
   switch (system) {
     case "heddle":
+    case "heddle-http":
       return null;
     case "etcd": {
       const v = first("etcd", ["--version"]);
@@ -513,13 +544,13 @@ function version(system: System): string | null {
   }
 }
 
-const runners: Record<System, () => Promise<Cell[]>> = { heddle, etcd, redis, postgres };
+const runners: Record<System, () => Promise<Cell[]>> = { heddle, "heddle-http": heddleHttp, etcd, redis, postgres };
 const fmt = (x: number | undefined, d = 1) => (x === undefined || !Number.isFinite(x) ? "—" : x.toFixed(d));
 const ratio = (a: number | undefined, b: number | undefined) => (a === undefined || b === undefined || !Number.isFinite(a) || !Number.isFinite(b) || b === 0 ? "—" : `${(a / b).toPrecision(3)}×`);
 
 const loadavg = () => readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ");
 const jsonLine = (c: Cell) =>
-  JSON.stringify({ system: c.system, workload: c.workload, concurrency: c.concurrency, opsPerSec: Number(c.opsPerSec.toFixed(1)), p50Ms: Number(c.p50Ms.toFixed(3)), p99Ms: Number(c.p99Ms.toFixed(3)) });
+  JSON.stringify({ system: c.system === "heddle-http" ? "heddle" : c.system, ...(c.system === "heddle-http" ? { api: "http" } : {}), workload: c.workload, concurrency: c.concurrency, opsPerSec: Number(c.opsPerSec.toFixed(1)), p50Ms: Number(c.p50Ms.toFixed(3)), p99Ms: Number(c.p99Ms.toFixed(3)) });
 console.log(`claims on the network — ${SECONDS} s per cell after ${WARMUP_MS} ms of the same load, ${ROUNDS} round(s), loopback, ${new Date().toISOString()}; load average ${loadavg()}`);
 const present: System[] = [];
 for (const s of SYSTEMS) {
