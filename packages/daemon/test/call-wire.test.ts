@@ -3,6 +3,7 @@
 // counted, an oversized frame ends the connection; many calls in flight on one connection are all answered; a
 // daemon with a wire connection open stops.
 import { connect } from "node:net";
+import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ApiError, CALL_WIRE_PROTOCOL, DaemonUnreachableError, FrameReader, HeddleWire, decodeAnswer, encodeCall } from "@heddle/client";
 import { governedSoloDaemon, soloDaemon, type SoloDaemon } from "./support/embedded.ts";
@@ -161,6 +162,44 @@ describe("call wire: the upgrade and the frames are checked", () => {
     expect(m.one("heddle_api_wire_refused_total", { reason: "unknown-path" })).toBeGreaterThanOrEqual(1);
     expect(m.one("heddle_api_wire_refused_total", { reason: "unauthorized" })).toBeGreaterThanOrEqual(1);
     expect(m.one("heddle_api_requests_total", { route: "/v1/claims/take", method: "WIRE", status: "200" })).toBeGreaterThanOrEqual(1);
+  });
+
+  it("answers every framed call exactly once under its id, whatever the frames hold and however they are cut (property)", async () => {
+    const body = fc.oneof(
+      fc.constant(""),
+      fc.string({ maxLength: 40 }),
+      fc.json({ maxDepth: 2 }),
+      fc.record({ holder: fc.string({ maxLength: 8 }), resources: fc.array(fc.record({ key: fc.string({ maxLength: 6 }), mode: fc.constantFrom("exclusive", "shared", "x") }), { maxLength: 2 }) }).map((b) => JSON.stringify(b)),
+      fc.record({ holder: fc.string({ maxLength: 8 }), key: fc.string({ maxLength: 6 }) }).map((b) => JSON.stringify(b)),
+    );
+    const call = fc.record({
+      path: fc.constantFrom("/claims/take", "/claims/release", "/claims/renew", "/control/activate", "/nope", ""),
+      key: fc.option(fc.stringMatching(/^[\x21-\x7e]{1,20}$/), { nil: null }),
+      body,
+    });
+    await fc.assert(
+      fc.asyncProperty(fc.array(call, { minLength: 1, maxLength: 12 }), fc.array(fc.integer({ min: 1, max: 50 }), { minLength: 1, maxLength: 8 }), async (calls, cuts) => {
+        const { socket, rest } = await rawWire();
+        try {
+          const stream = Buffer.concat(calls.map((c, i) => encodeCall(i + 1, c.path, c.key, c.body)));
+          const done = answers(socket, rest, calls.length);
+          let at = 0;
+          for (let i = 0; at < stream.length; i++) {
+            const n = Math.min(stream.length - at, cuts[i % cuts.length]!);
+            socket.write(stream.subarray(at, at + n));
+            at += n;
+          }
+          const got = await done;
+          expect(got.map((a) => a.id).sort((a, b) => a - b)).toEqual(calls.map((_, i) => i + 1));
+          for (const a of got) expect([200, 400, 404, 409, 503]).toContain(a.status);
+        } finally {
+          socket.destroy();
+        }
+      }),
+      { numRuns: 25 },
+    );
+    // and the daemon still answers
+    expect((await w.raw("/claims/take", take("after-fuzz", "w/fuzz"))).status).toBe(200);
   });
 
   it("ends the connection on a frame above limits.maxBodyBytes, saying why (413, id 0), and counts it", async () => {
