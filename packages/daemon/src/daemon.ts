@@ -322,6 +322,11 @@ export async function startDaemon(configOrPath: DaemonConfig | string, opts: Sta
       // restored from the store, on parts the operator removed from the config: closed (and sent) by the node at boot
       logger.warn("keeper claims closed at start: their parts are no longer in claims.keeper.parts", { parts: closedAtBoot.join(", ") });
     }
+    // a store failure inside the node's construction (that close's write, at boot) emitted its persist-failed event
+    // before anything here subscribed: say so now, or the log would never tell why every write answers 503
+    if (data.metrics?.().failed === true) {
+      logger.error("store commit failed at start: the node has failed closed; restart it once the store is writable", { store: storeName });
+    }
 
     // Standing demand and keyed reserve answers outlive the process (not when an embedder brings its own
     // ledger store: it chose what is durable).

@@ -226,6 +226,29 @@ describe("storage faults (fault-injecting store wrapper over SQLite)", () => {
       await again.close();
     }
   }, 120_000);
+
+  it("a boot-time close the store refuses is logged: the node has failed closed before the daemon subscribed to its events", async () => {
+    const { config: base } = await cluster();
+    const parts = (keeperRules: Record<string, "stays-put">): DaemonConfig => ({ ...base, claims: { ...base.claims, keeperRules } });
+    mkdirSync(base.storeDir, { recursive: true });
+    const fault: { mode: Fault } = { mode: null };
+    const d = await startDaemon(parts({ invoices: "stays-put", reminders: "stays-put" }), { logger: recordingLogger([]), store: faultyStore(join(base.storeDir, "ledger.sqlite"), fault) });
+    const c = new HeddleClient({ url: d.url, token: d.token });
+    expect((await c.raw("POST", "/v1/claims/keeper", { part: "reminders", take: true })).status).toBe(200);
+    c.close();
+    fault.mode = "full";
+    await d.close();
+    // still full at the restart: the node's boot close of "reminders" cannot be written
+    const lines: string[] = [];
+    const again = await startDaemon(parts({ invoices: "stays-put" }), { logger: recordingLogger(lines), store: faultyStore(join(base.storeDir, "ledger.sqlite"), fault) }).catch((e: unknown) => e);
+    if (again instanceof Error) throw new Error(`the daemon did not start on the full store: ${again.message}`);
+    try {
+      expect(lines.filter((l) => l.includes("failed closed"))).toEqual([expect.stringMatching(/^error store commit failed at start: the node has failed closed; restart it/)]);
+    } finally {
+      fault.mode = null;
+      await (again as Awaited<ReturnType<typeof startDaemon>>).close();
+    }
+  }, 120_000);
 });
 
 /** The governed Raft log (the real segmented store), failing every write the way the file system does while `fault` is set. */
