@@ -35,77 +35,105 @@ export class FrameTooLargeError extends Error {
 }
 
 /**
- * Cuts a byte stream into frames (the bytes after each length prefix), whatever the chunking. A frame is handed out as
- * a view that stays valid (it is never overwritten). Holds at most one partial frame: `maxFrameBytes` bounds it.
+ * What a {@link FrameReader} does with a frame above its bound when given `oversized`: the frame's bytes are discarded
+ * as they arrive (nothing is buffered), and `oversized` is called once with its declared length and its first four
+ * bytes read as an id, as soon as those have arrived.
+ */
+export type OversizedFrame = (declared: number, id: number) => void;
+
+/**
+ * Cuts a byte stream into frames (the bytes after each length prefix), whatever the chunking. A frame is handed out
+ * as a view that stays valid (it is never overwritten). A frame split across chunks is gathered into one buffer of
+ * its declared size, allocated once its prefix is read — so what it holds is bounded by `maxFrameBytes` however the
+ * bytes trickle in. A frame above the bound throws {@link FrameTooLargeError} (and every later `push` throws again),
+ * or, with an `oversized` handler, is skipped.
  */
 export class FrameReader {
   readonly #max: number;
-  #chunks: Buffer[] = [];
-  #have = 0;
+  readonly #head = Buffer.alloc(FRAME_LENGTH_BYTES);
+  #headHave = 0;
+  /** The frame being gathered across chunks, and how much of it has arrived. */
+  #body: Buffer | null = null;
+  #bodyHave = 0;
+  /** Bytes of an oversized frame still to discard, and its first four bytes (its id) as they arrive. */
+  #skip = 0;
+  #skipDeclared = 0;
+  readonly #skipId = Buffer.alloc(4);
+  #skipIdHave = 0;
+  #failed: FrameTooLargeError | null = null;
 
   /** @param maxFrameBytes the largest frame accepted, length prefix excluded. */
   constructor(maxFrameBytes: number) {
-    if (!Number.isSafeInteger(maxFrameBytes) || maxFrameBytes < 1 || maxFrameBytes > 0xffffffff) throw new RangeError(`maxFrameBytes must be a whole number in 1 … 2^32 − 1, got ${maxFrameBytes}`);
+    // at least an id's 4 bytes: a skipped frame always carries one
+    if (!Number.isSafeInteger(maxFrameBytes) || maxFrameBytes < 4 || maxFrameBytes > 0xffffffff) throw new RangeError(`maxFrameBytes must be a whole number in 4 … 2^32 − 1, got ${maxFrameBytes}`);
     this.#max = maxFrameBytes;
   }
 
-  /** Bytes held of a frame not yet whole. */
+  /** Bytes held of a frame not yet whole (its prefix included). */
   get buffered(): number {
-    return this.#have;
+    return this.#headHave + this.#bodyHave;
   }
 
   /**
-   * Takes `chunk` and calls `frame` for every frame it completes, in order. Throws {@link FrameTooLargeError} as soon
-   * as a length prefix above the bound is read (the frames before it in the chunk have been handed out).
+   * Takes `chunk` and calls `frame` for every frame it completes, in order. A frame above the bound: with
+   * `oversized`, skipped (see {@link OversizedFrame}); without, {@link FrameTooLargeError} is thrown as soon as its
+   * prefix is read (the frames before it have been handed out), and every later call throws it again.
    */
-  push(chunk: Buffer, frame: (f: Buffer) => void): void {
-    if (chunk.length === 0) return;
-    if (this.#have === 0) {
-      // the common case: nothing pending, frames read straight out of the chunk
-      const rest = this.#drain(chunk, frame);
-      if (rest.length > 0) this.#hold(rest);
-      return;
-    }
-    this.#chunks.push(chunk);
-    this.#have += chunk.length;
-    if (this.#have < FRAME_LENGTH_BYTES) return;
-    let first = this.#chunks[0]!;
-    if (first.length < FRAME_LENGTH_BYTES) {
-      first = Buffer.concat(this.#chunks, this.#have);
-      this.#chunks = [first];
-    }
-    const need = FRAME_LENGTH_BYTES + this.#length(first, 0);
-    if (this.#have < need) return;
-    const all = this.#chunks.length === 1 ? first : Buffer.concat(this.#chunks, this.#have);
-    this.#chunks = [];
-    this.#have = 0;
-    const rest = this.#drain(all, frame);
-    if (rest.length > 0) this.#hold(rest);
-  }
-
-  #hold(rest: Buffer): void {
-    this.#chunks = [rest];
-    this.#have = rest.length;
-    // a partial frame's prefix is checked at once, not when its last byte arrives
-    if (rest.length >= FRAME_LENGTH_BYTES) this.#length(rest, 0);
-  }
-
-  #length(b: Buffer, at: number): number {
-    const n = b.readUInt32BE(at);
-    if (n > this.#max) throw new FrameTooLargeError(n, this.#max);
-    return n;
-  }
-
-  /** Hands out every whole frame at the start of `b`; returns what is left. */
-  #drain(b: Buffer, frame: (f: Buffer) => void): Buffer {
+  push(chunk: Buffer, frame: (f: Buffer) => void, oversized?: OversizedFrame): void {
+    if (this.#failed !== null) throw this.#failed;
     let at = 0;
-    while (b.length - at >= FRAME_LENGTH_BYTES) {
-      const n = this.#length(b, at);
-      if (b.length - at - FRAME_LENGTH_BYTES < n) break;
-      frame(b.subarray(at + FRAME_LENGTH_BYTES, at + FRAME_LENGTH_BYTES + n));
-      at += FRAME_LENGTH_BYTES + n;
+    const n = chunk.length;
+    while (at < n) {
+      if (this.#skip > 0) {
+        const take = Math.min(this.#skip, n - at);
+        for (let i = 0; i < take && this.#skipIdHave < 4; i++) this.#skipId[this.#skipIdHave++] = chunk[at + i]!;
+        this.#skip -= take;
+        at += take;
+        if (this.#skipIdHave === 4 && this.#skipDeclared >= 0) {
+          oversized!(this.#skipDeclared, this.#skipId.readUInt32BE(0));
+          this.#skipDeclared = -1;
+        }
+        continue;
+      }
+      if (this.#body !== null) {
+        const take = Math.min(this.#body.length - this.#bodyHave, n - at);
+        chunk.copy(this.#body, this.#bodyHave, at, at + take);
+        this.#bodyHave += take;
+        at += take;
+        if (this.#bodyHave === this.#body.length) {
+          const f = this.#body;
+          this.#body = null;
+          this.#bodyHave = 0;
+          frame(f);
+        }
+        continue;
+      }
+      let len: number;
+      if (this.#headHave === 0 && n - at >= FRAME_LENGTH_BYTES) {
+        len = chunk.readUInt32BE(at);
+        at += FRAME_LENGTH_BYTES;
+      } else {
+        while (this.#headHave < FRAME_LENGTH_BYTES && at < n) this.#head[this.#headHave++] = chunk[at++]!;
+        if (this.#headHave < FRAME_LENGTH_BYTES) return;
+        this.#headHave = 0;
+        len = this.#head.readUInt32BE(0);
+      }
+      if (len > this.#max) {
+        if (oversized === undefined) throw (this.#failed = new FrameTooLargeError(len, this.#max));
+        this.#skip = len;
+        this.#skipDeclared = len;
+        this.#skipIdHave = 0;
+        continue;
+      }
+      if (n - at >= len) {
+        // the common case: the whole frame is in this chunk, handed out as a view of it
+        frame(chunk.subarray(at, at + len));
+        at += len;
+        continue;
+      }
+      this.#body = Buffer.allocUnsafe(len);
+      this.#bodyHave = 0;
     }
-    return at === 0 ? b : b.subarray(at);
   }
 }
 
@@ -117,6 +145,8 @@ export interface CallFrame {
   readonly key: string | null;
   /** The body's UTF-8 text; "" for none. */
   readonly body: string;
+  /** The body's length in bytes. */
+  readonly bodyBytes: number;
 }
 
 /** Encodes a call frame, length prefix included. Throws a RangeError naming what does not fit (path, key, id). */
@@ -157,7 +187,7 @@ export function decodeCall(f: Buffer): CallFrame | CallFrameProblem {
   if (f.length < CALL_HEAD_BYTES + pathBytes + keyBytes) return { id, problem: `the call frame declares a key of ${keyBytes} bytes and has ${f.length - CALL_HEAD_BYTES - pathBytes} after its path` };
   const key = keyBytes === 0 ? null : f.toString("latin1", 6 + pathBytes, 6 + pathBytes + keyBytes);
   const body = f.toString("utf8", 6 + pathBytes + keyBytes, f.length);
-  return { id, path, key, body };
+  return { id, path, key, body, bodyBytes: f.length - 6 - pathBytes - keyBytes };
 }
 
 /** Encodes an answer frame, length prefix included. */

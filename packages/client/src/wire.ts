@@ -14,7 +14,7 @@ export interface HeddleWireOptions {
   readonly url: string;
   /** The bearer token (the peer's api.tokenFile). */
   readonly token: string;
-  /** Per-call bound in ms, connecting included (default 30 000). */
+  /** Bound in ms on opening the connection, and then on each call (default 30 000). */
   readonly timeoutMs?: number;
   /** Trusted CA certificate(s) (PEM) for a daemon with a self-signed TLS certificate. */
   readonly ca?: string | Buffer;
@@ -65,6 +65,8 @@ export class HeddleWire {
   readonly #prefix: string;
   #conn: Conn | null = null;
   #connecting: Promise<Conn> | null = null;
+  /** The upgrade request in flight, so that `close()` can abort it. */
+  #upgrading: { abort(e: Error): void } | null = null;
   #nextId = 1;
   #timer: NodeJS.Timeout | null = null;
   #closed = false;
@@ -100,6 +102,7 @@ export class HeddleWire {
   /** Ends the connection; calls in flight reject (`sent: true`), later calls reject at once. */
   close(): void {
     this.#closed = true;
+    this.#upgrading?.abort(new DaemonUnreachableError(this.url, "ECLOSED", `the call wire to ${this.url} was closed by this client while it was connecting; nothing was sent`, { method: "WIRE", path: CALL_WIRE_PATH, sent: false }));
     if (this.#conn !== null) this.#break(this.#conn, new DaemonUnreachableError(this.url, "ECLOSED", `the call wire to ${this.url} was closed by this client while the call was in flight; its outcome is unknown`, null));
     if (this.#timer !== null) clearTimeout(this.#timer);
     this.#timer = null;
@@ -151,8 +154,8 @@ export class HeddleWire {
 
   #send(c: Conn, path: string, key: string | null, body: string): Promise<WireAnswer> {
     let id = this.#nextId;
-    // ids wrap at 2^32; one still in flight after four billion calls is skipped
-    while (c.pending.has(id)) id = (id + 1) >>> 0;
+    // ids wrap at 2^32; one still in flight after four billion calls is skipped, and 0 is the connection's own
+    while (id === 0 || c.pending.has(id)) id = (id + 1) >>> 0;
     this.#nextId = (id + 1) >>> 0;
     let frame: Buffer;
     try {
@@ -246,6 +249,7 @@ export class HeddleWire {
       const fail = (e: Error) => {
         if (settled) return;
         settled = true;
+        this.#upgrading = null;
         clearTimeout(deadline);
         req.destroy();
         reject(e);
@@ -261,6 +265,8 @@ export class HeddleWire {
         ...(https && this.#ca !== undefined ? { ca: this.#ca } : {}),
       });
       const deadline = setTimeout(() => fail(new DaemonUnreachableError(this.url, "ETIMEDOUT", `${this.url} did not accept the call wire within ${this.#timeoutMs} ms`, at)), this.#timeoutMs);
+      deadline.unref();
+      this.#upgrading = { abort: fail };
       req.on("error", (e: NodeJS.ErrnoException) => {
         const code = e.code ?? "EUNKNOWN";
         fail(new DaemonUnreachableError(this.url, code, code === "ECONNREFUSED" ? `nothing is listening at ${this.url}: is the daemon running?` : `cannot open the call wire to ${this.url}: ${e.message}`, at));
@@ -283,6 +289,7 @@ export class HeddleWire {
           }
           if (settled) return;
           settled = true;
+          this.#upgrading = null;
           clearTimeout(deadline);
           reject(new ApiError(res.statusCode ?? 0, body));
         });
@@ -294,6 +301,7 @@ export class HeddleWire {
           return fail(new BadResponseError(this.url, "EBADRESPONSE", `${this.url} upgraded to ${JSON.stringify(res.headers.upgrade)}, not ${CALL_WIRE_PROTOCOL}; is this URL the heddle daemon's API?`, at));
         }
         settled = true;
+        this.#upgrading = null;
         clearTimeout(deadline);
         socket.setNoDelay(true);
         const c: Conn = { socket, pending: new Map(), order: [], head: 0, corked: false, broken: null };
@@ -303,6 +311,16 @@ export class HeddleWire {
             reader.push(chunk, (f) => {
               const a = decodeAnswer(f);
               if (a === null) throw new BadResponseError(this.url, "EBADRESPONSE", `${this.url} sent an answer frame of ${f.length} bytes, shorter than its fixed part`);
+              if (a.id === 0) {
+                // no call has id 0: the daemon speaks of the connection itself, which it is about to close
+                let message = a.body;
+                try {
+                  message = (JSON.parse(a.body) as { message?: string }).message ?? a.body;
+                } catch {
+                  // said as sent
+                }
+                throw new DaemonUnreachableError(this.url, "ECONNRESET", `the daemon is closing the call wire to ${this.url} (status ${a.status}): ${message}; calls in flight may have been applied`);
+              }
               const p = c.pending.get(a.id);
               if (p === undefined) return; // timed out already
               c.pending.delete(a.id);

@@ -21,7 +21,11 @@ describe("frames", () => {
           let i = 0;
           while (at < stream.length) {
             const n = Math.min(stream.length - at, cuts[i++ % cuts.length]! + 1);
-            reader.push(stream.subarray(at, at + n), (f) => got.push(decodeCall(f)));
+            reader.push(stream.subarray(at, at + n), (f) => {
+              const { bodyBytes, ...c } = decodeCall(f) as { bodyBytes: number };
+              expect(bodyBytes).toBe(Buffer.byteLength((c as { body: string }).body));
+              got.push(c);
+            });
             at += n;
           }
           expect(got).toEqual(calls);
@@ -49,6 +53,46 @@ describe("frames", () => {
     const split = new FrameReader(100);
     split.push(big.subarray(0, 2), () => {});
     expect(() => split.push(big.subarray(2), () => {})).toThrow(/101 bytes is above the limit of 100/);
+  });
+
+  it("skips a frame above the bound when told to (its id reported once, nothing of it buffered), reading the frames around it", () => {
+    fc.assert(
+      fc.property(fc.array(fc.boolean(), { minLength: 1, maxLength: 10 }), fc.array(fc.integer({ min: 1, max: 700 }), { minLength: 1, maxLength: 6 }), (big, cuts) => {
+        const max = 256;
+        const frames = big.map((b, i) => encodeCall(i + 1, "/p", null, b ? "x".repeat(1000 + i) : `{"i":${i}}`));
+        const stream = Buffer.concat(frames);
+        const reader = new FrameReader(max);
+        const read: number[] = [];
+        const skipped: number[] = [];
+        let most = 0;
+        for (let at = 0, i = 0; at < stream.length; i++) {
+          const n = Math.min(stream.length - at, cuts[i % cuts.length]!);
+          reader.push(stream.subarray(at, at + n), (f) => read.push(f.readUInt32BE(0)), (declared, id) => {
+            expect(declared).toBeGreaterThan(max);
+            skipped.push(id);
+          });
+          most = Math.max(most, reader.buffered);
+          at += n;
+        }
+        expect(read).toEqual(big.flatMap((b, i) => (b ? [] : [i + 1])));
+        expect(skipped).toEqual(big.flatMap((b, i) => (b ? [i + 1] : [])));
+        expect(most).toBeLessThanOrEqual(max + 4);
+      }),
+    );
+  });
+
+  it("holds a trickled frame in one buffer of its size, and after a refused prefix refuses every later push", () => {
+    const reader = new FrameReader(70_000);
+    const f = encodeCall(5, "/p", null, "y".repeat(66_000));
+    let got: Buffer | null = null;
+    for (let i = 0; i < f.length; i++) reader.push(f.subarray(i, i + 1), (b) => (got = b));
+    expect(got!.length).toBe(f.length - 4);
+    expect(reader.buffered).toBe(0);
+    const bad = new FrameReader(10);
+    const prefix = Buffer.alloc(4);
+    prefix.writeUInt32BE(11);
+    expect(() => bad.push(prefix, () => {})).toThrow(FrameTooLargeError);
+    expect(() => bad.push(encodeAnswer(1, 200, ""), () => {})).toThrow(FrameTooLargeError);
   });
 
   it("says what is wrong with a call frame too short for what it declares, with its id when it has one", () => {
@@ -164,6 +208,28 @@ describe("HeddleWire", () => {
     const big = await w.raw("/big").catch((x: unknown) => x);
     expect(big).toBeInstanceOf(BadResponseError);
     expect(big).toMatchObject({ code: "ERESPONSETOOLARGE", sent: true });
+    w.close();
+  });
+
+  it("close() while connecting rejects the call at once (nothing sent), not after the connect timeout", async () => {
+    // a server that accepts the upgrade request and never answers it
+    server = createServer(() => {});
+    server.on("upgrade", (_req: IncomingMessage, socket: Socket) => upgraded.add(socket));
+    await new Promise<void>((r) => server!.listen(0, "127.0.0.1", r));
+    const w = new HeddleWire({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, token: "t", timeoutMs: 60_000 });
+    const call = w.raw("/x").catch((e: unknown) => e);
+    await new Promise((r) => setTimeout(r, 50));
+    w.close();
+    expect(await call).toMatchObject({ code: "ECLOSED", sent: false });
+  });
+
+  it("an answer under id 0 is the daemon speaking of the connection: every call on it fails, saying so", async () => {
+    const url = await upgradeServer((s) => s.write(encodeAnswer(0, 503, JSON.stringify({ error: "unavailable", message: "going away" }))));
+    const w = new HeddleWire({ url, token: "t" });
+    const e = await w.raw("/x").catch((x: unknown) => x);
+    expect(e).toBeInstanceOf(DaemonUnreachableError);
+    expect((e as Error).message).toMatch(/going away/);
+    expect((e as DaemonUnreachableError).sent).toBe(true);
     w.close();
   });
 

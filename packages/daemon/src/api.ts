@@ -685,13 +685,14 @@ export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
     const validate = validatorOf(body, "body");
     const extra = path.startsWith("/claims") ? GRANTED : {};
     wireRoutes.set(path, (text, key) =>
-      new Promise<WireAnswer>((resolve) => {
+      new Promise<WireAnswer>((resolve, reject) => {
         const sink: AnswerSink = { code: (status) => ({ send: (b: unknown) => resolve({ status, body: b }) }) };
         const parsed = wireBody(text);
         if ("issue" in parsed) return void sendInvalid(sink, "body", [parsed.issue]);
         const v = validate(parsed.value);
         if (v.error !== undefined) return void sendInvalid(sink, "body", v.error.issues);
-        void controlAnswer(wireKey(key), "frame", sink, (cp, opts) => act(cp, v.value as never, opts), extra);
+        // a throw while answering (HTTP's error handler would answer 500) reaches the wire, which answers 500 too
+        controlAnswer(wireKey(key), "frame", sink, (cp, opts) => act(cp, v.value as never, opts), extra).catch(reject);
       }),
     );
     keyedRoutes.add(`POST ${API_PREFIX}${path}`);

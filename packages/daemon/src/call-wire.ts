@@ -1,13 +1,14 @@
 // The daemon's call wire (`heddle-call/1`, @heddle/client's wire-frames.ts): the API's control and granted-claims
 // calls multiplexed over one upgraded connection of the API's own port. The bearer token is checked on the upgrade,
 // before a frame is read; each call is validated and answered exactly as its HTTP route answers it (the same status
-// and body: `api.ts` hands the routes in). Bounded: a frame above `maxFrameBytes` ends the connection; past
-// `maxInFlight` calls unanswered, or an answer backlog the client does not read, the connection is not read until
-// answers drain. A malformed call is answered 400 (or 404 for an unknown path) and counted; it never throws through.
+// and body: `api.ts` hands the routes in). Bounded: a call above `limits.maxBodyBytes` is answered 413 and its bytes
+// skipped unread; past `maxInFlight` calls unanswered, or an answer backlog the client does not read, the connection
+// is not read until answers drain; a frame split across reads is gathered in one buffer of its declared size. A
+// malformed call is answered 400 (or 404 for an unknown path) and counted; it never throws through.
 import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 import type { Socket } from "node:net";
-import { CALL_WIRE_PATH, CALL_WIRE_PROTOCOL, FrameReader, FrameTooLargeError, decodeCall, encodeAnswer } from "@heddle/client";
+import { CALL_WIRE_PATH, CALL_WIRE_PROTOCOL, FrameReader, decodeCall, encodeAnswer } from "@heddle/client";
 import { sameToken } from "./bearer.ts";
 import type { Logger } from "./log.ts";
 
@@ -53,8 +54,12 @@ export interface CallWireStats {
 interface Connection {
   readonly socket: Socket;
   inFlight: number;
+  /** Calls read but not started: past `maxInFlight`, a chunk's further calls wait here (the socket is paused). */
+  readonly queue: Buffer[];
   corked: boolean;
   paused: boolean;
+  /** The client ended its side: nothing more is read; ours ends once every call read is answered. */
+  ending: boolean;
   closed: boolean;
 }
 
@@ -76,8 +81,8 @@ export class CallWireServer {
   }
 
   /**
-   * Takes an HTTP upgrade for {@link CALL_WIRE_PATH} (under `prefix`-less `/v1`): the token first (401, nothing read),
-   * then the protocol (400 unless `Upgrade: heddle-call/1`), then room (503). Returns false for another path.
+   * Takes an HTTP upgrade for {@link CALL_WIRE_PATH}: the token first (401, nothing read), then the protocol (400
+   * unless `Upgrade: heddle-call/1`), then room (503). Returns false for another path.
    */
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): boolean {
     const path = (req.url ?? "").split("?")[0];
@@ -105,50 +110,51 @@ export class CallWireServer {
     return true;
   }
 
-  /** Ends every connection (calls in flight are not answered: their clients see the connection close). Idempotent. */
+  /** Ends every connection now (calls in flight are not answered: their clients see the connection close). Idempotent. */
   close(): void {
     this.#closed = true;
-    for (const c of this.#conns) this.#end(c);
+    for (const c of this.#conns) c.socket.destroy();
   }
 
   #accept(socket: Socket, head: Buffer): void {
-    const c: Connection = { socket, inFlight: 0, corked: false, paused: false, closed: false };
+    const c: Connection = { socket, inFlight: 0, queue: [], corked: false, paused: false, ending: false, closed: false };
     this.#conns.add(c);
     this.stats.connections = this.#conns.size;
     this.stats.connectionsTotal++;
     const reader = new FrameReader(this.#maxFrame);
-    const onData = (chunk: Buffer) => {
-      try {
-        reader.push(chunk, (f) => this.#call(c, f));
-      } catch (e) {
-        if (!(e instanceof FrameTooLargeError)) throw e;
-        this.stats.refused["too-large"]++;
-        // the stream cannot be read past a frame it will not take: say why (id 0), then end the connection
-        this.#write(c, encodeAnswer(0, 413, JSON.stringify({ error: "body-too-large", message: `a call frame of ${e.declared} bytes is above this peer's limit of ${e.limit} (limits.maxBodyBytes plus the call's own fields); the connection is closed` })));
-        c.socket.end();
-        this.#end(c, false);
-      }
+    const onFrame = (f: Buffer) => this.#take(c, f);
+    // a call above the frame bound is answered 413 under its id and its bytes are skipped unread, as HTTP answers a
+    // body past limits.maxBodyBytes; the connection and the other calls on it go on
+    const onOversized = (declared: number, id: number) => {
+      this.stats.refused["too-large"]++;
+      this.#answer(c, id, "(too-large)", performance.now(), { status: 413, body: tooLarge(`a call frame of ${declared} bytes`, this.#o.maxBodyBytes) });
     };
+    const onData = (chunk: Buffer) => reader.push(chunk, onFrame, onOversized);
     socket.on("data", onData);
-    socket.on("error", () => this.#end(c));
-    // the API server's sockets are half-open by default: a client's end would leave ours open (and its stop waiting)
-    socket.on("end", () => this.#end(c));
-    socket.on("close", () => this.#end(c));
+    socket.on("error", () => socket.destroy());
+    // the API server's sockets are half-open: a client that ends its side still gets the answers to what it sent
+    socket.on("end", () => {
+      c.ending = true;
+      this.#finishIfDone(c);
+    });
+    socket.on("close", () => {
+      c.closed = true;
+      c.queue.length = 0;
+      this.#conns.delete(c);
+      this.stats.connections = this.#conns.size;
+    });
     socket.on("drain", () => this.#flow(c));
     if (head.length > 0) onData(head);
   }
 
-  #end(c: Connection, destroy = true): void {
-    if (c.closed) return;
-    c.closed = true;
-    this.#conns.delete(c);
-    this.stats.connections = this.#conns.size;
-    if (destroy) c.socket.destroy();
+  /** Ends our side once the client has ended its side and every call it sent is answered. */
+  #finishIfDone(c: Connection): void {
+    if (c.ending && !c.closed && c.inFlight === 0 && c.queue.length === 0) c.socket.end();
   }
 
   /** Reads the socket again once its calls and unsent answers are below their bounds; stops reading past them. */
   #flow(c: Connection): void {
-    const over = c.inFlight >= this.#maxInFlight || c.socket.writableLength > WIRE_MAX_UNSENT_BYTES;
+    const over = c.queue.length > 0 || c.inFlight >= this.#maxInFlight || c.socket.writableLength > WIRE_MAX_UNSENT_BYTES;
     if (over && !c.paused) {
       c.paused = true;
       c.socket.pause();
@@ -158,14 +164,31 @@ export class CallWireServer {
     }
   }
 
+  /** A frame read: started now, or queued while `maxInFlight` calls are unanswered (a hard bound). */
+  #take(c: Connection, f: Buffer): void {
+    if (c.closed) return;
+    if (c.inFlight >= this.#maxInFlight || c.queue.length > 0) {
+      c.queue.push(f);
+      this.#flow(c);
+      return;
+    }
+    this.#call(c, f);
+  }
+
   #call(c: Connection, f: Buffer): void {
     const call = decodeCall(f);
     if (!("path" in call)) {
       this.stats.refused.malformed++;
-      if (call.id !== null) this.#answer(c, call.id, "(frame)", performance.now(), { status: 400, body: { error: "invalid-request", message: `malformed call frame: ${call.problem}`, issues: [{ field: "(frame)", in: "frame", problem: call.problem }] } });
+      // a frame too short to carry an id is counted only: there is no call to answer
+      if (call.id !== null) this.#answer(c, call.id, "(frame)", performance.now(), { status: 400, body: { error: "invalid-request", message: `invalid request frame: ${call.problem}`, issues: [{ field: "(frame)", in: "frame", problem: call.problem }] } });
       return;
     }
     const started = performance.now();
+    if (call.bodyBytes > this.#o.maxBodyBytes) {
+      this.stats.refused["too-large"]++;
+      this.#answer(c, call.id, call.path, started, { status: 413, body: tooLarge(`the body of ${call.bodyBytes} bytes`, this.#o.maxBodyBytes) });
+      return;
+    }
     const route = this.#o.routes.get(call.path);
     if (route === undefined) {
       this.stats.refused["unknown-path"]++;
@@ -177,31 +200,34 @@ export class CallWireServer {
     }
     c.inFlight++;
     this.stats.calls++;
-    if (c.inFlight >= this.#maxInFlight) this.#flow(c);
     let answered: Promise<WireAnswer>;
     try {
       answered = route(call.body, call.key);
     } catch (e) {
       answered = Promise.reject(e);
     }
-    answered.then(
-      (a) => {
+    answered
+      .then(
+        (a) => a,
+        (e: unknown): WireAnswer => {
+          this.#o.logger.error("call-wire call failed", { path: call.path, error: (e as Error)?.stack ?? String(e) });
+          return { status: 500, body: { error: "internal", message: "the daemon failed on this call; see its log" } };
+        },
+      )
+      .then((a) => {
         c.inFlight--;
         this.#answer(c, call.id, call.path, started, a);
-      },
-      (e: unknown) => {
-        c.inFlight--;
-        this.#o.logger.error("call-wire call failed", { path: call.path, error: (e as Error)?.stack ?? String(e) });
-        this.#answer(c, call.id, call.path, started, { status: 500, body: { error: "internal", message: "the daemon failed on this call; see its log" } });
-      },
-    );
+        while (c.queue.length > 0 && c.inFlight < this.#maxInFlight && !c.closed) this.#call(c, c.queue.shift()!);
+        this.#flow(c);
+        this.#finishIfDone(c);
+      });
   }
 
   #answer(c: Connection, id: number, path: string, started: number, a: WireAnswer): void {
     if (c.closed) return;
     this.#o.observe?.(path, a.status, (performance.now() - started) / 1000);
     this.#write(c, encodeAnswer(id, a.status, JSON.stringify(a.body)));
-    this.#flow(c);
+    if (c.socket.writableLength > WIRE_MAX_UNSENT_BYTES) this.#flow(c);
   }
 
   /** Every answer written in one turn leaves in one write. */
@@ -216,6 +242,10 @@ export class CallWireServer {
     }
     c.socket.write(b);
   }
+}
+
+function tooLarge(what: string, limit: number): object {
+  return { error: "body-too-large", message: `${what} is above this peer's limit of ${limit} bytes (limits.maxBodyBytes); nothing was done — send a smaller body`, limit };
 }
 
 function refuse(socket: Duplex, status: number, text: string, body: object, headers = ""): void {

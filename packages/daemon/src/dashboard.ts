@@ -246,8 +246,9 @@ export class LiveDashboard {
         .type("text/javascript; charset=utf-8")
         .send(body);
     });
-    // the socket's upgrades come through the server's one upgrade listener (`answerUpgrades`), which the API shares
-    app.addHook("onClose", async () => {
+    // the socket's upgrades come through the server's one upgrade listener (`answerUpgrades`), which the API shares;
+    // closed before the server closes, which waits for every connection — a viewer's upgraded socket too
+    app.addHook("preClose", async () => {
       this.close();
     });
   }

@@ -373,7 +373,7 @@ export class DaemonMetrics {
     new Counter({ name: "heddle_api_wire_calls_total", help: "Calls taken on the call wire (each is also counted in heddle_api_requests_total with method WIRE once answered)", registers, collect() { this.reset(); this.inc(st.calls); } });
     new Counter({
       name: "heddle_api_wire_refused_total",
-      help: "Call-wire upgrades refused (unauthorized, bad-protocol, full) and call frames refused (too-large: the connection was closed; malformed, unknown-path: answered 400 / 404), by reason",
+      help: "Call-wire upgrades refused (unauthorized, bad-protocol, full) and calls refused (too-large, malformed, unknown-path: answered 413 / 400 / 404), by reason",
       labelNames: ["reason"],
       registers,
       collect() {

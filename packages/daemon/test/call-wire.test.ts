@@ -6,6 +6,8 @@ import { connect } from "node:net";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ApiError, CALL_WIRE_PROTOCOL, DaemonUnreachableError, FrameReader, HeddleWire, decodeAnswer, encodeCall } from "@heddle/client";
+import WebSocket from "ws";
+import { DASHBOARD_SOCKET_PATH, DASHBOARD_SUBPROTOCOL } from "../src/dashboard-socket.ts";
 import { governedSoloDaemon, soloDaemon, type SoloDaemon } from "./support/embedded.ts";
 import { parsePrometheus } from "./support/prometheus.ts";
 
@@ -202,18 +204,48 @@ describe("call wire: the upgrade and the frames are checked", () => {
     expect((await w.raw("/claims/take", take("after-fuzz", "w/fuzz"))).status).toBe(200);
   });
 
-  it("ends the connection on a frame above limits.maxBodyBytes, saying why (413, id 0), and counts it", async () => {
+  it("answers a call above limits.maxBodyBytes 413 under its id, skips its bytes unread, and goes on with the others", async () => {
     const { socket, rest } = await rawWire();
-    const done = answers(socket, rest, 1);
-    const head = Buffer.alloc(4);
-    head.writeUInt32BE(64 * 1024 * 1024);
-    socket.write(head);
-    const [a] = await done;
-    expect(a).toMatchObject({ id: 0, status: 413, body: { error: "body-too-large" } });
-    await new Promise<void>((r) => (socket.destroyed ? r() : socket.on("close", () => r())));
+    const done = answers(socket, rest, 3);
+    const huge = encodeCall(21, "/claims/take", null, JSON.stringify(take("h".repeat(70_000), "w/huge")));
+    const justOver = encodeCall(22, "/claims/take", null, " ".repeat(65_537));
+    // the huge one trickles in: what the daemon holds of it stays bounded (it is skipped, not gathered)
+    for (let at = 0; at < huge.length; at += 4096) socket.write(huge.subarray(at, at + 4096));
+    socket.write(Buffer.concat([justOver, encodeCall(23, "/claims/take", null, JSON.stringify(take("small", "w/after-huge")))]));
+    const by = new Map((await done).map((a) => [a.id, a]));
+    expect(by.get(21)).toMatchObject({ status: 413, body: { error: "body-too-large", limit: 65_536 } });
+    expect(by.get(22)).toMatchObject({ status: 413, body: { error: "body-too-large" } });
+    expect(by.get(23)).toMatchObject({ status: 200 });
+    // as HTTP answers the same body
+    expect((await s.client.raw("POST", "/v1/claims/take", take("h".repeat(70_000), "w/huge"))).status).toBe(413);
+    socket.destroy();
     const m = parsePrometheus(await (await fetch(`${s.daemon.url}/metrics`, { headers: { authorization: `Bearer ${s.daemon.token}` } })).text());
-    expect(m.one("heddle_api_wire_refused_total", { reason: "too-large" })).toBeGreaterThanOrEqual(1);
+    expect(m.one("heddle_api_wire_refused_total", { reason: "too-large" })).toBeGreaterThanOrEqual(2);
   });
+
+  it("answers what a client sent before ending its side, then ends ours", async () => {
+    const { socket, rest } = await rawWire();
+    const done = answers(socket, rest, 2);
+    socket.end(Buffer.concat([encodeCall(31, "/claims/take", null, JSON.stringify(take("half", "w/half-1"))), encodeCall(32, "/claims/take", null, JSON.stringify(take("half", "w/half-2")))]));
+    const got = await done;
+    expect(got.map((a) => [a.id, a.status]).sort()).toEqual([
+      [31, 200],
+      [32, 200],
+    ]);
+    await new Promise<void>((r) => (socket.readableEnded ? r() : socket.on("end", () => r())));
+  });
+
+  it("answers every call of one write that carries more than maxInFlight (1,024) calls", async () => {
+    const { socket, rest } = await rawWire();
+    const n = 1024 + 600;
+    const done = answers(socket, rest, n);
+    // one write of 1,624 calls: past 1,024 unanswered, the rest wait unread — then every one is answered
+    socket.write(Buffer.concat(Array.from({ length: n }, (_, i) => encodeCall(1000 + i, "/claims/release", null, JSON.stringify({ holder: "nobody", key: `w/inflight/${i}` })))));
+    const got = await done;
+    expect(new Set(got.map((a) => a.id)).size).toBe(n);
+    expect(got.every((a) => a.status === 200)).toBe(true);
+    socket.destroy();
+  }, 60_000);
 
   it("answers 409 static-mode on a static peer, as its HTTP routes do", async () => {
     const st = await soloDaemon();
@@ -231,6 +263,18 @@ describe("call wire: the upgrade and the frames are checked", () => {
 });
 
 describe("call wire: stopping", () => {
+  it("a daemon with a dashboard viewer connected stops (the viewer's socket is closed before the server)", async () => {
+    const g = await governedSoloDaemon();
+    const viewer = new WebSocket(`${g.daemon.url.replace(/^http/, "ws")}${DASHBOARD_SOCKET_PATH}`, [DASHBOARD_SUBPROTOCOL, `bearer.${g.daemon.token}`]);
+    await new Promise<void>((ok, fail) => {
+      viewer.once("open", () => ok());
+      viewer.once("error", fail);
+    });
+    const closed = new Promise<void>((r) => viewer.once("close", () => r()));
+    await g.close();
+    await closed;
+  });
+
   it("a daemon with a wire connection open stops; the client's next call then fails as unreachable", async () => {
     const g = await governedSoloDaemon();
     const gw = new HeddleWire({ url: g.daemon.url, token: g.daemon.token });
