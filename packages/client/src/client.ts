@@ -120,6 +120,28 @@ export class ApiError extends Error {
   }
 }
 
+/**
+ * The daemon's base URL, checked as both clients take it: `url` without its trailing slashes, the parsed URL, and its
+ * path prefix ("" for none: a daemon behind a proxy at `https://host/heddle` has "/heddle").
+ * @throws {ClientOptionError} (`url`) for a string that is not an http(s) URL, or one with a query, fragment or credentials.
+ */
+export function daemonEndpoint(url: string): { url: string; base: URL; prefix: string } {
+  const trimmed = url.replace(/\/+$/, "");
+  let base: URL;
+  try {
+    base = new URL(trimmed);
+  } catch {
+    throw new ClientOptionError("url", `${JSON.stringify(url)} is not a URL; give the daemon's base URL, e.g. http://127.0.0.1:7201`);
+  }
+  if (base.protocol !== "http:" && base.protocol !== "https:") {
+    throw new ClientOptionError("url", `${JSON.stringify(url)} is not an http:// or https:// URL; give the daemon's base URL, e.g. http://127.0.0.1:7201`);
+  }
+  if (base.search !== "" || base.hash !== "" || base.username !== "" || base.password !== "") {
+    throw new ClientOptionError("url", `${JSON.stringify(url)} carries a query, fragment or credentials; give only scheme, host, port and (behind a proxy) a path prefix — the token goes in the token option`);
+  }
+  return { url: trimmed, base, prefix: base.pathname.replace(/\/+$/, "") };
+}
+
 function amount(v: AmountIn): string {
   return typeof v === "bigint" ? v.toString() : String(v);
 }
@@ -156,21 +178,10 @@ export class HeddleClient {
     if (typeof o.token !== "string" || o.token === "") {
       throw new ClientOptionError("token", `give the daemon's bearer token (the peer's api.tokenFile; \`heddle env --config FILE\` prints it as HEDDLE_TOKEN), got ${o.token === undefined ? "nothing" : o.token === "" ? "an empty string" : `a ${typeof o.token}`}`);
     }
-    this.url = o.url.replace(/\/+$/, "");
-    let base: URL;
-    try {
-      base = new URL(this.url);
-    } catch {
-      throw new ClientOptionError("url", `${JSON.stringify(o.url)} is not a URL; give the daemon's base URL, e.g. http://127.0.0.1:7201`);
-    }
-    if (base.protocol !== "http:" && base.protocol !== "https:") {
-      throw new ClientOptionError("url", `${JSON.stringify(o.url)} is not an http:// or https:// URL; give the daemon's base URL, e.g. http://127.0.0.1:7201`);
-    }
-    if (base.search !== "" || base.hash !== "" || base.username !== "" || base.password !== "") {
-      throw new ClientOptionError("url", `${JSON.stringify(o.url)} carries a query, fragment or credentials; give only scheme, host, port and (behind a proxy) a path prefix — the token goes in the token option`);
-    }
-    this.#base = base;
-    this.#prefix = base.pathname.replace(/\/+$/, "");
+    const at = daemonEndpoint(o.url);
+    this.url = at.url;
+    this.#base = at.base;
+    this.#prefix = at.prefix;
     // A header value may not hold control characters; Node would throw a bare TypeError on the first call instead.
     if (!/^[\x21-\x7e]+$/.test(o.token)) {
       throw new ClientOptionError("token", "must be the peer's API token: visible ASCII, no spaces or line breaks (the contents of its api.tokenFile, trimmed)");

@@ -207,3 +207,28 @@ export function decodeAnswer(f: Buffer): { id: number; status: number; body: str
   if (f.length < ANSWER_HEAD_BYTES) return null;
   return { id: f.readUInt32BE(0), status: f.readUInt16BE(4), body: f.toString("utf8", ANSWER_HEAD_BYTES, f.length) };
 }
+
+/**
+ * Writes to a socket so that everything written in one turn of the event loop leaves in one write: the socket is
+ * corked at the turn's first write and uncorked once the turn's work (its microtasks included) is done.
+ */
+export class TurnWriter {
+  readonly #socket: { cork(): void; uncork(): void; write(b: Uint8Array): boolean };
+  #corked = false;
+
+  constructor(socket: { cork(): void; uncork(): void; write(b: Uint8Array): boolean }) {
+    this.#socket = socket;
+  }
+
+  write(b: Uint8Array): void {
+    if (!this.#corked) {
+      this.#corked = true;
+      this.#socket.cork();
+      process.nextTick(() => {
+        this.#corked = false;
+        this.#socket.uncork();
+      });
+    }
+    this.#socket.write(b);
+  }
+}

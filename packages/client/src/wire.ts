@@ -5,8 +5,8 @@
 import type { Socket } from "node:net";
 import { request as httpRequest, type IncomingMessage } from "node:http";
 import { request as httpsRequest } from "node:https";
-import { ApiError, BadResponseError, ClientOptionError, DaemonUnreachableError, MAX_IDEMPOTENCY_KEY_LENGTH, type ApiErrorBody, type CallOptions } from "./client.ts";
-import { CALL_WIRE_PATH, CALL_WIRE_PROTOCOL, FrameReader, FrameTooLargeError, decodeAnswer, encodeCall } from "./wire-frames.ts";
+import { ApiError, BadResponseError, ClientOptionError, DaemonUnreachableError, MAX_IDEMPOTENCY_KEY_LENGTH, daemonEndpoint, type ApiErrorBody, type CallOptions } from "./client.ts";
+import { CALL_WIRE_PATH, CALL_WIRE_PROTOCOL, FrameReader, FrameTooLargeError, TurnWriter, decodeAnswer, encodeCall } from "./wire-frames.ts";
 
 /** Options of {@link HeddleWire}. */
 export interface HeddleWireOptions {
@@ -46,7 +46,8 @@ interface Conn {
   /** Ids in the order sent: their deadlines are in the same order (one timeout for every call). */
   readonly order: number[];
   head: number;
-  corked: boolean;
+  /** Every call written in one turn leaves in one write. */
+  readonly out: TurnWriter;
   broken: Error | null;
 }
 
@@ -75,17 +76,10 @@ export class HeddleWire {
   constructor(o: HeddleWireOptions) {
     if (typeof o.url !== "string") throw new ClientOptionError("url", `give the daemon's http(s) base URL such as http://127.0.0.1:7201, got ${o.url === undefined ? "nothing" : `a ${typeof o.url}`}`);
     if (typeof o.token !== "string" || !/^[\x21-\x7e]+$/.test(o.token)) throw new ClientOptionError("token", "must be the peer's API token: visible ASCII, no spaces or line breaks (the contents of its api.tokenFile, trimmed)");
-    this.url = o.url.replace(/\/+$/, "");
-    let base: URL;
-    try {
-      base = new URL(this.url);
-    } catch {
-      throw new ClientOptionError("url", `${JSON.stringify(o.url)} is not a URL; give the daemon's base URL, e.g. http://127.0.0.1:7201`);
-    }
-    if (base.protocol !== "http:" && base.protocol !== "https:") throw new ClientOptionError("url", `${JSON.stringify(o.url)} is not an http:// or https:// URL; give the daemon's base URL, e.g. http://127.0.0.1:7201`);
-    if (base.search !== "" || base.hash !== "" || base.username !== "" || base.password !== "") throw new ClientOptionError("url", `${JSON.stringify(o.url)} carries a query, fragment or credentials; give only scheme, host, port and (behind a proxy) a path prefix`);
-    this.#base = base;
-    this.#prefix = base.pathname.replace(/\/+$/, "");
+    const at = daemonEndpoint(o.url);
+    this.url = at.url;
+    this.#base = at.base;
+    this.#prefix = at.prefix;
     this.#auth = `Bearer ${o.token}`;
     this.#timeoutMs = o.timeoutMs ?? 30_000;
     if (!Number.isInteger(this.#timeoutMs) || this.#timeoutMs < 1 || this.#timeoutMs > MAX_TIMEOUT_MS) throw new ClientOptionError("timeoutMs", `must be a whole number of milliseconds in 1 … ${MAX_TIMEOUT_MS}, got ${o.timeoutMs}`);
@@ -167,16 +161,7 @@ export class HeddleWire {
       c.pending.set(id, { path, deadline: Date.now() + this.#timeoutMs, resolve, reject });
       c.order.push(id);
       if (this.#timer === null) this.#arm(c);
-      // every call written in one turn leaves in one write
-      if (!c.corked) {
-        c.corked = true;
-        c.socket.cork();
-        process.nextTick(() => {
-          c.corked = false;
-          c.socket.uncork();
-        });
-      }
-      c.socket.write(frame);
+      c.out.write(frame);
     });
   }
 
@@ -304,7 +289,7 @@ export class HeddleWire {
         this.#upgrading = null;
         clearTimeout(deadline);
         socket.setNoDelay(true);
-        const c: Conn = { socket, pending: new Map(), order: [], head: 0, corked: false, broken: null };
+        const c: Conn = { socket, pending: new Map(), order: [], head: 0, out: new TurnWriter(socket), broken: null };
         const reader = new FrameReader(this.#maxAnswer);
         const onData = (chunk: Buffer) => {
           try {

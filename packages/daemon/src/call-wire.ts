@@ -8,7 +8,7 @@
 import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 import type { Socket } from "node:net";
-import { CALL_WIRE_PATH, CALL_WIRE_PROTOCOL, FrameReader, decodeCall, encodeAnswer } from "@heddle/client";
+import { CALL_WIRE_PATH, CALL_WIRE_PROTOCOL, FrameReader, TurnWriter, decodeCall, encodeAnswer } from "@heddle/client";
 import { sameToken } from "./bearer.ts";
 import type { Logger } from "./log.ts";
 
@@ -56,7 +56,8 @@ interface Connection {
   inFlight: number;
   /** Calls read but not started: past `maxInFlight`, a chunk's further calls wait here (the socket is paused). */
   readonly queue: Buffer[];
-  corked: boolean;
+  /** Every answer written in one turn leaves in one write. */
+  readonly out: TurnWriter;
   paused: boolean;
   /** The client ended its side: nothing more is read; ours ends once every call read is answered. */
   ending: boolean;
@@ -117,7 +118,7 @@ export class CallWireServer {
   }
 
   #accept(socket: Socket, head: Buffer): void {
-    const c: Connection = { socket, inFlight: 0, queue: [], corked: false, paused: false, ending: false, closed: false };
+    const c: Connection = { socket, inFlight: 0, queue: [], out: new TurnWriter(socket), paused: false, ending: false, closed: false };
     this.#conns.add(c);
     this.stats.connections = this.#conns.size;
     this.stats.connectionsTotal++;
@@ -226,22 +227,10 @@ export class CallWireServer {
   #answer(c: Connection, id: number, path: string, started: number, a: WireAnswer): void {
     if (c.closed) return;
     this.#o.observe?.(path, a.status, (performance.now() - started) / 1000);
-    this.#write(c, encodeAnswer(id, a.status, JSON.stringify(a.body)));
+    c.out.write(encodeAnswer(id, a.status, JSON.stringify(a.body)));
     if (c.socket.writableLength > WIRE_MAX_UNSENT_BYTES) this.#flow(c);
   }
 
-  /** Every answer written in one turn leaves in one write. */
-  #write(c: Connection, b: Buffer): void {
-    if (!c.corked) {
-      c.corked = true;
-      c.socket.cork();
-      process.nextTick(() => {
-        c.corked = false;
-        c.socket.uncork();
-      });
-    }
-    c.socket.write(b);
-  }
 }
 
 function tooLarge(what: string, limit: number): object {

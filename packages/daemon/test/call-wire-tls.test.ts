@@ -7,15 +7,8 @@ import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { DaemonUnreachableError, HeddleClient, HeddleWire } from "@heddle/client";
 import { soloDaemon, type SoloDaemon } from "./support/embedded.ts";
+import { hasOpenssl } from "./support/openssl.ts";
 
-const hasOpenssl = (() => {
-  try {
-    execFileSync("openssl", ["version"], { stdio: "ignore" });
-    return true;
-  } catch {
-    return false;
-  }
-})();
 
 let s: SoloDaemon;
 let dir: string;

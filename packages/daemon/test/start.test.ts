@@ -8,17 +8,10 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ConfigError, DaemonStartError, initCluster, loadConfig, silentLogger, startDaemon, type InitPeer } from "../src/index.ts";
 import { onEphemeralPorts } from "./support/embedded.ts";
+import { hasOpenssl } from "./support/openssl.ts";
 
 let dir: string;
 let a: InitPeer[];
-const hasOpenssl = (() => {
-  try {
-    execFileSync("openssl", ["version"], { stdio: "ignore" });
-    return true;
-  } catch {
-    return false;
-  }
-})();
 let b: InitPeer[];
 
 beforeAll(async () => {

@@ -205,21 +205,31 @@ describe("storage faults (fault-injecting store wrapper over SQLite)", () => {
     }
   }, 120_000);
 
-  it("a keeper claim left open on disk, on a part since removed from the config, is closed at the next start and logged", async () => {
+  /**
+   * A daemon with keeper parts "invoices" and "reminders" takes "reminders", then the disk fills before its stop: the
+   * stop cannot write the claim closed, so the store keeps it open. Returns the config without "reminders" to restart
+   * on, the store's path and the fault switch (left "full").
+   */
+  async function claimLeftOpenOnDroppedPart(): Promise<{ config: DaemonConfig; store: string; fault: { mode: Fault } }> {
     const { config: base } = await cluster();
     const parts = (keeperRules: Record<string, "stays-put">): DaemonConfig => ({ ...base, claims: { ...base.claims, keeperRules } });
     mkdirSync(base.storeDir, { recursive: true });
     const fault: { mode: Fault } = { mode: null };
-    const d = await startDaemon(parts({ invoices: "stays-put", reminders: "stays-put" }), { logger: recordingLogger([]), store: faultyStore(join(base.storeDir, "ledger.sqlite"), fault) });
+    const store = join(base.storeDir, "ledger.sqlite");
+    const d = await startDaemon(parts({ invoices: "stays-put", reminders: "stays-put" }), { logger: recordingLogger([]), store: faultyStore(store, fault) });
     const c = new HeddleClient({ url: d.url, token: d.token });
     expect((await c.raw("POST", "/v1/claims/keeper", { part: "reminders", take: true })).status).toBe(200);
     c.close();
-    // the disk fills before the stop: the stop cannot write the claim closed, so the store keeps it open
     fault.mode = "full";
     await d.close();
+    return { config: parts({ invoices: "stays-put" }), store, fault };
+  }
+
+  it("a keeper claim left open on disk, on a part since removed from the config, is closed at the next start and logged", async () => {
+    const { config, store, fault } = await claimLeftOpenOnDroppedPart();
     fault.mode = null;
     const lines: string[] = [];
-    const again = await startDaemon(parts({ invoices: "stays-put" }), { logger: recordingLogger(lines), store: faultyStore(join(base.storeDir, "ledger.sqlite"), fault) });
+    const again = await startDaemon(config, { logger: recordingLogger(lines), store: faultyStore(store, fault) });
     try {
       expect(lines.filter((l) => l.includes("keeper claims closed at start"))).toEqual([expect.stringMatching(/^warn .*no longer in claims\.keeper\.parts.*"parts":"reminders"/)]);
     } finally {
@@ -228,19 +238,10 @@ describe("storage faults (fault-injecting store wrapper over SQLite)", () => {
   }, 120_000);
 
   it("a boot-time close the store refuses is logged: the node has failed closed before the daemon subscribed to its events", async () => {
-    const { config: base } = await cluster();
-    const parts = (keeperRules: Record<string, "stays-put">): DaemonConfig => ({ ...base, claims: { ...base.claims, keeperRules } });
-    mkdirSync(base.storeDir, { recursive: true });
-    const fault: { mode: Fault } = { mode: null };
-    const d = await startDaemon(parts({ invoices: "stays-put", reminders: "stays-put" }), { logger: recordingLogger([]), store: faultyStore(join(base.storeDir, "ledger.sqlite"), fault) });
-    const c = new HeddleClient({ url: d.url, token: d.token });
-    expect((await c.raw("POST", "/v1/claims/keeper", { part: "reminders", take: true })).status).toBe(200);
-    c.close();
-    fault.mode = "full";
-    await d.close();
+    const { config, store, fault } = await claimLeftOpenOnDroppedPart();
     // still full at the restart: the node's boot close of "reminders" cannot be written
     const lines: string[] = [];
-    const again = await startDaemon(parts({ invoices: "stays-put" }), { logger: recordingLogger(lines), store: faultyStore(join(base.storeDir, "ledger.sqlite"), fault) }).catch((e: unknown) => e);
+    const again = await startDaemon(config, { logger: recordingLogger(lines), store: faultyStore(store, fault) }).catch((e: unknown) => e);
     if (again instanceof Error) throw new Error(`the daemon did not start on the full store: ${again.message}`);
     try {
       expect(lines.filter((l) => l.includes("failed closed"))).toEqual([expect.stringMatching(/^error store commit failed at start: the node has failed closed; restart it/)]);
