@@ -187,7 +187,8 @@ export class CallWireServer {
     const started = performance.now();
     if (call.bodyBytes > this.#o.maxBodyBytes) {
       this.stats.refused["too-large"]++;
-      this.#answer(c, call.id, call.path, started, { status: 413, body: tooLarge(`the body of ${call.bodyBytes} bytes`, this.#o.maxBodyBytes) });
+      // labelled as the oversized frames are: the path is the client's own text until a route is found for it
+      this.#answer(c, call.id, "(too-large)", started, { status: 413, body: tooLarge(`the body of ${call.bodyBytes} bytes`, this.#o.maxBodyBytes) });
       return;
     }
     const route = this.#o.routes.get(call.path);

@@ -208,7 +208,8 @@ describe("call wire: the upgrade and the frames are checked", () => {
     const { socket, rest } = await rawWire();
     const done = answers(socket, rest, 3);
     const huge = encodeCall(21, "/claims/take", null, JSON.stringify(take("h".repeat(70_000), "w/huge")));
-    const justOver = encodeCall(22, "/claims/take", null, " ".repeat(65_537));
+    // a client-chosen path on a refused call must not become a metrics label
+    const justOver = encodeCall(22, "/zz-any-path-at-all", null, " ".repeat(65_537));
     // the huge one trickles in: what the daemon holds of it stays bounded (it is skipped, not gathered)
     for (let at = 0; at < huge.length; at += 4096) socket.write(huge.subarray(at, at + 4096));
     socket.write(Buffer.concat([justOver, encodeCall(23, "/claims/take", null, JSON.stringify(take("small", "w/after-huge")))]));
@@ -221,6 +222,8 @@ describe("call wire: the upgrade and the frames are checked", () => {
     socket.destroy();
     const m = parsePrometheus(await (await fetch(`${s.daemon.url}/metrics`, { headers: { authorization: `Bearer ${s.daemon.token}` } })).text());
     expect(m.one("heddle_api_wire_refused_total", { reason: "too-large" })).toBeGreaterThanOrEqual(2);
+    expect(m.all("heddle_api_requests_total").filter((x) => x.labels["method"] === "WIRE").map((x) => x.labels["route"])).not.toContain("/v1/zz-any-path-at-all");
+    expect(m.all("heddle_api_requests_total").filter((x) => x.labels["route"]?.includes("zz-any-path"))).toEqual([]);
   });
 
   it("answers what a client sent before ending its side, then ends ours", async () => {
