@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { etcdControlLog } from "@heddle/governed";
 import { ConfigError, DaemonStartError, initCluster, parseConfig, silentLogger, startDaemon, loadConfig, type InitPeer } from "../src/index.ts";
 import { EtcdCluster, freePort } from "../../governed/test/support/etcd-cluster.ts";
-import { soloDaemon } from "./support/embedded.ts";
+import { soloDaemon, type SoloDaemon } from "./support/embedded.ts";
 import type { GovernedMode } from "../src/index.ts";
 
 let dir: string;
@@ -43,6 +43,17 @@ const withEtcd = (etcdBlock: unknown, voters?: string[]): unknown => {
   return d;
 };
 
+
+/** The daemon's status once its control plane is writable (or the last one seen, after 15 s). */
+async function writableStatus(s: SoloDaemon): Promise<any> {
+  let st: any;
+  for (let i = 0; i < 300; i++) {
+    st = await s.client.status();
+    if (st.control.isWritable) break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return st;
+}
 describe("config: mode.etcd", () => {
   it("resolves endpoints, prefix, TLS files (relative to the config file) and auth; voters may then be empty", () => {
     const c = parseConfig(
@@ -99,12 +110,7 @@ describe("daemon: governed mode on etcd", () => {
     const prefix = `daemon-test/${process.pid}/`;
     const s = await soloDaemon({ mode: "governed" }, (c) => ({ ...c, mode: { ...(c.mode as GovernedMode), etcd: { endpoints: etcd.endpoints, prefix } } }));
     try {
-      let st: any;
-      for (let i = 0; i < 300; i++) {
-        st = await s.client.status();
-        if (st.control.isWritable) break;
-        await new Promise((r) => setTimeout(r, 50));
-      }
+      const st: any = await writableStatus(s);
       expect(st.control).toMatchObject({ isWritable: true, role: "etcd", voters: [] });
       const a = (await s.client.mint(1000, { holder: s.daemon.self, idempotencyKey: "etcd-supply-1" })) as { kind: string; index: number };
       expect(a.kind).toBe("applied");
@@ -142,12 +148,7 @@ describe("daemon: governed mode on etcd", () => {
     const prefix = `daemon-head/${process.pid}/`;
     const s = await soloDaemon({ mode: "governed" }, (c) => ({ ...c, mode: { ...(c.mode as GovernedMode), etcd: { endpoints: etcd.endpoints, prefix } } }));
     try {
-      let st: any;
-      for (let i = 0; i < 300; i++) {
-        st = await s.client.status();
-        if (st.control.isWritable) break;
-        await new Promise((r) => setTimeout(r, 50));
-      }
+      let st: any = await writableStatus(s);
       const a = (await s.client.mint(1000, { holder: s.daemon.self, idempotencyKey: "etcd-head-1" })) as { kind: string; index: number };
       expect(a.kind).toBe("applied");
       st = await s.client.status();

@@ -23,7 +23,7 @@ import {
   sqliteRaftStorage,
 } from "../src/index.ts";
 import type { ControlOutcome, GovernedHeddleNode, RaftNode, RaftStorage } from "../src/index.ts";
-import { e, g, GovernedCluster, r, rec, testConfig, yieldTurn } from "./support/governed-cluster.ts";
+import { e, g, GovernedCluster, r, rec, settleOn, testConfig } from "./support/governed-cluster.ts";
 import { StubRaft } from "./support/stub-raft.ts";
 import { Single } from "./support/single.ts";
 
@@ -165,16 +165,7 @@ describe("§5.4 control-plane acceptance", () => {
       const store: HeddleStore = sqliteStore(join(dir, "node.db"));
       return { raft, gov: heddleGoverned({ seam, self: r("n1"), root: g("root"), config: testConfig(timers, seededRandom(draw + 1), store), raft, incarnation }) };
     };
-    const settle = async <T,>(p: Promise<T>): Promise<T> => {
-      let done = false;
-      const q = p.finally(() => (done = true));
-      q.catch(() => {});
-      for (let t = 0; t < 10_000 && !done; t++) {
-        timers.advanceBy(1);
-        await yieldTurn();
-      }
-      return q;
-    };
+    const settle = settleOn(timers);
     const restart = async (gov: GovernedHeddleNode): Promise<void> => {
       await settle(gov.shutdown());
       net.crash("n1", "silent");

@@ -22,7 +22,7 @@ import { MemoryNetwork, seededRandom, sqliteStore } from "@heddle/node";
 import { VirtualTimers } from "@heddle/seam/testing";
 import { ControlState, encodeEnvelope, heddleGoverned, raftChannelTransport, raftNode, sqliteRaftStorage } from "../src/index.ts";
 import type { ControlCommand, GovernedHeddleNode, ProposalKey } from "../src/index.ts";
-import { g, r, testConfig, yieldTurn } from "./support/governed-cluster.ts";
+import { g, r, settleOn, testConfig } from "./support/governed-cluster.ts";
 import { Single } from "./support/single.ts";
 
 const cleanups: (() => Promise<void>)[] = [];
@@ -193,16 +193,7 @@ describe("the writer gate on a real Raft log after a restart (§3.9 b, R-D4)", (
       const raft = raftNode({ cluster: { voters: ["n1"], learners: [] }, transport: raftChannelTransport(seam), storage: sqliteRaftStorage(join(dir, "raft.db")), timers, random: seededRandom(draw) });
       return heddleGoverned({ seam, self: r("n1"), root: g("root"), config: testConfig(timers, seededRandom(draw + 1), sqliteStore(join(dir, "node.db"))), raft, incarnation });
     };
-    const settle = async <T,>(p: Promise<T>): Promise<T> => {
-      let done = false;
-      const q = p.finally(() => (done = true));
-      q.catch(() => {});
-      for (let t = 0; t < 10_000 && !done; t++) {
-        timers.advanceBy(1);
-        await yieldTurn();
-      }
-      return q;
-    };
+    const settle = settleOn(timers);
     const K = { client: "ops:n1-enroll", seq: 1 };
     const a = boot("A", 10);
     expect(await settle(a.enroll(r("n1"), { key: K }))).toMatchObject({ kind: "applied", noop: false });

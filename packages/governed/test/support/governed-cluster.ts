@@ -17,6 +17,23 @@ import type { CallOptions, ControlOutcome, ProposalKey, GovernedHeddleNode, LogE
 /** One event-loop turn: lets every promise chain of the current virtual millisecond run. */
 export const yieldTurn = (): Promise<void> => new Promise((r) => setImmediate(r));
 
+/**
+ * Settles `p` on virtual time: advances `timers` 1 ms per turn (up to 10 s of it) until `p` settles, then resolves
+ * or rejects as `p` did (a rejection is never left unhandled meanwhile).
+ */
+export function settleOn(timers: VirtualTimers): <T>(p: Promise<T>) => Promise<T> {
+  return async <T,>(p: Promise<T>): Promise<T> => {
+    let done = false;
+    const q = p.finally(() => (done = true));
+    q.catch(() => {});
+    for (let t = 0; t < 10_000 && !done; t++) {
+      timers.advanceBy(1);
+      await yieldTurn();
+    }
+    return q;
+  };
+}
+
 export const g = (s: string): GroupId => GroupId(s);
 export const e = (s: string): AttachmentId => AttachmentId(s);
 export const r = (s: string): ReplicaId => ReplicaId(s);
