@@ -8,15 +8,12 @@
 import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 import type { Socket } from "node:net";
-import { CALL_WIRE_PATH, CALL_WIRE_PROTOCOL, FrameReader, TurnWriter, decodeCall, encodeAnswer } from "@heddle/client";
+import { CALL_WIRE_PATH, CALL_WIRE_PROTOCOL, FrameReader, TurnWriter, decodeCall, encodeAnswer, type WireAnswer } from "@heddle/client";
 import { sameToken } from "./bearer.ts";
 import type { Logger } from "./log.ts";
 
-/** One call's answer: the status and body its HTTP route answers. */
-export interface WireAnswer {
-  readonly status: number;
-  readonly body: unknown;
-}
+/** One call's answer: the status and body its HTTP route answers (the client's `WireAnswer`, what it resolves with). */
+export type { WireAnswer };
 
 /** A route on the wire: the body's JSON text ("" for none) and the Idempotency-Key (null for none) to its answer. */
 export type WireRoute = (bodyText: string, idempotencyKey: string | null) => Promise<WireAnswer>;
@@ -243,4 +240,3 @@ function refuse(socket: Duplex, status: number, text: string, body: object, head
   socket.end(`HTTP/1.1 ${status} ${text}\r\nContent-Type: application/json; charset=utf-8\r\n${headers}Content-Length: ${Buffer.byteLength(json)}\r\nConnection: close\r\n\r\n${json}`);
 }
 
-export { CALL_WIRE_PATH, CALL_WIRE_PROTOCOL };
